@@ -1,0 +1,741 @@
+"""One configurable Transformer block, and the encoders built from it.
+
+The toy models of chapters 1-4 and the pretrained BERT encoder of ``mha_lib.pretrained``
+are the same classes. What differs is configuration (:class:`EncoderConfig`):
+
+=====================  ==========================  ==================================
+setting                toy models (typical)        BERT (Devlin et al. 2019)
+=====================  ==========================  ==================================
+``norm_first``         True  (pre-LN)              False (post-LN)
+``activation``         ``"relu"`` or ``"gelu"``    ``"gelu"`` (exact, erf-based)
+``positional``         ``"sinusoidal"``/learned    ``"learned"``
+``type_vocab_size``    0 (no token types)          2 (sentence A / B)
+``embedding_norm``     False                       True (LayerNorm + dropout)
+``final_norm``         True (pre-LN needs it)      False
+``layer_norm_eps``     1e-5                        1e-12
+=====================  ==========================  ==================================
+
+Read top to bottom: config, MLP, :class:`TransformerBlock`, :class:`Encoder`,
+:class:`TokenClassifier`, then saving and loading (safetensors + JSON, never pickle).
+
+Shapes: B batch, L sequence length, d_model model width, H heads of a layer (after
+pruning, H_l may differ from layer to layer), d_ff MLP width, C classes.
+
+Sources: Vaswani et al. 2017 (block, sinusoidal positions); Devlin et al. 2019 (BERT
+embeddings, post-LN, GELU); Xiong et al. 2020 "On Layer Normalization in the
+Transformer Architecture" (pre-LN); Michel et al. 2019 (``head_mask``, pruning).
+"""
+from __future__ import annotations
+
+import copy
+import json
+import math
+import os
+from dataclasses import asdict, dataclass, field, fields
+from typing import Mapping, Optional, Sequence, Union
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from .attention import MultiHeadAttention
+
+__all__ = [
+    "EncoderConfig",
+    "EncoderOutput",
+    "TokenClassifierOutput",
+    "TransformerBlock",
+    "Encoder",
+    "TokenClassifier",
+    "sinusoidal_positions",
+    "load",
+    "CONFIG_NAME",
+    "WEIGHTS_NAME",
+]
+
+CONFIG_NAME = "mha_lib_config.json"  # not "config.json": that name belongs to transformers' checkpoints
+WEIGHTS_NAME = "model.safetensors"
+_FORMAT_VERSION = 1
+
+_ACTIVATIONS = {
+    "gelu": lambda x: F.gelu(x),  # exact, erf-based: BERT's "gelu"
+    "gelu_tanh": lambda x: F.gelu(x, approximate="tanh"),  # GPT-2's "gelu_new"
+    "relu": F.relu,
+    "silu": F.silu,
+}
+_POSITIONALS = ("learned", "sinusoidal", "none")
+
+HeadMask = Union[torch.Tensor, Sequence[Optional[torch.Tensor]], None]
+
+
+# ----------------------------------------------------------------------------- config
+@dataclass
+class EncoderConfig:
+    """Everything that defines an :class:`Encoder`; JSON-able through ``to_dict``/``from_dict``.
+
+    Raises:
+        ValueError: on any out-of-range field, naming the field and its value (e.g.
+            ``d_model=10`` with ``num_heads=3``, an unknown ``activation``, a pruned head
+            index outside ``range(num_heads)``).
+    """
+
+    vocab_size: int  # number of token ids; input_ids must lie in [0, vocab_size)
+    d_model: int  # width of the residual stream
+    num_heads: int  # query heads per layer before pruning; d_model % num_heads == 0
+    num_layers: int  # number of TransformerBlocks
+    d_ff: int  # hidden width of each block's MLP (4 * d_model is usual)
+    max_len: int  # longest sequence; size of the learned position table
+    num_kv_heads: Optional[int] = None  # GQA/MQA key/value heads; None = num_heads (plain MHA)
+    dropout: float = 0.0  # dropout on embeddings and on each residual branch
+    attention_dropout: Optional[float] = None  # dropout on attention weights; None = `dropout`
+    norm_first: bool = True  # True: pre-LN (x + f(LN(x))); False: post-LN (LN(x + f(x))), as BERT
+    activation: str = "gelu"  # MLP nonlinearity: "gelu" (exact erf), "gelu_tanh", "relu", "silu"
+    layer_norm_eps: float = 1e-5  # LayerNorm epsilon (BERT: 1e-12)
+    positional: str = "sinusoidal"  # "learned" table, fixed "sinusoidal" (Vaswani et al.), or "none"
+    type_vocab_size: int = 0  # token-type (segment) embeddings; 0 = none, BERT: 2
+    embedding_norm: bool = False  # LayerNorm after summing embeddings, as BERT
+    final_norm: bool = True  # LayerNorm after the last block (pre-LN stacks need it; BERT: False)
+    pad_token_id: Optional[int] = 0  # id of the padding token (its embedding gets no gradient)
+    bias: bool = True  # biases in attention projections
+    pruned_heads: dict = field(default_factory=dict)  # {layer: [original head ids]} removed by pruning
+
+    def __post_init__(self):
+        for name in ("vocab_size", "d_model", "num_heads", "num_layers", "d_ff", "max_len"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+                raise ValueError(f"EncoderConfig.{name} must be a positive int, got {value!r}")
+        if self.d_model % self.num_heads:
+            raise ValueError(
+                f"EncoderConfig: d_model={self.d_model} is not divisible by num_heads={self.num_heads}"
+            )
+        if self.num_kv_heads is not None and (
+            not isinstance(self.num_kv_heads, int)
+            or self.num_kv_heads <= 0
+            or self.num_heads % self.num_kv_heads
+        ):
+            raise ValueError(
+                f"EncoderConfig: num_kv_heads={self.num_kv_heads!r} must be a positive divisor of "
+                f"num_heads={self.num_heads}"
+            )
+        for name in ("dropout", "attention_dropout"):
+            value = getattr(self, name)
+            if value is not None and not (0.0 <= float(value) < 1.0):
+                raise ValueError(f"EncoderConfig.{name} must be in [0, 1), got {value!r}")
+        if self.activation not in _ACTIVATIONS:
+            raise ValueError(
+                f"EncoderConfig.activation={self.activation!r} is not one of {sorted(_ACTIVATIONS)}"
+            )
+        if self.positional not in _POSITIONALS:
+            raise ValueError(
+                f"EncoderConfig.positional={self.positional!r} is not one of {list(_POSITIONALS)}"
+            )
+        if not (isinstance(self.layer_norm_eps, (int, float)) and self.layer_norm_eps > 0):
+            raise ValueError(f"EncoderConfig.layer_norm_eps must be > 0, got {self.layer_norm_eps!r}")
+        if isinstance(self.type_vocab_size, bool) or not isinstance(self.type_vocab_size, int) or (
+            self.type_vocab_size < 0
+        ):
+            raise ValueError(
+                f"EncoderConfig.type_vocab_size must be an int >= 0, got {self.type_vocab_size!r}"
+            )
+        if self.pad_token_id is not None and not (0 <= self.pad_token_id < self.vocab_size):
+            raise ValueError(
+                f"EncoderConfig.pad_token_id={self.pad_token_id!r} is outside [0, vocab_size={self.vocab_size})"
+            )
+        self.pruned_heads = self._normalise_pruned(self.pruned_heads)
+
+    def _normalise_pruned(self, pruned) -> dict:
+        # JSON turns int keys into strings; accept both, store {int: sorted list of int}.
+        if not isinstance(pruned, Mapping):
+            raise ValueError(f"EncoderConfig.pruned_heads must be a dict {{layer: [heads]}}, got {pruned!r}")
+        out = {}
+        for layer, heads in pruned.items():
+            try:
+                layer_i = int(layer)
+                heads_i = sorted({int(h) for h in heads})
+            except (TypeError, ValueError):
+                raise ValueError(f"EncoderConfig.pruned_heads has a bad entry {layer!r}: {heads!r}") from None
+            if not 0 <= layer_i < self.num_layers:
+                raise ValueError(
+                    f"EncoderConfig.pruned_heads: layer {layer!r} is outside range(num_layers={self.num_layers})"
+                )
+            bad = [h for h in heads_i if not 0 <= h < self.num_heads]
+            if bad:
+                raise ValueError(
+                    f"EncoderConfig.pruned_heads: layer {layer_i} heads {bad} are outside "
+                    f"range(num_heads={self.num_heads})"
+                )
+            if heads_i:
+                out[layer_i] = heads_i
+        return dict(sorted(out.items()))
+
+    @property
+    def head_dim(self) -> int:
+        """d_k = d_model // num_heads."""
+        return self.d_model // self.num_heads
+
+    def to_dict(self) -> dict:
+        """A JSON-able dict (pruned-head layer keys become strings)."""
+        d = asdict(self)
+        d["pruned_heads"] = {str(k): list(v) for k, v in self.pruned_heads.items()}
+        return d
+
+    @classmethod
+    def from_dict(cls, d: Mapping) -> "EncoderConfig":
+        """Inverse of :meth:`to_dict`. Raises ValueError naming unknown keys."""
+        known = {f.name for f in fields(cls)}
+        unknown = sorted(set(d) - known)
+        if unknown:
+            raise ValueError(f"EncoderConfig.from_dict: unknown keys {unknown}")
+        return cls(**dict(d))
+
+
+# ----------------------------------------------------------------------------- pieces
+def sinusoidal_positions(max_len: int, d_model: int) -> torch.Tensor:
+    """Fixed position encodings of Vaswani et al. 2017, section 3.5.
+
+    PE[pos, 2i] = sin(pos / 10000^(2i/d_model)), PE[pos, 2i+1] = cos(same).
+
+    Returns:
+        float32 tensor (max_len, d_model).
+    """
+    pos = torch.arange(max_len, dtype=torch.float32)[:, None]  # (max_len, 1)
+    freq = torch.exp(-math.log(10000.0) * torch.arange(0, d_model, 2, dtype=torch.float32) / d_model)
+    angles = pos * freq  # (max_len, ceil(d_model/2))
+    pe = torch.zeros(max_len, d_model)
+    pe[:, 0::2] = torch.sin(angles)
+    pe[:, 1::2] = torch.cos(angles[:, : d_model // 2])
+    return pe
+
+
+class MLP(nn.Module):
+    """Position-wise feed-forward: Linear(d_model, d_ff) -> activation -> Linear(d_ff, d_model)."""
+
+    def __init__(self, config: EncoderConfig):
+        super().__init__()
+        self.fc_in = nn.Linear(config.d_model, config.d_ff)
+        self.fc_out = nn.Linear(config.d_ff, config.d_model)
+        self.act = _ACTIVATIONS[config.activation]
+        self.activation = config.activation
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:  # (B, L, d_model) -> (B, L, d_model)
+        return self.fc_out(self.act(self.fc_in(x)))  # via (B, L, d_ff)
+
+    def extra_repr(self) -> str:
+        return f"activation={self.activation!r}"
+
+
+# ----------------------------------------------------------------------------- block
+class TransformerBlock(nn.Module):
+    """Self-attention + MLP, each with a residual connection and a LayerNorm.
+
+    ``config.norm_first=True`` (pre-LN, Xiong et al. 2020)::
+
+        x = x + drop(attn(norm1(x)));   x = x + drop(mlp(norm2(x)))
+
+    ``config.norm_first=False`` (post-LN, Vaswani et al. 2017, BERT)::
+
+        x = norm1(x + drop(attn(x)));   x = norm2(x + drop(mlp(x)))
+
+    Args:
+        config: the :class:`EncoderConfig`.
+        layer_index: which layer this is, to look up ``config.pruned_heads``.
+    """
+
+    def __init__(self, config: EncoderConfig, layer_index: int = 0):
+        super().__init__()
+        self.norm_first = config.norm_first
+        attn_dropout = config.dropout if config.attention_dropout is None else config.attention_dropout
+        self.attn = MultiHeadAttention(
+            config.d_model,
+            config.num_heads,
+            num_kv_heads=config.num_kv_heads,
+            dropout=attn_dropout,
+            bias=config.bias,
+            pruned_heads=tuple(config.pruned_heads.get(layer_index, ())),
+        )
+        self.norm1 = nn.LayerNorm(config.d_model, eps=config.layer_norm_eps)
+        self.mlp = MLP(config)
+        self.norm2 = nn.LayerNorm(config.d_model, eps=config.layer_norm_eps)
+        self.drop = nn.Dropout(config.dropout)
+
+    def forward(
+        self,
+        x: torch.Tensor,
+        *,
+        key_padding_mask: Optional[torch.Tensor] = None,
+        attn_mask: Optional[torch.Tensor] = None,
+        is_causal: bool = False,
+        head_mask: Optional[torch.Tensor] = None,
+        need_weights: bool = False,
+    ):
+        """Run one block.
+
+        Args:
+            x: (B, L, d_model) float.
+            key_padding_mask: (B, L) bool, True = padding (never attended to).
+            attn_mask: bool (True = blocked) or additive float, broadcastable to (B, H, L, L).
+            is_causal: position i attends only to j <= i.
+            head_mask: (H,) or (B, H) float over the *kept* heads; multiplies each head's
+                output (Michel et al. 2019). 1 keep, 0 drop.
+            need_weights: also return the per-head attention weights.
+
+        Returns:
+            ``(x, weights)``: x (B, L, d_model); weights (B, H, L, L) before dropout and
+            head_mask, or None.
+
+        Raises:
+            ValueError: from MultiHeadAttention, on masks of the wrong shape or dtype.
+        """
+        attn_kwargs = dict(
+            key_padding_mask=key_padding_mask,
+            attn_mask=attn_mask,
+            is_causal=is_causal,
+            head_mask=head_mask,
+            need_weights=need_weights,
+        )
+        if self.norm_first:  # pre-LN
+            a, weights = self.attn(self.norm1(x), **attn_kwargs)  # (B, L, d_model), (B, H, L, L)
+            x = x + self.drop(a)
+            x = x + self.drop(self.mlp(self.norm2(x)))
+        else:  # post-LN
+            a, weights = self.attn(x, **attn_kwargs)
+            x = self.norm1(x + self.drop(a))
+            x = self.norm2(x + self.drop(self.mlp(x)))
+        return x, weights
+
+
+# ----------------------------------------------------------------------------- outputs
+@dataclass
+class EncoderOutput:
+    """What :meth:`Encoder.forward` returns.
+
+    Attributes:
+        last_hidden_state: (B, L, d_model).
+        hidden_states: with ``output_hidden_states``, a tuple of num_layers + 1 tensors
+            (B, L, d_model): the embeddings, then each block's output (before
+            ``final_norm``; the last entry equals last_hidden_state when there is no
+            final norm). Else None.
+        attentions: with ``output_attentions``, a tuple of num_layers tensors
+            (B, H_l, L, L), one per layer; H_l is that layer's number of kept heads, so
+            the tuple is ragged after pruning. Else None.
+    """
+
+    last_hidden_state: torch.Tensor
+    hidden_states: Optional[tuple] = None
+    attentions: Optional[tuple] = None
+
+
+@dataclass
+class TokenClassifierOutput:
+    """What :meth:`TokenClassifier.forward` returns.
+
+    Attributes:
+        logits: (B, L, C) float, one score per class at every position.
+        last_hidden_state, hidden_states, attentions: as in :class:`EncoderOutput`.
+    """
+
+    logits: torch.Tensor
+    last_hidden_state: torch.Tensor
+    hidden_states: Optional[tuple] = None
+    attentions: Optional[tuple] = None
+
+
+# ----------------------------------------------------------------------------- encoder
+class _SaveLoadMixin:
+    """safetensors weights + a JSON config; never pickle."""
+
+    def _extra_config(self) -> dict:
+        return {}
+
+    def save_pretrained(self, path: Union[str, os.PathLike]) -> str:
+        """Write ``mha_lib_config.json`` and ``model.safetensors`` into folder ``path``.
+
+        Pruned heads are recorded in the config, so the weights load into a model built
+        from it. Returns the folder path. Raises OSError if the folder cannot be written.
+        """
+        from safetensors.torch import save_file
+
+        from . import __version__
+
+        os.makedirs(path, exist_ok=True)
+        meta = {
+            "format": "mha_lib",
+            "format_version": _FORMAT_VERSION,
+            "mha_lib_version": __version__,
+            "model_class": type(self).__name__,
+            "config": self.config.to_dict(),
+            **self._extra_config(),
+        }
+        with open(os.path.join(path, CONFIG_NAME), "w", encoding="utf-8") as f:
+            json.dump(meta, f, indent=2, sort_keys=True)
+        state = {k: v.detach().contiguous().cpu() for k, v in self.state_dict().items()}
+        save_file(state, os.path.join(path, WEIGHTS_NAME), metadata={"format": "pt"})
+        return str(path)
+
+    @classmethod
+    def from_pretrained(cls, path: Union[str, os.PathLike], map_location: str = "cpu"):
+        """Build the model saved by :meth:`save_pretrained` in folder ``path``.
+
+        Raises:
+            ValueError: if the folder lacks the files, was saved from another class, or a
+                tensor is missing, unexpected or of the wrong shape (naming the key).
+        """
+        meta = _read_meta(path)
+        if meta["model_class"] != cls.__name__:
+            raise ValueError(
+                f"{path} holds a {meta['model_class']!r}, not a {cls.__name__!r}; use mha_lib.model.load()"
+            )
+        return load(path, map_location=map_location)
+
+
+class Encoder(_SaveLoadMixin, nn.Module):
+    """Token (+ position, + token-type) embeddings followed by num_layers TransformerBlocks.
+
+    The toy models and the pretrained BERT encoder (``mha_lib.pretrained.load_bert``) are
+    both this class; see the module docstring for the settings that differ.
+
+    Args:
+        config: an :class:`EncoderConfig`.
+    """
+
+    def __init__(self, config: EncoderConfig):
+        super().__init__()
+        self.config = copy.deepcopy(config)  # prune_heads edits it; never the caller's object
+        config = self.config
+        self.token_embedding = nn.Embedding(config.vocab_size, config.d_model, padding_idx=config.pad_token_id)
+        if config.positional == "learned":
+            self.position_embedding = nn.Embedding(config.max_len, config.d_model)
+        else:
+            self.position_embedding = None
+        if config.positional == "sinusoidal":
+            # a fixed function of position: not saved with the weights
+            self.register_buffer("sinusoid", sinusoidal_positions(config.max_len, config.d_model), persistent=False)
+        else:
+            self.sinusoid = None
+        self.token_type_embedding = (
+            nn.Embedding(config.type_vocab_size, config.d_model) if config.type_vocab_size > 0 else None
+        )
+        self.embedding_norm = (
+            nn.LayerNorm(config.d_model, eps=config.layer_norm_eps) if config.embedding_norm else None
+        )
+        self.embedding_dropout = nn.Dropout(config.dropout)
+        self.blocks = nn.ModuleList(TransformerBlock(config, i) for i in range(config.num_layers))
+        self.final_norm = nn.LayerNorm(config.d_model, eps=config.layer_norm_eps) if config.final_norm else None
+
+    # -- embeddings
+    def embed(self, input_ids: torch.Tensor, token_type_ids: Optional[torch.Tensor] = None) -> torch.Tensor:
+        """input_ids (B, L) long -> embeddings (B, L, d_model) (token + position + type,
+        then the optional embedding LayerNorm and dropout). Raises ValueError on bad ids."""
+        cfg = self.config
+        if not isinstance(input_ids, torch.Tensor) or input_ids.dim() != 2 or input_ids.is_floating_point():
+            raise ValueError(
+                "input_ids must be an integer tensor of shape (B, L), got "
+                + (f"{tuple(input_ids.shape)} {input_ids.dtype}" if isinstance(input_ids, torch.Tensor) else repr(type(input_ids)))
+            )
+        B, L = input_ids.shape
+        if L > cfg.max_len and cfg.positional != "none":
+            raise ValueError(f"sequence length {L} exceeds max_len={cfg.max_len}")
+        if input_ids.numel() and (int(input_ids.min()) < 0 or int(input_ids.max()) >= cfg.vocab_size):
+            raise ValueError(
+                f"input_ids must lie in [0, vocab_size={cfg.vocab_size}), got min {int(input_ids.min())} "
+                f"max {int(input_ids.max())}"
+            )
+        x = self.token_embedding(input_ids)  # (B, L, d_model)
+        if self.position_embedding is not None:
+            x = x + self.position_embedding.weight[:L]  # (L, d_model) broadcast over B
+        elif self.sinusoid is not None:
+            x = x + self.sinusoid[:L].to(x.dtype)
+        if self.token_type_embedding is not None:
+            if token_type_ids is None:
+                token_type_ids = torch.zeros_like(input_ids)
+            elif token_type_ids.shape != input_ids.shape:
+                raise ValueError(
+                    f"token_type_ids shape {tuple(token_type_ids.shape)} != input_ids shape {tuple(input_ids.shape)}"
+                )
+            elif token_type_ids.numel() and (
+                int(token_type_ids.min()) < 0 or int(token_type_ids.max()) >= cfg.type_vocab_size
+            ):
+                raise ValueError(
+                    f"token_type_ids must lie in [0, type_vocab_size={cfg.type_vocab_size}), got max "
+                    f"{int(token_type_ids.max())}"
+                )
+            x = x + self.token_type_embedding(token_type_ids)
+        elif token_type_ids is not None:
+            raise ValueError("token_type_ids given, but this encoder has type_vocab_size=0")
+        if self.embedding_norm is not None:
+            x = self.embedding_norm(x)
+        return self.embedding_dropout(x)
+
+    # -- head masks
+    def _layer_head_masks(self, head_mask: HeadMask) -> list:
+        """Split a head_mask into one entry per layer ((H_l,), (B, H_l) or None)."""
+        n = self.config.num_layers
+        if head_mask is None:
+            return [None] * n
+        if isinstance(head_mask, torch.Tensor):
+            if head_mask.dim() not in (2, 3) or head_mask.shape[0] != n:
+                raise ValueError(
+                    f"head_mask tensor must be (num_layers={n}, H) or (num_layers={n}, B, H), got "
+                    f"{tuple(head_mask.shape)}; for pruned layers with different head counts pass a "
+                    f"list of per-layer (H_l,) or (B, H_l) masks"
+                )
+            return list(head_mask.unbind(0))
+        masks = list(head_mask)
+        if len(masks) != n:
+            raise ValueError(f"head_mask has {len(masks)} per-layer entries, expected num_layers={n}")
+        return masks
+
+    def forward(
+        self,
+        input_ids: torch.Tensor,
+        *,
+        token_type_ids: Optional[torch.Tensor] = None,
+        key_padding_mask: Optional[torch.Tensor] = None,
+        attn_mask: Optional[torch.Tensor] = None,
+        is_causal: bool = False,
+        head_mask: HeadMask = None,
+        output_attentions: bool = False,
+        output_hidden_states: bool = False,
+    ) -> EncoderOutput:
+        """Encode a batch of token ids.
+
+        Args:
+            input_ids: (B, L) long, in [0, vocab_size).
+            token_type_ids: (B, L) long in [0, type_vocab_size); default all 0. Only for
+                encoders with token types (BERT's sentence A = 0 / B = 1).
+            key_padding_mask: (B, L) bool, True = padding. Padded keys are never attended
+                to, so real positions do not depend on padding. Note the polarity is the
+                opposite of transformers' ``attention_mask`` (1 = keep): pass
+                ``attention_mask == 0``. Not inferred from ``pad_token_id``.
+            attn_mask: bool (True = blocked) or additive float, broadcastable to (B, H, L, L);
+                the same for every layer.
+            is_causal: position i attends only to j <= i.
+            head_mask: Michel et al. 2019's xi: (num_layers, H) or (num_layers, B, H)
+                float, or a sequence of num_layers per-layer masks (H_l,)/(B, H_l)/None
+                (needed once layers are pruned to different head counts). Indexes the
+                *kept* heads of each layer. 1 keep, 0 drop.
+            output_attentions: return per-layer per-head weights.
+            output_hidden_states: return the embeddings and every block's output.
+
+        Returns:
+            :class:`EncoderOutput` (last_hidden_state (B, L, d_model), hidden_states,
+            attentions (per layer (B, H_l, L, L))).
+
+        Raises:
+            ValueError: on ids out of range, L > max_len, a non-bool key_padding_mask,
+                or a head_mask of the wrong shape.
+        """
+        if key_padding_mask is not None:
+            if not isinstance(key_padding_mask, torch.Tensor) or key_padding_mask.dtype != torch.bool:
+                raise ValueError(
+                    f"key_padding_mask must be a bool tensor (True = padding), got "
+                    f"{getattr(key_padding_mask, 'dtype', type(key_padding_mask))}; from a transformers "
+                    f"attention_mask (1 = keep) pass attention_mask == 0"
+                )
+            if key_padding_mask.shape != input_ids.shape:
+                raise ValueError(
+                    f"key_padding_mask shape {tuple(key_padding_mask.shape)} != input_ids shape "
+                    f"{tuple(input_ids.shape)}"
+                )
+        layer_masks = self._layer_head_masks(head_mask)
+        x = self.embed(input_ids, token_type_ids)  # (B, L, d_model)
+        hidden_states = [x] if output_hidden_states else None
+        attentions = [] if output_attentions else None
+        for block, hm in zip(self.blocks, layer_masks):
+            x, weights = block(
+                x,
+                key_padding_mask=key_padding_mask,
+                attn_mask=attn_mask,
+                is_causal=is_causal,
+                head_mask=hm,
+                need_weights=output_attentions,
+            )  # (B, L, d_model), (B, H_l, L, L) or None
+            if output_hidden_states:
+                hidden_states.append(x)
+            if output_attentions:
+                attentions.append(weights)
+        if self.final_norm is not None:
+            x = self.final_norm(x)
+        return EncoderOutput(
+            last_hidden_state=x,
+            hidden_states=tuple(hidden_states) if output_hidden_states else None,
+            attentions=tuple(attentions) if output_attentions else None,
+        )
+
+    # -- pruning
+    @property
+    def heads_per_layer(self) -> list:
+        """Number of kept heads in each layer, e.g. [12, 10, 12, ...]."""
+        return [len(block.attn.kept_heads) for block in self.blocks]
+
+    def prune_heads(self, heads_to_prune: Mapping[int, Sequence[int]]) -> None:
+        """Remove heads for good: ``{layer: [head, ...]}``, heads in *original* numbering.
+
+        Pruning an already-pruned head does nothing. The pruned heads are recorded in
+        ``config.pruned_heads``, so :meth:`save_pretrained` output loads back. Michel et
+        al. 2019: masking a head with ``head_mask`` and pruning it give the same output.
+
+        Raises:
+            ValueError: on a layer outside range(num_layers) (heads are checked by
+                MultiHeadAttention.prune_heads).
+        """
+        for layer, heads in heads_to_prune.items():
+            layer_i = int(layer)
+            if not 0 <= layer_i < self.config.num_layers:
+                raise ValueError(
+                    f"prune_heads: layer {layer!r} is outside range(num_layers={self.config.num_layers})"
+                )
+            attn = self.blocks[layer_i].attn
+            attn.prune_heads([int(h) for h in heads])
+            pruned = sorted(int(h) for h in attn.pruned_heads)
+            if pruned:
+                self.config.pruned_heads[layer_i] = pruned
+        self.config.pruned_heads = dict(sorted(self.config.pruned_heads.items()))
+
+    def num_parameters(self) -> int:
+        """Number of parameters (buffers excluded)."""
+        return sum(p.numel() for p in self.parameters())
+
+
+# ----------------------------------------------------------------------------- classifier
+class TokenClassifier(_SaveLoadMixin, nn.Module):
+    """An :class:`Encoder` plus a per-position linear readout: logits (B, L, num_classes).
+
+    Chapter 1's synthetic tasks predict a label at every position.
+
+    Args:
+        config: an :class:`EncoderConfig`.
+        num_classes: C >= 1.
+
+    Raises:
+        ValueError: if num_classes is not a positive int.
+    """
+
+    def __init__(self, config: EncoderConfig, num_classes: int):
+        super().__init__()
+        if isinstance(num_classes, bool) or not isinstance(num_classes, int) or num_classes <= 0:
+            raise ValueError(f"num_classes must be a positive int, got {num_classes!r}")
+        self.num_classes = num_classes
+        self.encoder = Encoder(config)
+        self.readout = nn.Linear(config.d_model, num_classes)
+
+    @property
+    def config(self) -> EncoderConfig:
+        """The encoder's config (one object, so pruning records show up here too)."""
+        return self.encoder.config
+
+    def _extra_config(self) -> dict:
+        return {"num_classes": self.num_classes}
+
+    def forward(
+        self,
+        input_ids: torch.Tensor,
+        *,
+        token_type_ids: Optional[torch.Tensor] = None,
+        key_padding_mask: Optional[torch.Tensor] = None,
+        attn_mask: Optional[torch.Tensor] = None,
+        is_causal: bool = False,
+        head_mask: HeadMask = None,
+        output_attentions: bool = False,
+        output_hidden_states: bool = False,
+    ) -> TokenClassifierOutput:
+        """Same arguments as :meth:`Encoder.forward`.
+
+        Returns:
+            :class:`TokenClassifierOutput` with logits (B, L, C) float.
+        """
+        enc = self.encoder(
+            input_ids,
+            token_type_ids=token_type_ids,
+            key_padding_mask=key_padding_mask,
+            attn_mask=attn_mask,
+            is_causal=is_causal,
+            head_mask=head_mask,
+            output_attentions=output_attentions,
+            output_hidden_states=output_hidden_states,
+        )
+        logits = self.readout(enc.last_hidden_state)  # (B, L, C)
+        return TokenClassifierOutput(logits, enc.last_hidden_state, enc.hidden_states, enc.attentions)
+
+    @property
+    def heads_per_layer(self) -> list:
+        """Number of kept heads in each layer."""
+        return self.encoder.heads_per_layer
+
+    def prune_heads(self, heads_to_prune: Mapping[int, Sequence[int]]) -> None:
+        """See :meth:`Encoder.prune_heads`."""
+        self.encoder.prune_heads(heads_to_prune)
+
+    def num_parameters(self) -> int:
+        """Number of parameters (buffers excluded)."""
+        return sum(p.numel() for p in self.parameters())
+
+
+# ----------------------------------------------------------------------------- loading
+_CLASSES = {"Encoder": Encoder, "TokenClassifier": TokenClassifier}
+
+
+def _read_meta(path) -> dict:
+    cfg_path = os.path.join(path, CONFIG_NAME)
+    w_path = os.path.join(path, WEIGHTS_NAME)
+    if not (os.path.isfile(cfg_path) and os.path.isfile(w_path)):
+        found = sorted(os.listdir(path)) if os.path.isdir(path) else "no such folder"
+        raise ValueError(f"no mha_lib model in {path}: need {CONFIG_NAME} and {WEIGHTS_NAME}, found {found}")
+    with open(cfg_path, encoding="utf-8") as f:
+        meta = json.load(f)
+    if meta.get("format") != "mha_lib" or meta.get("model_class") not in _CLASSES:
+        raise ValueError(
+            f"{cfg_path} is not an mha_lib model config (format={meta.get('format')!r}, "
+            f"model_class={meta.get('model_class')!r})"
+        )
+    if meta.get("format_version", 0) > _FORMAT_VERSION:
+        raise ValueError(
+            f"{cfg_path} has format_version={meta['format_version']}, newer than this mha_lib "
+            f"understands ({_FORMAT_VERSION}); upgrade mha_lib"
+        )
+    return meta
+
+
+def load_state_dict_checked(module: nn.Module, state: Mapping[str, torch.Tensor], source: str = "checkpoint"):
+    """Copy ``state`` into ``module``, requiring exactly the same keys and shapes.
+
+    Raises:
+        ValueError: naming the first missing, unexpected or wrongly shaped key.
+    """
+    own = module.state_dict()
+    missing = [k for k in own if k not in state]
+    unexpected = [k for k in state if k not in own]
+    if missing:
+        raise ValueError(f"{source}: missing tensor(s) {missing[:5]}{' ...' if len(missing) > 5 else ''}")
+    if unexpected:
+        raise ValueError(
+            f"{source}: unexpected tensor(s) {unexpected[:5]}{' ...' if len(unexpected) > 5 else ''}"
+        )
+    for k, v in own.items():
+        if tuple(state[k].shape) != tuple(v.shape):
+            raise ValueError(
+                f"{source}: tensor {k!r} has shape {tuple(state[k].shape)}, the model expects {tuple(v.shape)}"
+            )
+    module.load_state_dict(dict(state), strict=True)
+
+
+def load(path: Union[str, os.PathLike], map_location: str = "cpu") -> nn.Module:
+    """Load an :class:`Encoder` or :class:`TokenClassifier` saved with ``save_pretrained``.
+
+    Reads ``mha_lib_config.json`` (JSON) and ``model.safetensors``; never unpickles.
+    Pruned models come back pruned. The model is returned in eval mode.
+
+    Raises:
+        ValueError: if the files are missing or do not match (naming the key).
+    """
+    from safetensors.torch import load_file
+
+    meta = _read_meta(path)
+    config = EncoderConfig.from_dict(meta["config"])
+    if meta["model_class"] == "TokenClassifier":
+        model = TokenClassifier(config, int(meta["num_classes"]))
+    else:
+        model = Encoder(config)
+    state = load_file(os.path.join(path, WEIGHTS_NAME), device=str(map_location))
+    load_state_dict_checked(model, state, source=str(path))
+    return model.eval()

@@ -1,0 +1,308 @@
+"""Tests for mha_lib.model: the one configurable block and the encoders built from it."""
+import json
+import math
+import os
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+from mha_lib.model import (
+    CONFIG_NAME,
+    WEIGHTS_NAME,
+    Encoder,
+    EncoderConfig,
+    TokenClassifier,
+    TransformerBlock,
+    load,
+    sinusoidal_positions,
+)
+
+TINY = dict(vocab_size=23, d_model=16, num_heads=4, num_layers=2, d_ff=32, max_len=12)
+
+
+def make(cls=Encoder, seed=0, **overrides):
+    torch.manual_seed(seed)
+    cfg = EncoderConfig(**{**TINY, **overrides})
+    model = TokenClassifier(cfg, 5) if cls is TokenClassifier else Encoder(cfg)
+    return model.eval()
+
+
+def ids(B=3, L=7, seed=1, vocab=TINY["vocab_size"]):
+    g = torch.Generator().manual_seed(seed)
+    return torch.randint(1, vocab, (B, L), generator=g)
+
+
+# ----------------------------------------------------------------------------- shapes
+@pytest.mark.parametrize("norm_first", [True, False])
+@pytest.mark.parametrize("positional", ["learned", "sinusoidal", "none"])
+def test_encoder_shapes(norm_first, positional):
+    model = make(norm_first=norm_first, positional=positional, type_vocab_size=2, embedding_norm=True)
+    x = ids()
+    out = model(x, token_type_ids=torch.ones_like(x), output_attentions=True, output_hidden_states=True)
+    assert out.last_hidden_state.shape == (3, 7, 16)
+    assert len(out.hidden_states) == TINY["num_layers"] + 1
+    assert all(h.shape == (3, 7, 16) for h in out.hidden_states)
+    assert len(out.attentions) == TINY["num_layers"]
+    for w in out.attentions:
+        assert w.shape == (3, 4, 7, 7)
+        torch.testing.assert_close(w.sum(-1), torch.ones(3, 4, 7))
+    plain = model(x, token_type_ids=torch.ones_like(x))
+    assert plain.attentions is None and plain.hidden_states is None
+    torch.testing.assert_close(plain.last_hidden_state, out.last_hidden_state)
+
+
+def test_token_classifier_shapes_and_passthrough():
+    model = make(TokenClassifier)
+    x = ids()
+    out = model(x, output_attentions=True, output_hidden_states=True)
+    assert out.logits.shape == (3, 7, 5)
+    assert len(out.attentions) == 2 and out.attentions[0].shape == (3, 4, 7, 7)
+    torch.testing.assert_close(out.logits, model.readout(out.last_hidden_state))
+    masked = model(x, head_mask=torch.zeros(2, 4)).logits
+    assert not torch.allclose(masked, out.logits)
+
+
+# ----------------------------------------------------------------------------- the block
+@pytest.mark.parametrize("norm_first", [True, False])
+def test_block_follows_its_equation(norm_first):
+    torch.manual_seed(0)
+    cfg = EncoderConfig(**TINY, norm_first=norm_first, activation="relu")
+    block = TransformerBlock(cfg).eval()
+    x = torch.randn(2, 5, 16)
+    y, w = block(x)
+    assert w is None
+
+    def attn(h):
+        return block.attn(h)[0]
+
+    def mlp(h):
+        return block.mlp.fc_out(F.relu(block.mlp.fc_in(h)))
+
+    if norm_first:  # pre-LN
+        h = x + attn(block.norm1(x))
+        expected = h + mlp(block.norm2(h))
+    else:  # post-LN
+        h = block.norm1(x + attn(x))
+        expected = block.norm2(h + mlp(h))
+    torch.testing.assert_close(y, expected)
+
+
+def test_post_ln_outputs_are_normalised_and_pre_ln_are_not():
+    x = ids(B=2, L=9)
+    post = make(norm_first=False, final_norm=False)(x, output_hidden_states=True).hidden_states[1]
+    pre = make(norm_first=True, final_norm=False)(x, output_hidden_states=True).hidden_states[1]
+    # fresh LayerNorms have weight 1, bias 0: post-LN block outputs have unit variance
+    torch.testing.assert_close(post.var(-1, unbiased=False), torch.ones(2, 9), atol=1e-4, rtol=0)
+    assert (pre.var(-1, unbiased=False) - 1).abs().max() > 0.05
+
+
+def test_gelu_is_exact_erf():
+    torch.manual_seed(0)
+    block = TransformerBlock(EncoderConfig(**TINY, activation="gelu"))
+    h = torch.randn(4, 16)
+    exact = 0.5 * h * (1 + torch.erf(h / math.sqrt(2)))
+    torch.testing.assert_close(block.mlp.act(h), exact)
+
+
+# ----------------------------------------------------------------------------- positions
+def test_sinusoidal_formula_and_not_saved():
+    pe = sinusoidal_positions(50, 16)
+    pos, i = 7, 3
+    angle = pos / 10000 ** (2 * i / 16)
+    assert pe[pos, 2 * i].item() == pytest.approx(math.sin(angle), abs=1e-6)
+    assert pe[pos, 2 * i + 1].item() == pytest.approx(math.cos(angle), abs=1e-6)
+    assert sinusoidal_positions(5, 7).shape == (5, 7)  # odd d_model
+    model = make(positional="sinusoidal")
+    assert not any("sinusoid" in k for k in model.state_dict())
+    assert "position_embedding.weight" in make(positional="learned").state_dict()
+
+
+@pytest.mark.parametrize("positional,equivariant", [("none", True), ("learned", False), ("sinusoidal", False)])
+def test_positions_break_permutation_symmetry(positional, equivariant):
+    model = make(positional=positional)
+    x = ids(B=1, L=8)
+    perm = torch.randperm(8, generator=torch.Generator().manual_seed(3))
+    y = model(x).last_hidden_state
+    y_perm = model(x[:, perm]).last_hidden_state
+    assert torch.allclose(y[:, perm], y_perm, atol=1e-5) == equivariant
+
+
+def test_causal_mask_no_leak():
+    model = make()
+    x = ids(B=1, L=6)
+    x2 = x.clone()
+    x2[:, 1:] = (x2[:, 1:] % (TINY["vocab_size"] - 1)) + 1
+    assert not torch.equal(x, x2)
+    a = model(x, is_causal=True).last_hidden_state
+    b = model(x2, is_causal=True).last_hidden_state
+    torch.testing.assert_close(a[:, 0], b[:, 0])
+    assert not torch.allclose(a[:, 1:], b[:, 1:])
+
+
+# ----------------------------------------------------------------------------- padding
+@pytest.mark.parametrize("norm_first", [True, False])
+def test_padding_changes_nothing_for_real_tokens(norm_first):
+    model = make(norm_first=norm_first, positional="learned")
+    lengths = [7, 4, 1]
+    x = ids(B=3, L=7)
+    pad = torch.arange(7)[None, :] >= torch.tensor(lengths)[:, None]  # (B, L) True = pad
+    x = x.masked_fill(pad, 0)
+    batched = model(x, key_padding_mask=pad, output_attentions=True)
+    assert torch.isfinite(batched.last_hidden_state).all()
+    for b, n in enumerate(lengths):
+        alone = model(x[b : b + 1, :n], output_attentions=True)
+        torch.testing.assert_close(batched.last_hidden_state[b, :n], alone.last_hidden_state[0], atol=1e-6, rtol=0)
+        for wb, wa in zip(batched.attentions, alone.attentions):
+            torch.testing.assert_close(wb[b, :, :n, :n], wa[0], atol=1e-6, rtol=0)
+            assert torch.count_nonzero(wb[b, :, :, n:]) == 0  # nobody attends to padding
+
+
+# ----------------------------------------------------------------------------- head_mask vs pruning
+def test_head_mask_equals_pruning_and_config_records_it():
+    model = make(TokenClassifier, num_layers=3)
+    x = ids()
+    to_prune = {0: [1], 2: [0, 3]}
+    mask = torch.ones(3, 4)
+    for layer, heads in to_prune.items():
+        mask[layer, heads] = 0
+    masked = model(x, head_mask=mask).logits
+    full = model(x).logits
+    assert (masked - full).abs().max() > 1e-3  # masking really changes the output
+    model.prune_heads(to_prune)
+    assert model.heads_per_layer == [3, 4, 2]
+    assert model.config.pruned_heads == {0: [1], 2: [0, 3]}
+    out = model(x, output_attentions=True)
+    torch.testing.assert_close(out.logits, masked, atol=1e-6, rtol=0)
+    assert [w.shape[1] for w in out.attentions] == [3, 4, 2]
+    # ragged per-layer head masks index the kept heads
+    ragged = [torch.ones(3), torch.ones(4), torch.tensor([1.0, 0.0])]
+    again = model(x, head_mask=ragged).logits
+    model.prune_heads({2: [2]})  # original numbering: kept heads were [1, 2], position 1 is head 2
+    assert model.config.pruned_heads[2] == [0, 2, 3]
+    torch.testing.assert_close(model(x).logits, again, atol=1e-6, rtol=0)
+    # pruning an already pruned head does nothing
+    model.prune_heads({0: [1]})
+    assert model.heads_per_layer == [3, 4, 1]
+
+
+def test_per_example_head_mask_and_gradient():
+    model = make(num_layers=2)
+    x = ids(B=2)
+    mask = torch.ones(2, 2, 4, requires_grad=True)  # (num_layers, B, H)
+    out = model(x, head_mask=mask).last_hidden_state
+    out.pow(2).sum().backward()
+    assert mask.grad.shape == (2, 2, 4) and mask.grad.abs().min() > 0
+    # example 1 masked, example 0 not: example 0 unchanged
+    m2 = torch.ones(2, 2, 4)
+    m2[:, 1, :2] = 0
+    y = model(x, head_mask=m2).last_hidden_state
+    torch.testing.assert_close(y[0], out[0].detach())
+    assert not torch.allclose(y[1], out[1].detach())
+
+
+def test_pruning_does_not_touch_callers_config():
+    cfg = EncoderConfig(**TINY)
+    model = Encoder(cfg)
+    model.prune_heads({1: [2]})
+    assert cfg.pruned_heads == {} and model.config.pruned_heads == {1: [2]}
+
+
+def test_config_pruned_heads_builds_pruned_model():
+    model = make(pruned_heads={"1": [3, 0]})  # string keys, as JSON gives them
+    assert model.heads_per_layer == [4, 2]
+    assert model.config.pruned_heads == {1: [0, 3]}
+
+
+# ----------------------------------------------------------------------------- save / load
+@pytest.mark.parametrize("cls", [Encoder, TokenClassifier])
+def test_save_load_round_trip_pruned(tmp_path, cls):
+    model = make(cls, positional="learned", type_vocab_size=2, embedding_norm=True, norm_first=False)
+    model.prune_heads({0: [0, 2], 1: [1]})
+    x = ids()
+    before = model(x, output_attentions=True)
+    path = model.save_pretrained(tmp_path / "m")
+    assert sorted(os.listdir(path)) == [CONFIG_NAME, WEIGHTS_NAME]
+    with open(os.path.join(path, CONFIG_NAME)) as f:
+        meta = json.load(f)  # plain JSON, no pickle
+    assert meta["model_class"] == cls.__name__
+    loaded = load(path)
+    assert type(loaded) is cls and not loaded.training
+    assert loaded.heads_per_layer == [2, 3]
+    after = loaded(x, output_attentions=True)
+    first = before.logits if cls is TokenClassifier else before.last_hidden_state
+    second = after.logits if cls is TokenClassifier else after.last_hidden_state
+    assert torch.equal(first, second)
+    assert all(torch.equal(a, b) for a, b in zip(before.attentions, after.attentions))
+    assert type(cls.from_pretrained(path)) is cls
+    other = TokenClassifier if cls is Encoder else Encoder
+    with pytest.raises(ValueError, match=cls.__name__):
+        other.from_pretrained(path)
+
+
+def test_load_errors_name_the_problem(tmp_path):
+    with pytest.raises(ValueError, match="found"):
+        load(tmp_path)
+    model = make(num_layers=1)
+    path = model.save_pretrained(tmp_path / "m")
+    from safetensors.torch import load_file, save_file
+
+    state = load_file(os.path.join(path, WEIGHTS_NAME))
+    state["blocks.0.mlp.fc_in.weight"] = torch.zeros(3, 3)
+    save_file(state, os.path.join(path, WEIGHTS_NAME))
+    with pytest.raises(ValueError, match=r"blocks\.0\.mlp\.fc_in\.weight"):
+        load(path)
+    del state["blocks.0.mlp.fc_in.weight"]
+    save_file(state, os.path.join(path, WEIGHTS_NAME))
+    with pytest.raises(ValueError, match="missing.*fc_in"):
+        load(path)
+
+
+def test_config_json_round_trip():
+    cfg = EncoderConfig(**TINY, num_kv_heads=2, pruned_heads={0: [1]}, activation="relu")
+    again = EncoderConfig.from_dict(json.loads(json.dumps(cfg.to_dict())))
+    assert again == cfg
+    with pytest.raises(ValueError, match="unknown keys.*'heads'"):
+        EncoderConfig.from_dict({**cfg.to_dict(), "heads": 3})
+
+
+# ----------------------------------------------------------------------------- bad input
+@pytest.mark.parametrize(
+    "overrides,match",
+    [
+        (dict(d_model=10, num_heads=3), "d_model=10.*num_heads=3"),
+        (dict(num_heads=0), "num_heads"),
+        (dict(num_kv_heads=3), "num_kv_heads=3"),
+        (dict(activation="swish"), "'swish'"),
+        (dict(positional="rope"), "'rope'"),
+        (dict(dropout=1.5), "dropout"),
+        (dict(pruned_heads={0: [4]}), r"heads \[4\]"),
+        (dict(pruned_heads={5: [0]}), "layer 5"),
+        (dict(pad_token_id=99), "pad_token_id=99"),
+        (dict(layer_norm_eps=0), "layer_norm_eps"),
+    ],
+)
+def test_bad_config_raises(overrides, match):
+    with pytest.raises(ValueError, match=match):
+        EncoderConfig(**{**TINY, **overrides})
+
+
+def test_bad_inputs_raise():
+    model = make()
+    x = ids()
+    with pytest.raises(ValueError, match="vocab_size=23"):
+        model(x + 100)
+    with pytest.raises(ValueError, match="max_len=12"):
+        model(ids(L=13))
+    with pytest.raises(ValueError, match="bool"):
+        model(x, key_padding_mask=torch.ones_like(x))  # a transformers-style attention_mask
+    with pytest.raises(ValueError, match="num_layers=2"):
+        model(x, head_mask=torch.ones(3, 4))
+    with pytest.raises(ValueError, match="type_vocab_size=0"):
+        model(x, token_type_ids=torch.zeros_like(x))
+    with pytest.raises(ValueError, match="integer tensor"):
+        model(x.float())
+    with pytest.raises(ValueError, match="layer 7"):
+        model.prune_heads({7: [0]})
+    with pytest.raises(ValueError, match="num_classes"):
+        TokenClassifier(EncoderConfig(**TINY), 0)
