@@ -1,0 +1,68 @@
+# The two commands a fresh clone needs:  make book  (HTML book in _build/html)
+#                                        make test  (every test: pytest, nbval, browser)
+# Both set up .venv first. Every pip call passes constraints.txt, which pins torch to
+# the CPU build (an unpinned torch pulled in by a dependency would be a multi-GB CUDA build).
+SHELL := /bin/bash
+.SHELLFLAGS := -eu -o pipefail -c
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+PIP := $(BIN)/python -m pip install --disable-pip-version-check -c constraints.txt
+STAMP := $(VENV)/.installed
+CHAPTERS := $(sort $(wildcard chapters/*.ipynb))
+export HF_HUB_OFFLINE := 1
+export TRANSFORMERS_OFFLINE := 1
+export TQDM_DISABLE := 1
+export PYTHONHASHSEED := 0
+
+.PHONY: venv check-notebooks book test test-unit test-notebooks test-browser browser-deps execute train bench clean
+
+$(STAMP): requirements.txt constraints.txt pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(PIP) -q -r requirements.txt
+	$(PIP) -q --no-deps -e .
+	touch $@
+
+venv: $(STAMP)
+
+# Fails, naming the file, on a toc entry with no page, an unexecuted cell or an error output.
+check-notebooks: venv
+	$(BIN)/python tools/check_notebooks.py
+
+# The HTML book, from the committed executed notebooks, warnings as errors.
+book: check-notebooks
+	$(BIN)/jupyter-book build . --warningiserror --keep-going
+
+# Chromium for the browser tests, from Debian's packages, when it is missing.
+browser-deps:
+	@if [ ! -x /usr/bin/chromium ]; then \
+	  command -v apt-get >/dev/null || { echo "browser tests need Debian's chromium at /usr/bin/chromium"; exit 1; }; \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium; \
+	fi
+
+test-unit: venv
+	$(BIN)/python -m pytest tests -m "not browser"
+
+# nbval: the committed outputs of every chapter still reproduce (each chapter runs once).
+test-notebooks: venv
+	@if [ -z "$(CHAPTERS)" ]; then echo "nbval: no chapter notebooks yet"; else \
+	  $(BIN)/python -m pytest --nbval --nbval-current-env \
+	    --nbval-sanitize-with tests/nbval_sanitize.cfg -p no:cacheprovider $(CHAPTERS); fi
+
+test-browser: book browser-deps
+	$(BIN)/python -m pytest tests -m browser
+
+# Every test: the book build, the package and book tests, nbval, the browser tests.
+test: book browser-deps
+	$(BIN)/python -m pytest tests
+	$(MAKE) test-notebooks
+
+# Re-run every chapter notebook in place (per-cell timeout, widget state stored).
+execute: venv
+	$(BIN)/python tools/execute_notebooks.py --timeout 600
+
+bench: venv
+	@for f in benchmarks/bench_*.py; do echo "== $$f"; $(BIN)/python $$f; done
+
+clean:
+	rm -rf _build

@@ -1,0 +1,52 @@
+"""mha_lib: multi-head attention you can read, test and prune.
+
+The library behind the book "Multi-Head Attention, Interactively". ``import mha_lib``
+needs only torch and numpy. The submodules that need extras (``mha_lib.viz`` needs
+matplotlib and ipywidgets; ``mha_lib.pretrained`` needs transformers' tokenizers) are
+imported lazily, on first attribute access, and name the pip extra to install when
+something is missing.
+
+Modules, in the order data flows through them:
+    attention   scaled dot-product attention and MultiHeadAttention
+    model       one configurable Transformer block and the encoders built from it
+    tasks       synthetic tasks, and the trained toy models shipped with the package
+    train       training loop, seeding, device choice
+    pruning     head importance scores and pruning schedules
+    cost        parameter, FLOP and memory formulas; timing and peak memory
+    pretrained  BERT-family checkpoints -> mha_lib encoder
+    viz         per-head heatmaps, the attention explorer widget, the bertviz adapter
+"""
+from __future__ import annotations
+
+import importlib
+
+__version__ = "0.1.0"
+
+from ._runtime import default_device, set_seed  # noqa: E402
+
+_SUBMODULES = ("attention", "model", "tasks", "train", "pruning", "cost", "pretrained", "viz")
+# Public names re-exported at the top level, resolved lazily from their module.
+_EXPORTS = {
+    "MultiHeadAttention": "attention",
+    "attention": "attention",
+}
+
+__all__ = ["__version__", "default_device", "set_seed", *_EXPORTS, *_SUBMODULES]
+
+
+def __getattr__(name: str):
+    # PEP 562 lazy attributes: submodules and re-exported names load on first use, so
+    # ``import mha_lib`` stays cheap and needs only torch and numpy.
+    if name in _EXPORTS:
+        module = importlib.import_module(f".{_EXPORTS[name]}", __name__)
+        value = getattr(module, name)
+        if name != _EXPORTS[name]:
+            globals()[name] = value
+        return value
+    if name in _SUBMODULES:
+        return importlib.import_module(f".{name}", __name__)
+    raise AttributeError(f"module 'mha_lib' has no attribute {name!r}")
+
+
+def __dir__():
+    return sorted(set(globals()) | set(__all__))

@@ -1,0 +1,55 @@
+"""Seeding and device choice, shared by every module and every chapter."""
+from __future__ import annotations
+
+import os
+import random
+
+import numpy as np
+import torch
+
+__all__ = ["set_seed", "default_device"]
+
+
+def set_seed(seed: int = 0) -> None:
+    """Seed Python's ``random``, NumPy and torch (CPU and every CUDA device).
+
+    Args:
+        seed: a non-negative integer.
+
+    Raises:
+        ValueError: if ``seed`` is negative or not an integer.
+
+    Bitwise-identical results also need the same torch version, device and thread
+    count; the chapters print those next to every measured number.
+    """
+    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
+        raise ValueError(f"seed must be a non-negative integer, got {seed!r}")
+    seed = int(seed)
+    random.seed(seed)
+    np.random.seed(seed % 2**32)
+    torch.manual_seed(seed)  # also seeds every CUDA device
+
+
+def default_device() -> torch.device:
+    """The best available device: CUDA, then Apple's MPS, then CPU.
+
+    Set the environment variable ``MHA_LIB_DEVICE`` (e.g. ``cpu``) to override it.
+
+    Returns:
+        A ``torch.device``.
+
+    Raises:
+        ValueError: if ``MHA_LIB_DEVICE`` names a device torch cannot parse.
+    """
+    forced = os.environ.get("MHA_LIB_DEVICE")
+    if forced:
+        try:
+            return torch.device(forced)
+        except RuntimeError as err:
+            raise ValueError(f"MHA_LIB_DEVICE={forced!r} is not a torch device: {err}") from None
+    if torch.cuda.is_available():
+        return torch.device("cuda")
+    mps = getattr(torch.backends, "mps", None)
+    if mps is not None and mps.is_available():
+        return torch.device("mps")
+    return torch.device("cpu")

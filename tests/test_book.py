@@ -1,0 +1,243 @@
+"""The book's skeleton: configuration, chapter notebooks, packaging and the pre-build check."""
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import nbformat
+import pytest
+import yaml
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "tools"))
+
+import check_notebooks  # noqa: E402
+from colab_setup_cell import repository, setup_cell  # noqa: E402
+
+CONFIG = yaml.safe_load((ROOT / "_config.yml").read_text())
+TOC = yaml.safe_load((ROOT / "_toc.yml").read_text())
+CHAPTERS = sorted((ROOT / "chapters").glob("*.ipynb"))
+
+
+def first_code_cell(nb) -> str:
+    return next(cell.source for cell in nb.cells if cell.cell_type == "code")
+
+
+# --- configuration ---------------------------------------------------------------------
+
+def test_config_names_repository_branch_and_launch_buttons():
+    repo = CONFIG["repository"]
+    assert re.fullmatch(r"https://github\.com/[\w.-]+/[\w.-]+", repo["url"]), repo["url"]
+    assert repo["branch"] == "main"
+    assert "path_to_book" in repo
+    assert CONFIG["launch_buttons"]["colab_url"] == "https://colab.research.google.com"
+    assert CONFIG["html"]["use_repository_button"] is True
+
+
+def test_config_renders_committed_notebooks_with_math_and_bibliography():
+    assert CONFIG["execute"]["execute_notebooks"] == "off"
+    extensions = set(CONFIG["parse"]["myst_enable_extensions"])
+    assert {"dollarmath", "amsmath", "colon_fence"} <= extensions
+    for bib in CONFIG["bibtex_bibfiles"]:
+        assert (ROOT / bib).exists(), bib
+
+
+def test_every_cited_key_is_in_the_bibliography():
+    bib = (ROOT / "references.bib").read_text()
+    keys = set(re.findall(r"@\w+\{([^,]+),", bib))
+    pages = [ROOT / "intro.md", *(ROOT / "chapters").glob("*.md")]
+    texts = [p.read_text() for p in pages]
+    for nb_path in CHAPTERS:
+        nb = nbformat.read(nb_path, as_version=4)
+        texts += [c.source for c in nb.cells if c.cell_type == "markdown"]
+    cited = set()
+    for text in texts:
+        for group in re.findall(r"\{cite[:\w]*\}`([^`]+)`", text):
+            cited.update(k.strip() for k in group.split(","))
+    assert cited, "no citations found at all"
+    assert cited <= keys, f"cited but missing from references.bib: {sorted(cited - keys)}"
+
+
+def test_every_toc_entry_exists():
+    assert check_notebooks.check(ROOT) == []
+
+
+# --- chapter notebooks -----------------------------------------------------------------
+
+def test_every_chapter_notebook_is_in_the_toc():
+    listed = {entry for entry in check_notebooks.toc_files(TOC)}
+    for path in CHAPTERS:
+        assert str(path.relative_to(ROOT).with_suffix("")) in listed, f"{path.name} missing from _toc.yml"
+
+
+@pytest.mark.parametrize("path", CHAPTERS, ids=[p.name for p in CHAPTERS])
+def test_chapter_is_executed_without_errors_on_python3(path):
+    assert check_notebooks.notebook_problems(path) == []
+
+
+@pytest.mark.parametrize("path", CHAPTERS, ids=[p.name for p in CHAPTERS])
+def test_chapter_starts_with_the_configured_colab_setup_cell(path):
+    nb = nbformat.read(path, as_version=4)
+    assert first_code_cell(nb) == setup_cell()
+    url, branch = repository()
+    assert f"git+{url}@{branch}" in first_code_cell(nb)
+
+
+def test_setup_cell_follows_the_configured_url(tmp_path):
+    config = dict(CONFIG, repository={"url": "https://github.com/someone/else", "branch": "dev"})
+    path = tmp_path / "_config.yml"
+    path.write_text(yaml.safe_dump(config))
+    assert "git+https://github.com/someone/else@dev" in setup_cell(path)
+
+
+def test_setup_cell_does_nothing_outside_colab():
+    namespace: dict = {}
+    calls = []
+    import subprocess as real_subprocess
+
+    original = real_subprocess.run
+    real_subprocess.run = lambda *a, **k: calls.append(a)  # would install if it ran
+    try:
+        exec(compile(setup_cell(), "<setup cell>", "exec"), namespace)
+    finally:
+        real_subprocess.run = original
+    assert "google.colab" not in sys.modules
+    assert calls == []
+
+
+# --- the pre-build check fails loudly, naming the file ---------------------------------
+
+def make_book_copy(tmp_path: Path) -> Path:
+    root = tmp_path / "book"
+    root.mkdir()
+    for name in ("_toc.yml", "_config.yml", "intro.md"):
+        shutil.copy(ROOT / name, root / name)
+    shutil.copytree(ROOT / "chapters", root / "chapters")
+    return root
+
+
+def run_check(root: Path) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, str(ROOT / "tools" / "check_notebooks.py"), str(root)],
+        capture_output=True, text=True,
+    )
+
+
+def test_check_passes_on_the_real_book(tmp_path):
+    result = run_check(make_book_copy(tmp_path))
+    assert result.returncode == 0, result.stderr
+
+
+def test_toc_typo_fails_naming_the_file(tmp_path):
+    root = make_book_copy(tmp_path)
+    toc = (root / "_toc.yml").read_text().replace("chapters/notation", "chapters/notaton")
+    (root / "_toc.yml").write_text(toc)
+    result = run_check(root)
+    assert result.returncode == 1
+    assert "_toc.yml" in result.stderr and "chapters/notaton" in result.stderr
+
+
+def write_notebook(path: Path, cells) -> None:
+    nb = nbformat.v4.new_notebook(cells=cells)
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    nbformat.write(nb, path)
+
+
+def test_unexecuted_cell_fails_naming_the_file(tmp_path):
+    root = make_book_copy(tmp_path)
+    write_notebook(root / "chapters" / "99_draft.ipynb", [nbformat.v4.new_code_cell("1 + 1")])
+    result = run_check(root)
+    assert result.returncode == 1
+    assert "99_draft.ipynb" in result.stderr and "never executed" in result.stderr
+
+
+def test_error_output_fails_naming_the_file(tmp_path):
+    root = make_book_copy(tmp_path)
+    cell = nbformat.v4.new_code_cell("1 / 0", execution_count=1)
+    cell.outputs = [nbformat.v4.new_output("error", ename="ZeroDivisionError", evalue="division by zero", traceback=[])]
+    write_notebook(root / "chapters" / "99_broken.ipynb", [cell])
+    result = run_check(root)
+    assert result.returncode == 1
+    assert "99_broken.ipynb" in result.stderr and "ZeroDivisionError" in result.stderr
+
+
+def test_wrong_kernel_fails(tmp_path):
+    root = make_book_copy(tmp_path)
+    path = root / "chapters" / "99_kernel.ipynb"
+    write_notebook(path, [nbformat.v4.new_code_cell("1", execution_count=1)])
+    nb = json.loads(path.read_text())
+    nb["metadata"]["kernelspec"]["name"] = "venv-mine"
+    path.write_text(json.dumps(nb))
+    result = run_check(root)
+    assert result.returncode == 1 and "venv-mine" in result.stderr
+
+
+def test_book_command_runs_the_check_before_building():
+    dry = subprocess.run(["make", "-n", "-W", "requirements.txt", "book"], cwd=ROOT,
+                         capture_output=True, text=True, check=True).stdout
+    check_at = dry.index("tools/check_notebooks.py")
+    build_at = dry.index("jupyter-book build")
+    assert check_at < build_at
+    assert "--warningiserror" in dry and "--keep-going" in dry
+
+
+# --- packaging and the two commands ----------------------------------------------------
+
+def test_package_is_listed_explicitly_with_loose_dependencies():
+    import tomllib
+
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    assert project["tool"]["setuptools"]["packages"] == ["mha_lib"]
+    for dep in project["project"]["dependencies"]:
+        assert "==" not in dep and "<" not in dep, f"{dep!r} must be a loose lower bound"
+    assert {"viz", "pretrained", "book"} <= set(project["project"]["optional-dependencies"])
+
+
+def test_import_needs_only_torch_and_numpy():
+    # Whatever torch and numpy pull in themselves is allowed; mha_lib must add nothing
+    # beyond the standard library (the extras load lazily, in mha_lib.viz/pretrained).
+    code = (
+        "import sys, torch, numpy\n"
+        "before = set(sys.modules)\n"
+        "import mha_lib\n"
+        "mha_lib.MultiHeadAttention, mha_lib.set_seed, mha_lib.default_device\n"
+        "new = {m.split('.')[0] for m in set(sys.modules) - before}\n"
+        "extra = sorted(new - set(sys.stdlib_module_names) - {'mha_lib'})\n"
+        "assert not extra, extra\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_version_matches_changelog():
+    import mha_lib
+
+    assert re.fullmatch(r"\d+\.\d+\.\d+", mha_lib.__version__)
+    assert f"## {mha_lib.__version__}" in (ROOT / "CHANGELOG.md").read_text()
+
+
+def test_license_covers_code_and_prose():
+    text = (ROOT / "LICENSE").read_text()
+    assert "MIT License" in text and "CC BY 4.0" in text
+
+
+def test_ci_calls_exactly_the_readme_test_command():
+    readme = (ROOT / "README.md").read_text()
+    commands = re.findall(r"^(make \w+)\s+# runs every test", readme, flags=re.M)
+    assert commands == ["make test"]
+    lines = [l.strip() for l in (ROOT / ".ci" / "run").read_text().splitlines()]
+    body = [l for l in lines if l and not l.startswith("#") and not l.startswith("set ") and not l.startswith("cd ")]
+    assert body == commands
+
+
+def test_every_pip_call_uses_the_constraints_file():
+    makefile = (ROOT / "Makefile").read_text()
+    assert "-c constraints.txt" in makefile
+    pins = (ROOT / "constraints.txt").read_text()
+    assert re.search(r"^torch==2\.13\.0$", pins, flags=re.M)
+    for line in makefile.splitlines():
+        if "pip install" in line and "PIP :=" not in line:
+            pytest.fail(f"a pip call bypasses $(PIP) and its constraints: {line.strip()}")

@@ -1,0 +1,104 @@
+"""Pre-build check: the book renders committed notebooks, so they must be complete.
+
+Fails (exit 1), naming the file, when:
+  * _toc.yml names a page that does not exist;
+  * a chapter notebook has a code cell that was never executed, or an error output;
+  * a chapter notebook's kernelspec is not python3.
+
+Usage: python tools/check_notebooks.py [ROOT]
+"""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import nbformat
+import yaml
+
+PAGE_SUFFIXES = (".ipynb", ".md", ".rst")
+
+
+def toc_files(toc: dict) -> list[str]:
+    """Every `file:` entry of a Jupyter Book _toc.yml, depth first."""
+    found = []
+
+    def walk(node):
+        if isinstance(node, dict):
+            if "file" in node:
+                found.append(str(node["file"]))
+            for value in node.values():
+                if isinstance(value, (list, dict)):
+                    walk(value)
+        elif isinstance(node, list):
+            for item in node:
+                walk(item)
+
+    if "root" in toc:
+        found.append(str(toc["root"]))
+    walk({k: v for k, v in toc.items() if k != "root"})
+    return found
+
+
+def resolve_page(root: Path, entry: str) -> Path | None:
+    path = root / entry
+    if path.suffix in PAGE_SUFFIXES and path.exists():
+        return path
+    for suffix in PAGE_SUFFIXES:
+        if path.with_name(path.name + suffix).exists():
+            return path.with_name(path.name + suffix)
+    return None
+
+
+def notebook_problems(path: Path) -> list[str]:
+    """Human-readable problems of one notebook; empty when it is fit to render."""
+    try:
+        nb = nbformat.read(path, as_version=4)
+    except Exception as err:  # nbformat raises several kinds on broken JSON
+        return [f"{path}: not a readable notebook ({err})"]
+    problems = []
+    kernel = nb.metadata.get("kernelspec", {}).get("name")
+    if kernel != "python3":
+        problems.append(f"{path}: kernelspec is {kernel!r}, expected 'python3'")
+    for index, cell in enumerate(nb.cells):
+        if cell.cell_type != "code" or not cell.source.strip():
+            continue
+        if cell.get("execution_count") is None:
+            problems.append(f"{path}: code cell {index} was never executed (run `make execute`)")
+        for output in cell.get("outputs", []):
+            if output.get("output_type") == "error":
+                problems.append(
+                    f"{path}: code cell {index} has an error output: "
+                    f"{output.get('ename')}: {output.get('evalue')}"
+                )
+    return problems
+
+
+def check(root: Path) -> list[str]:
+    problems = []
+    toc_path = root / "_toc.yml"
+    try:
+        toc = yaml.safe_load(toc_path.read_text())
+    except (OSError, yaml.YAMLError) as err:
+        return [f"{toc_path}: cannot be read as YAML ({err})"]
+    for entry in toc_files(toc):
+        if resolve_page(root, entry) is None:
+            problems.append(f"{toc_path}: entry {entry!r} names no existing page")
+    for path in sorted((root / "chapters").glob("*.ipynb")):
+        problems.extend(notebook_problems(path.relative_to(root) if not path.is_absolute() else path))
+    return problems
+
+
+def main(argv: list[str]) -> int:
+    root = Path(argv[1]) if len(argv) > 1 else Path(".")
+    problems = check(root)
+    for line in problems:
+        print(f"check_notebooks: {line}", file=sys.stderr)
+    if problems:
+        print(f"check_notebooks: {len(problems)} problem(s); the book was not built.", file=sys.stderr)
+        return 1
+    print("check_notebooks: every toc entry exists and every chapter notebook is executed without errors")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
