@@ -342,7 +342,11 @@ class TokenClassifierOutput:
 
 # ----------------------------------------------------------------------------- encoder
 class _SaveLoadMixin:
-    """safetensors weights + a JSON config; never pickle."""
+    """safetensors weights + a JSON config; never pickle.
+
+    A subclass that only adds helpers (e.g. ``mha_lib.pretrained.BertEncoder``) sets
+    ``_saved_class = "Encoder"`` so that its files load with :func:`load` too.
+    """
 
     def _extra_config(self) -> dict:
         return {}
@@ -362,7 +366,7 @@ class _SaveLoadMixin:
             "format": "mha_lib",
             "format_version": _FORMAT_VERSION,
             "mha_lib_version": __version__,
-            "model_class": type(self).__name__,
+            "model_class": getattr(self, "_saved_class", type(self).__name__),
             "config": self.config.to_dict(),
             **self._extra_config(),
         }
@@ -381,7 +385,7 @@ class _SaveLoadMixin:
                 tensor is missing, unexpected or of the wrong shape (naming the key).
         """
         meta = _read_meta(path)
-        if meta["model_class"] != cls.__name__:
+        if meta["model_class"] != getattr(cls, "_saved_class", cls.__name__):
             raise ValueError(
                 f"{path} holds a {meta['model_class']!r}, not a {cls.__name__!r}; use mha_lib.model.load()"
             )

@@ -240,6 +240,15 @@ def test_save_load_round_trip_pruned(tmp_path, cls):
         other.from_pretrained(path)
 
 
+def test_save_load_gqa_pruned(tmp_path):
+    model = make(num_kv_heads=2, num_layers=1)
+    model.prune_heads({0: [0, 1]})  # removes query heads 0, 1 and so KV head 0
+    assert model.blocks[0].attn.k_proj.weight.shape[0] == 4  # one KV head of head_dim 4 left
+    x = ids()
+    loaded = load(model.save_pretrained(tmp_path / "gqa"))
+    assert torch.equal(loaded(x).last_hidden_state, model(x).last_hidden_state)
+
+
 def test_load_errors_name_the_problem(tmp_path):
     with pytest.raises(ValueError, match="found"):
         load(tmp_path)
