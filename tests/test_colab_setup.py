@@ -57,6 +57,7 @@ def test_setup_cell_installs_mha_lib_in_a_fresh_colab_like_env(tmp_path):
     env.pop("PYTHONPATH", None)
     env.pop("VIRTUAL_ENV", None)
     # What a Colab runtime already has before the setup cell runs.
+    run([str(python), "-m", "pip", "install", "-q", "--upgrade", "pip"], env=env)  # Colab has a recent pip
     run([str(python), "-m", "pip", "install", "-q", "torch==2.13.0", "numpy"], env=env)
 
     stand_in = tmp_path / "stand_in"
