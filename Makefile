@@ -61,6 +61,10 @@ test: book browser-deps
 execute: venv
 	$(BIN)/python tools/execute_notebooks.py --timeout 600
 
+# Retrain every shipped model from scratch (scripts/train_*.py, in order), seeded.
+train: venv
+	@for f in $(sort $(wildcard scripts/train_*.py)); do echo "== $$f"; $(BIN)/python $$f; done
+
 bench: venv
 	@for f in benchmarks/bench_*.py; do echo "== $$f"; $(BIN)/python $$f; done
 
