@@ -24,7 +24,7 @@ __version__ = "0.1.0"
 
 from ._runtime import default_device, set_seed  # noqa: E402
 
-_SUBMODULES = ("attention", "model", "tasks", "train", "pruning", "cost", "pretrained", "viz")
+_SUBMODULES = ("attention", "model", "tasks", "train", "pruning", "cost", "pretrained", "viz", "analysis")
 # Public names re-exported at the top level, resolved lazily from their module.
 _EXPORTS = {
     "MultiHeadAttention": "attention",

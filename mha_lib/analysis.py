@@ -1,0 +1,335 @@
+"""Reading heads: where their weight goes, and how much their values actually move.
+
+Two questions a reader asks of a trained model, each with one function family:
+
+1. **Where does each head look?** :func:`relation_shares` measures, for every head, the average
+   share of its attention weight that lands on the previous token, the next token, the same
+   token, or on tokens such as ``[CLS]``, ``[SEP]`` or ``"."`` -- the statistics of Clark et al.
+   2019, "What Does BERT Look At?", section 3. :func:`find_heads` lists the heads above a
+   threshold, labelled ``L{layer}.H{head}`` (both 0-based).
+
+2. **Does a large weight mean a large effect?** Not necessarily: a weight multiplies a value
+   vector, and that vector can be short. Kobayashi et al. 2020, "Attention is Not Only a Weight:
+   Analyzing Transformers with Vector Norms", split the attention output of query i into one
+   vector per head h and key j,
+
+       y_i = sum_h sum_j alpha_{h,ij} f_h(x_j) + b^O,    f_h(x) = (x W^V_h + b^V_h) W^O_h,
+
+   and read ``||alpha_{h,ij} f_h(x_j)||`` (per head) or ``||sum_h alpha_{h,ij} f_h(x_j)||`` (per
+   layer) instead of ``alpha``. :func:`value_norms`, :func:`norm_weighted_attention` and
+   :func:`encoder_norm_maps` compute them from an mha_lib :class:`MultiHeadAttention` /
+   :class:`Encoder`; :func:`attention_contributions` returns the vectors themselves, which sum
+   (with ``b^O``) to the layer's output -- the identity the tests check.
+
+Shapes: B batch, H heads (current, i.e. kept, heads after pruning), L queries, S keys,
+d_model model width, hd head_dim. Everything works in the dtype of its inputs (float32 in the
+book) and on their device.
+"""
+from __future__ import annotations
+
+from typing import List, NamedTuple, Optional, Sequence, Tuple, Union
+
+import torch
+from torch import Tensor
+
+__all__ = [
+    "RELATIONS",
+    "head_label",
+    "relation_shares",
+    "find_heads",
+    "HeadFinding",
+    "value_norms",
+    "attention_contributions",
+    "norm_weighted_attention",
+    "encoder_norm_maps",
+]
+
+#: The relations of Clark et al. 2019's first analyses: positional offsets and special tokens.
+RELATIONS: Tuple[str, ...] = ("previous", "next", "same", "[CLS]", "[SEP]")
+_POSITIONAL = {"previous": -1, "same": 0, "next": 1}
+
+
+def head_label(layer: int, head: int) -> str:
+    """The book's head label, ``"L{layer}.H{head}"``, both counted from 0 (Clark et al. count from 1)."""
+    return f"L{int(layer)}.H{int(head)}"
+
+
+# ---------------------------------------------------------------------------------------------
+# 1. Where each head looks
+# ---------------------------------------------------------------------------------------------
+
+
+def _as_stack(weights: Union[Tensor, Sequence[Tensor]]) -> Tuple[Tensor, bool]:
+    """(layers, B, H, L, S) from one (B, H, L, S) tensor, a (layers, B, H, L, S) tensor or a
+    sequence of per-layer (B, H, L, S) tensors; and whether the input was a single layer."""
+    if isinstance(weights, Tensor):
+        if weights.dim() == 4:
+            return weights.unsqueeze(0), True
+        if weights.dim() == 5:
+            return weights, False
+        raise ValueError(
+            f"weights must be (B, H, L, S) or (layers, B, H, L, S), got shape {tuple(weights.shape)}"
+        )
+    layers = list(weights)
+    if not layers:
+        raise ValueError("weights is an empty sequence: no layers to analyse")
+    shapes = {tuple(w.shape) for w in layers}
+    if any(w.dim() != 4 for w in layers):
+        raise ValueError(f"each layer's weights must be (B, H, L, S), got shapes {sorted(shapes)}")
+    if len(shapes) != 1:
+        raise ValueError(
+            f"layers have different shapes {sorted(shapes)} (pruned to different head counts?); "
+            "call relation_shares on each layer's (B, H, L, S) tensor separately"
+        )
+    return torch.stack(layers), False
+
+
+def relation_shares(
+    weights: Union[Tensor, Sequence[Tensor]],
+    tokens: Sequence[Sequence[str]],
+    relations: Sequence[str] = RELATIONS,
+    *,
+    normalize_rows: bool = False,
+) -> Tensor:
+    """Average share of each head's attention that goes to each relation.
+
+    For a query token i of sequence b, the share of a relation is the weight on the keys it names:
+    ``"previous"`` key i-1, ``"next"`` key i+1, ``"same"`` key i; any other string names every key
+    whose token equals it (e.g. ``"[CLS]"``, ``"[SEP]"``, ``"."``). The result averages these
+    shares over all real query tokens of all sequences, each token counting once; a query for
+    which the relation names no key (position 0 has no previous token, a sentence without ``"."``)
+    is left out of that relation's average. This follows the per-head statistics of Clark et al.
+    2019, section 3 (their figures average over many Wikipedia segments; ours over what you pass).
+
+    Args:
+        weights: attention weights, float, rows summing to 1 over real keys: one layer
+            (B, H, L, S), a stack (layers, B, H, L, S), or a tuple of per-layer (B, H, L, S) tensors
+            of one shape (what ``Encoder(..., output_attentions=True).attentions`` gives). Self-
+            attention is assumed: key j and query j are the same token, S >= the real lengths.
+        tokens: B lists of token strings, unpadded (``TokenBatch.tokens``); sequence b's real
+            length is ``len(tokens[b])``, and its padding rows and columns are ignored.
+        relations: names as above; default :data:`RELATIONS`.
+        normalize_rows: divide each query row (over real keys) by its sum first. Use it for
+            maps whose rows do not sum to 1, such as :func:`norm_weighted_attention`.
+
+    Returns:
+        float tensor (H, R) for one layer, or (layers, H, R), in ``relations`` order; NaN where no
+        query had a key of that relation (e.g. ``"[CLS]"`` with no [CLS] token anywhere).
+
+    Raises:
+        ValueError: a weights shape that is not (B, H, L, S)/(layers, B, H, L, S), a ragged tuple
+            of layers, ``len(tokens) != B``, a sequence longer than L or S, no relations, or an
+            empty sequence.
+    """
+    stack, single = _as_stack(weights)  # (layers, B, H, L, S)
+    n_layers, B, H, L, S = stack.shape
+    if len(tokens) != B:
+        raise ValueError(f"tokens has {len(tokens)} sequences but weights have batch size B={B}")
+    relations = list(relations)
+    if not relations:
+        raise ValueError("relations is empty: name at least one, e.g. 'previous' or '[SEP]'")
+    stack = stack.float()
+    totals = torch.zeros(n_layers, H, len(relations))
+    counts = torch.zeros(len(relations))
+    for b, toks in enumerate(tokens):
+        n = len(toks)
+        if n == 0:
+            raise ValueError(f"sequence {b} has no tokens")
+        if n > L or n > S:
+            raise ValueError(f"sequence {b} has {n} tokens but the weights are only (L, S) = ({L}, {S})")
+        w = stack[:, b, :, :n, :n]  # (layers, H, n, n): real queries x real keys
+        if normalize_rows:
+            w = w / w.sum(-1, keepdim=True).clamp_min(torch.finfo(w.dtype).tiny)
+        for r, rel in enumerate(relations):
+            target = torch.zeros(n, n, dtype=w.dtype)  # target[i, j] = 1 if key j is in relation to query i
+            if rel in _POSITIONAL:
+                offset = _POSITIONAL[rel]
+                target = torch.diag(torch.ones(n - abs(offset), dtype=w.dtype), offset)  # key i + offset
+            else:
+                hits = torch.tensor([t == rel for t in toks], dtype=w.dtype)  # (n,)
+                if hits.sum() == 0:
+                    continue
+                target[:] = hits
+            has_key = target.sum(-1) > 0  # (n,): queries for which the relation names a key
+            share = (w * target).sum(-1)  # (layers, H, n)
+            totals[:, :, r] += share[..., has_key].sum(-1)
+            counts[r] += has_key.sum()
+    shares = totals / counts  # 0 / 0 -> NaN for relations that never applied
+    return shares[0] if single else shares
+
+
+class HeadFinding(NamedTuple):
+    """One head that :func:`find_heads` found: relation, layer, head, share, and its label."""
+
+    relation: str
+    layer: int
+    head: int
+    share: float
+
+    @property
+    def label(self) -> str:
+        return head_label(self.layer, self.head)
+
+
+def find_heads(
+    shares: Tensor, relations: Sequence[str] = RELATIONS, *, threshold: float = 0.5
+) -> List[HeadFinding]:
+    """Heads whose average share of one relation exceeds ``threshold``.
+
+    Args:
+        shares: (layers, H, R) or (H, R) (one layer, reported as layer 0), as returned by
+            :func:`relation_shares` with the same ``relations``.
+        relations: the R relation names, in the order of the last axis.
+        threshold: a share in [0, 1]; Clark et al. 2019 use "more than half" (0.5) when they count
+            previous- and next-token heads.
+
+    Returns:
+        A list of :class:`HeadFinding`, grouped by relation (in ``relations`` order), highest share
+        first within a relation. Empty when no head passes.
+
+    Raises:
+        ValueError: a shares shape that does not end in R = len(relations), or a threshold outside
+            [0, 1].
+    """
+    if shares.dim() == 2:
+        shares = shares.unsqueeze(0)
+    relations = list(relations)
+    if shares.dim() != 3 or shares.shape[-1] != len(relations):
+        raise ValueError(
+            f"shares must be (layers, H, R={len(relations)}) for relations {relations}, got {tuple(shares.shape)}"
+        )
+    if not 0.0 <= threshold <= 1.0:
+        raise ValueError(f"threshold must be in [0, 1], got {threshold}")
+    found = []
+    for r, rel in enumerate(relations):
+        s = shares[..., r]
+        hits = [(float(s[l, h]), l, h) for l, h in zip(*torch.nonzero(s > threshold, as_tuple=True))]
+        for share, l, h in sorted(hits, key=lambda t: (-t[0], t[1], t[2])):
+            found.append(HeadFinding(rel, int(l), int(h), share))
+    return found
+
+
+# ---------------------------------------------------------------------------------------------
+# 2. Value-norm-weighted attention (Kobayashi et al. 2020)
+# ---------------------------------------------------------------------------------------------
+
+
+def _transformed_values(mha, x: Tensor) -> Tensor:
+    """f_h(x_j) = (x_j W^V_h + b^V_h) W^O_h for every current head h: (B, H, S, d_model)."""
+    if x.dim() != 3 or x.shape[-1] != mha.d_model:
+        raise ValueError(f"x must be (B, S, d_model={mha.d_model}), got {tuple(x.shape)}")
+    B, S, _ = x.shape
+    H, hd = mha.num_heads, mha.head_dim
+    v = mha.v_proj(x).view(B, S, mha.num_kv_heads, hd).transpose(1, 2)  # (B, H_kv, S, hd)
+    v = v.index_select(1, mha.kv_head_index)  # (B, H, S, hd): head h reads kv_head_index[h]
+    w_o = mha.out_proj.weight.view(mha.d_model, H, hd)  # (d_model, H, hd): column block h is W^O_h
+    return torch.einsum("bhsk,ehk->bhse", v, w_o)  # (B, H, S, d_model)
+
+
+def _check_weights(mha, x: Tensor, weights: Tensor) -> None:
+    B, S, _ = x.shape
+    if weights.dim() != 4 or weights.shape[0] != B or weights.shape[1] != mha.num_heads or weights.shape[3] != S:
+        raise ValueError(
+            f"weights must be (B, H, L, S) = ({B}, {mha.num_heads}, L, {S}) for x of shape {tuple(x.shape)}, "
+            f"got {tuple(weights.shape)}"
+        )
+
+
+def value_norms(mha, x: Tensor) -> Tensor:
+    """``||f_h(x_j)||``: how long a vector each key would send through each head at weight 1.
+
+    Args:
+        mha: a :class:`mha_lib.attention.MultiHeadAttention` (pruned or GQA heads are fine).
+        x: (B, S, d_model), the key/value input the module sees (for a pre-LN block, the
+            LayerNorm-ed input).
+
+    Returns:
+        (B, H, S) float, Euclidean norms in the units of the model's hidden states.
+
+    Raises:
+        ValueError: x of the wrong shape.
+    """
+    return _transformed_values(mha, x).norm(dim=-1)
+
+
+def attention_contributions(mha, x: Tensor, weights: Tensor) -> Tensor:
+    """The vectors ``alpha_{h,ij} f_h(x_j)`` (Kobayashi et al. 2020, eq. 5 split by head).
+
+    Summed over h and j, plus the output bias ``b^O``, they give the attention layer's output:
+    ``attention_contributions(m, x, w).sum((1, 3)) + m.out_proj.bias == m(x)[0]`` (self-attention,
+    no head_mask). Memory grows as B*H*L*S*d_model floats: use it on short sentences.
+
+    Args:
+        mha: a :class:`mha_lib.attention.MultiHeadAttention`.
+        x: (B, S, d_model), the key/value input.
+        weights: (B, H, L, S), the module's per-head weights for that input
+            (``mha(x, need_weights=True)[1]``).
+
+    Returns:
+        (B, H, L, S, d_model) float.
+
+    Raises:
+        ValueError: x or weights of the wrong shape.
+    """
+    _check_weights(mha, x, weights)
+    f = _transformed_values(mha, x)  # (B, H, S, d_model)
+    return weights.unsqueeze(-1) * f.unsqueeze(2)  # (B, H, L, S, d_model)
+
+
+def norm_weighted_attention(mha, x: Tensor, weights: Tensor, *, combine_heads: bool = False) -> Tensor:
+    """Kobayashi et al. 2020's norm-based map, per head or for the whole layer.
+
+    Per head (default): ``||alpha_{h,ij} f_h(x_j)|| = alpha_{h,ij} * ||f_h(x_j)||``.
+    With ``combine_heads=True``: ``||sum_h alpha_{h,ij} f_h(x_j)||``, what the whole attention
+    layer moves from key j to query i (heads can cancel, so this is not the sum of the per-head
+    maps).
+
+    Args:
+        mha: a :class:`mha_lib.attention.MultiHeadAttention`.
+        x: (B, S, d_model), the key/value input the module sees.
+        weights: (B, H, L, S), the module's per-head weights for that input.
+        combine_heads: return the layer-level map instead of per-head maps.
+
+    Returns:
+        (B, H, L, S), or (B, L, S) with ``combine_heads``; non-negative floats in hidden-state
+        units. Rows do not sum to 1: divide by the row sum to compare shares with ``weights``.
+
+    Raises:
+        ValueError: x or weights of the wrong shape.
+    """
+    _check_weights(mha, x, weights)
+    if not combine_heads:
+        return weights * value_norms(mha, x).unsqueeze(2)  # (B, H, L, S)
+    f = _transformed_values(mha, x)  # (B, H, S, d_model)
+    summed = torch.einsum("bhls,bhse->blse", weights, f)  # (B, L, S, d_model): sum over heads
+    return summed.norm(dim=-1)  # (B, L, S)
+
+
+@torch.no_grad()
+def encoder_norm_maps(encoder, input_ids: Tensor, *, combine_heads: bool = False, **forward_kwargs):
+    """Raw weights and norm-weighted maps for every layer of an mha_lib :class:`Encoder`.
+
+    Runs ``encoder(input_ids, output_attentions=True, output_hidden_states=True, ...)`` and, for
+    each block, rebuilds the attention input (the block's input; LayerNorm-ed first for pre-LN
+    blocks) to compute :func:`norm_weighted_attention`.
+
+    Args:
+        encoder: an :class:`mha_lib.model.Encoder` (or ``BertEncoder``) in eval mode.
+        input_ids: (B, L) long.
+        combine_heads: as in :func:`norm_weighted_attention`.
+        **forward_kwargs: passed on (``token_type_ids``, ``key_padding_mask``, ``head_mask``, ...).
+            A head_mask scales head outputs after the weights are taken, so the maps ignore it.
+
+    Returns:
+        ``(attentions, norm_maps)``: two tuples with one entry per layer; attentions
+        (B, H_l, L, L) and norm maps (B, H_l, L, L), or (B, L, L) with ``combine_heads``.
+
+    Raises:
+        ValueError: from the encoder, on bad inputs.
+    """
+    out = encoder(input_ids, output_attentions=True, output_hidden_states=True, **forward_kwargs)
+    maps = []
+    for block, h, w in zip(encoder.blocks, out.hidden_states, out.attentions):
+        x = block.norm1(h) if block.norm_first else h  # what the attention layer saw
+        maps.append(norm_weighted_attention(block.attn, x, w, combine_heads=combine_heads))
+    return out.attentions, tuple(maps)

@@ -1,0 +1,197 @@
+"""Tests for mha_lib.analysis: relation shares (Clark et al. 2019) and the norm-based maps of
+Kobayashi et al. 2020."""
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+
+from mha_lib.analysis import (
+    RELATIONS,
+    attention_contributions,
+    encoder_norm_maps,
+    find_heads,
+    head_label,
+    norm_weighted_attention,
+    relation_shares,
+    value_norms,
+)
+from mha_lib.attention import MultiHeadAttention
+from mha_lib.model import Encoder, EncoderConfig
+
+
+def toy_weights(n: int, pad_to: int) -> torch.Tensor:
+    """(H=4, pad_to, pad_to) weights on n real tokens: previous, next, first token, uniform.
+    Padding rows/columns hold junk (0.5) that the analysis must ignore."""
+    w = torch.full((4, pad_to, pad_to), 0.5)
+    w[:, :n, :n] = 0.0
+    for i in range(n):
+        w[0, i, max(i - 1, 0)] = 1.0  # previous token; token 0 looks at itself
+        w[1, i, min(i + 1, n - 1)] = 1.0  # next token; the last token looks at itself
+        w[2, i, 0] = 1.0  # [CLS]
+        w[3, i, :n] = 1.0 / n
+    return w
+
+
+def toy_batch():
+    tokens = [["[CLS]", "a", "b", "c", "[SEP]"], ["[CLS]", "x", "[SEP]"]]
+    w = torch.stack([toy_weights(5, 5), toy_weights(3, 5)])  # (B=2, H=4, 5, 5)
+    return w, tokens
+
+
+def test_relation_shares_on_known_heads():
+    w, tokens = toy_batch()
+    s = relation_shares(w, tokens)  # (H, R)
+    assert s.shape == (4, len(RELATIONS))
+    r = {name: i for i, name in enumerate(RELATIONS)}
+    # "previous" is averaged over queries that have a previous token: 4 + 2 of them, all 1.0.
+    assert s[0, r["previous"]] == pytest.approx(1.0)
+    # "next" over 4 + 2 queries; head 0 puts weight on i+1 nowhere
+    assert s[0, r["next"]] == pytest.approx(0.0)
+    # head 0's "same": only token 0 of each sequence (2 of 8 queries)
+    assert s[0, r["same"]] == pytest.approx(2 / 8)
+    assert s[1, r["next"]] == pytest.approx(1.0)
+    assert s[1, r["same"]] == pytest.approx(2 / 8)
+    assert s[2, r["[CLS]"]] == pytest.approx(1.0)
+    assert s[2, r["previous"]] == pytest.approx(2 / 6)  # only queries at position 1 hit key 0
+    # uniform head: share of [SEP] is 1/n per query: (5 * 1/5 + 3 * 1/3) / 8
+    assert s[3, r["[SEP]"]] == pytest.approx(2 / 8)
+    assert s[3, r["same"]] == pytest.approx((5 * 0.2 + 3 / 3) / 8)
+
+
+def test_relation_shares_layers_tuple_stack_and_single_agree():
+    w, tokens = toy_batch()
+    layers = (w, w.flip(1))  # two layers, heads reversed in the second
+    from_tuple = relation_shares(layers, tokens)
+    from_stack = relation_shares(torch.stack(layers), tokens)
+    assert from_tuple.shape == (2, 4, len(RELATIONS))
+    torch.testing.assert_close(from_tuple, from_stack)
+    torch.testing.assert_close(from_tuple[0], relation_shares(w, tokens))
+    torch.testing.assert_close(from_tuple[1], relation_shares(w, tokens).flip(0))
+
+
+def test_relation_for_absent_token_is_nan_and_custom_tokens_work():
+    w, tokens = toy_batch()
+    s = relation_shares(w, tokens, relations=["[MASK]", "a"])
+    assert math.isnan(float(s[0, 0]))
+    # only sequence 0 has "a" (key 1): head 0 puts weight 1 on key 1 from query 2 only -> 1/5
+    assert s[0, 1] == pytest.approx(1 / 5)
+
+
+def test_normalize_rows_rescales_unnormalised_maps():
+    w, tokens = toy_batch()
+    scaled = w * torch.arange(1.0, 6.0)[None, None, :, None]  # each row scaled differently
+    torch.testing.assert_close(relation_shares(scaled, tokens, normalize_rows=True), relation_shares(w, tokens))
+
+
+@pytest.mark.parametrize(
+    "weights, tokens, word",
+    [
+        (torch.rand(2, 3, 4), [["a"]], "shape"),
+        (torch.rand(1, 2, 4, 4), [["a"], ["b"]], "batch size"),
+        (torch.rand(1, 2, 4, 4), [["a"] * 5], "5 tokens"),
+        ((torch.rand(1, 2, 4, 4), torch.rand(1, 3, 4, 4)), [["a"]], "separately"),
+        (torch.rand(1, 2, 4, 4), [[]], "no tokens"),
+    ],
+)
+def test_relation_shares_rejects_bad_input(weights, tokens, word):
+    with pytest.raises(ValueError, match=word):
+        relation_shares(weights, tokens)
+
+
+def test_find_heads_threshold_order_and_labels():
+    shares = torch.zeros(2, 3, 2)
+    shares[1, 2, 0] = 0.9
+    shares[0, 1, 0] = 0.6
+    shares[0, 0, 1] = 0.5  # not above 0.5
+    found = find_heads(shares, ["previous", "next"], threshold=0.5)
+    assert [(f.relation, f.label) for f in found] == [("previous", "L1.H2"), ("previous", "L0.H1")]
+    assert found[0].share == pytest.approx(0.9)
+    assert find_heads(shares, ["previous", "next"], threshold=0.95) == []
+    assert head_label(0, 11) == "L0.H11"
+    with pytest.raises(ValueError, match="threshold"):
+        find_heads(shares, ["previous", "next"], threshold=1.5)
+    with pytest.raises(ValueError, match="R=3"):
+        find_heads(shares, ["a", "b", "c"])
+
+
+# ---------------------------------------------------------------------------------------------
+# Kobayashi et al. 2020
+# ---------------------------------------------------------------------------------------------
+
+
+def make_mha(d_model=16, num_heads=4, **kw):
+    torch.manual_seed(0)
+    m = MultiHeadAttention(d_model, num_heads, **kw)
+    with torch.no_grad():
+        for p in m.parameters():
+            if p.dim() == 1:
+                p.uniform_(-0.5, 0.5)  # non-zero biases, so a dropped bias would show
+    return m.eval()
+
+
+@pytest.mark.parametrize(
+    "kw, prune",
+    [({}, ()), ({"num_kv_heads": 2}, ()), ({}, (1, 2)), ({"num_kv_heads": 2}, (0,))],
+    ids=["mha", "gqa", "pruned", "gqa-pruned"],
+)
+def test_contributions_sum_to_the_layer_output(kw, prune):
+    m = make_mha(**kw)
+    m.prune_heads(prune)
+    x = torch.randn(2, 5, 16)
+    kpm = torch.tensor([[False] * 5, [False, False, False, True, True]])
+    out, w = m(x, key_padding_mask=kpm, need_weights=True)
+    c = attention_contributions(m, x, w)  # (B, H, L, S, d_model)
+    assert c.shape == (2, m.num_heads, 5, 5, 16)
+    torch.testing.assert_close(c.sum((1, 3)) + m.out_proj.bias, out, atol=1e-5, rtol=1e-5)
+
+
+def test_norm_maps_equal_a_per_head_loop():
+    m = make_mha(num_kv_heads=2)
+    x = torch.randn(1, 6, 16)
+    _, w = m(x, need_weights=True)
+    per_head = norm_weighted_attention(m, x, w)
+    layer = norm_weighted_attention(m, x, w, combine_heads=True)
+    hd = m.head_dim
+    expected = torch.zeros(1, 4, 6, 6)
+    summed = torch.zeros(1, 6, 6, 16)
+    for h in range(4):
+        g = h // 2  # the KV head that query head h reads
+        v_h = x @ m.v_proj.weight[g * hd:(g + 1) * hd].T + m.v_proj.bias[g * hd:(g + 1) * hd]  # (1, 6, hd)
+        f_h = v_h @ m.out_proj.weight[:, h * hd:(h + 1) * hd].T  # (1, 6, d_model)
+        expected[:, h] = w[:, h] * f_h.norm(dim=-1)[:, None, :]
+        summed += w[:, h, :, :, None] * f_h[:, None, :, :]
+    torch.testing.assert_close(per_head, expected)
+    torch.testing.assert_close(layer, summed.norm(dim=-1))
+    assert value_norms(m, x).shape == (1, 4, 6)
+
+
+def test_norm_maps_reject_bad_shapes():
+    m = make_mha()
+    x = torch.randn(1, 6, 16)
+    with pytest.raises(ValueError, match="x must be"):
+        value_norms(m, torch.randn(6, 16))
+    with pytest.raises(ValueError, match="weights must be"):
+        norm_weighted_attention(m, x, torch.rand(1, 3, 6, 6))
+
+
+@pytest.mark.parametrize("norm_first", [True, False], ids=["pre-LN", "post-LN"])
+def test_encoder_norm_maps_use_what_each_attention_layer_saw(norm_first):
+    torch.manual_seed(0)
+    cfg = EncoderConfig(vocab_size=20, d_model=16, num_heads=4, num_layers=2, d_ff=32, max_len=8,
+                        norm_first=norm_first)
+    enc = Encoder(cfg).eval()
+    ids = torch.randint(1, 20, (2, 6))
+    attns, maps = encoder_norm_maps(enc, ids)
+    assert len(maps) == 2 and maps[0].shape == (2, 4, 6, 6)
+    # recompute layer 1 by hand
+    with torch.no_grad():
+        out = enc(ids, output_hidden_states=True)
+        h = out.hidden_states[1]
+        x = enc.blocks[1].norm1(h) if norm_first else h
+        _, w = enc.blocks[1].attn(x, need_weights=True)
+        torch.testing.assert_close(attns[1], w)
+        torch.testing.assert_close(maps[1], w * value_norms(enc.blocks[1].attn, x)[:, :, None, :])
+    _, combined = encoder_norm_maps(enc, ids, combine_heads=True)
+    assert combined[0].shape == (2, 6, 6)
