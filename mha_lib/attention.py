@@ -546,7 +546,7 @@ class MultiHeadAttention(nn.Module):
         else:
             q = self.q_proj(query)  # (B, L, H*hd)
             if value is key:
-                k, v = F.linear(key, *self._stacked(self.k_proj, self.v_proj)).split(H_kv * hd, dim=-1)
+                k, v = F.linear(key, *self._stacked(self.k_proj, self.v_proj)).split([H_kv * hd] * 2, dim=-1)
             else:
                 k, v = self.k_proj(key), self.v_proj(value)  # (B, S, H_kv*hd) each
         q = q.view(B, L, H, hd).transpose(1, 2)  # (B, H, L, hd)
