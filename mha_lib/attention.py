@@ -132,8 +132,13 @@ def _explicit_attention(
     """
     scores = (q * scale) @ k.transpose(-2, -1)  # (B, H, L, S); scaling q is cheaper than scores
     if mask is not None:
-        scores = scores + mask  # 0 = allowed, -inf = blocked, other floats = user bias
-    weights = scores.softmax(dim=-1)  # (B, H, L, S), rows sum to 1
+        # 0 = allowed, -inf = blocked, other floats = user bias. In place is safe for autograd
+        # (matmul's backward does not need its output) and saves a (B, H, L, S) allocation.
+        scores += mask
+    if scores.requires_grad:
+        weights = scores.softmax(dim=-1)  # (B, H, L, S), rows sum to 1
+    else:  # inference: normalise in place, as torch.nn.MultiheadAttention's fast path does
+        weights = torch.softmax(scores, dim=-1, out=scores)
     if empty_rows is not None:  # rows whose keys were all blocked: zero, not a 1-hot on key 0
         weights = weights.masked_fill(empty_rows, 0.0)
     dropped = F.dropout(weights, p=dropout_p) if dropout_p > 0 else weights
@@ -312,6 +317,14 @@ class MultiHeadAttention(nn.Module):
         kv_head_index: buffer (H,), long: current query head i reads current KV head
             ``kv_head_index[i]``. Starts as ``i // (num_heads // num_kv_heads)``.
 
+    Per-head outputs (for plots and analysis): ``head_out, weights = mha.head_outputs(x,
+    need_weights=True)`` gives head_out (B, H, L, hd) and weights (B, H, L, S), and
+    ``mha.merge_heads(head_out)`` equals ``mha(x)[0]``; ``forward`` is exactly these two steps.
+
+    Two paths, same numbers: ``need_weights=False`` runs ``F.scaled_dot_product_attention``
+    (fused kernels on GPU); ``need_weights=True`` runs the explicit softmax(Q K^T / sqrt(hd)) V of
+    ``attention`` and returns the weights. Both take their mask from ``build_attention_mask``.
+
     Raises:
         ValueError: ``num_heads`` <= 0, ``d_model`` not divisible by ``num_heads``, ``num_kv_heads``
             not dividing ``num_heads``, ``dropout`` outside [0, 1), or out-of-range ``pruned_heads``.
@@ -441,51 +454,20 @@ class MultiHeadAttention(nn.Module):
             ValueError: wrong input shapes, masks of the wrong shape or dtype, float masks with
                 NaN or +inf, a wrong head_mask or past_kv.
         """
+        # MultiHead(Q, K, V) = Concat(head_1, ..., head_H) W^O: the heads first (right below) ...
         head_out, weights, present_kv = self._attend_heads(
             query, key, value, key_padding_mask=key_padding_mask, attn_mask=attn_mask,
             is_causal=is_causal, head_mask=head_mask, need_weights=need_weights, past_kv=past_kv,
         )  # (B, H, L, hd), (B, H, L, S) or None
-        out = self.merge_heads(head_out)  # (B, L, d_model)
+        out = self.merge_heads(head_out)  # ... then concatenate and project: (B, L, d_model)
         if use_cache:
             return out, weights, present_kv
         return out, weights
 
-    def head_outputs(
-        self,
-        query: Tensor,
-        key: Optional[Tensor] = None,
-        value: Optional[Tensor] = None,
-        *,
-        key_padding_mask: Optional[Tensor] = None,
-        attn_mask: Optional[Tensor] = None,
-        is_causal: bool = False,
-        head_mask: Optional[Tensor] = None,
-        need_weights: bool = False,
-        past_kv: Optional[KVCache] = None,
-    ) -> Tuple[Tensor, Optional[Tensor]]:
-        """Per-head outputs: what ``forward`` concatenates and multiplies by W^O.
-
-        Same arguments as ``forward``. ``self.merge_heads(head_out)`` equals ``forward``'s ``out``.
-
-        Returns:
-            ``(head_out, weights)``: head_out (B, H, L, hd), already multiplied by ``head_mask``
-            if given (zero for query rows with no allowed key); weights (B, H, L, S) or None.
-        """
-        head_out, weights, _ = self._attend_heads(
-            query, key, value, key_padding_mask=key_padding_mask, attn_mask=attn_mask,
-            is_causal=is_causal, head_mask=head_mask, need_weights=need_weights, past_kv=past_kv,
-        )
-        return head_out, weights
-
-    def merge_heads(self, head_out: Tensor) -> Tensor:
-        """Concatenate heads and apply W^O: (B, H, L, hd) -> (B, L, d_model)."""
-        B, H, L, hd = head_out.shape
-        concat = head_out.transpose(1, 2).reshape(B, L, H * hd)  # (B, L, H*hd)
-        return self.out_proj(concat)  # (B, L, d_model)
-
     def _attend_heads(
         self, query, key, value, *, key_padding_mask, attn_mask, is_causal, head_mask, need_weights, past_kv,
     ) -> Tuple[Tensor, Optional[Tensor], KVCache]:
+        """The body of forward, up to the per-head outputs (B, H, L, hd)."""
         key = query if key is None else key
         value = key if value is None else value
         self._check_inputs(query, key, value)
@@ -531,6 +513,39 @@ class MultiHeadAttention(nn.Module):
         if head_mask is not None:
             head_out = head_out * self._head_mask_4d(head_mask, B, head_out.dtype)  # xi_h * head_h
         return head_out, weights, present_kv
+
+    def merge_heads(self, head_out: Tensor) -> Tensor:
+        """Concatenate heads and apply W^O: (B, H, L, hd) -> (B, L, d_model)."""
+        B, H, L, hd = head_out.shape
+        concat = head_out.transpose(1, 2).reshape(B, L, H * hd)  # (B, L, H*hd)
+        return self.out_proj(concat)  # (B, L, d_model)
+
+    def head_outputs(
+        self,
+        query: Tensor,
+        key: Optional[Tensor] = None,
+        value: Optional[Tensor] = None,
+        *,
+        key_padding_mask: Optional[Tensor] = None,
+        attn_mask: Optional[Tensor] = None,
+        is_causal: bool = False,
+        head_mask: Optional[Tensor] = None,
+        need_weights: bool = False,
+        past_kv: Optional[KVCache] = None,
+    ) -> Tuple[Tensor, Optional[Tensor]]:
+        """Per-head outputs: what ``forward`` concatenates and multiplies by W^O.
+
+        Same arguments as ``forward``. ``self.merge_heads(head_out)`` equals ``forward``'s ``out``.
+
+        Returns:
+            ``(head_out, weights)``: head_out (B, H, L, hd), already multiplied by ``head_mask``
+            if given (zero for query rows with no allowed key); weights (B, H, L, S) or None.
+        """
+        head_out, weights, _ = self._attend_heads(
+            query, key, value, key_padding_mask=key_padding_mask, attn_mask=attn_mask,
+            is_causal=is_causal, head_mask=head_mask, need_weights=need_weights, past_kv=past_kv,
+        )
+        return head_out, weights
 
     # -- pieces of forward ------------------------------------------------------------------------
 

@@ -620,3 +620,22 @@ def test_gradcheck_float64(masks, need_weights):
 
     ps = tuple(p.detach().requires_grad_(True) for p in params.values())
     assert torch.autograd.gradcheck(g, ps, fast_mode=True)  # parameters: random projections suffice
+
+
+@BOTH_PATHS
+def test_no_grad_and_inference_mode_give_the_same_numbers(need_weights, device):
+    """Without autograd the explicit path normalises in place; the numbers must not change."""
+    m = make_mha(32, 4, device=device)
+    x, kv = randn(2, 5, 32, seed=1, device=device), randn(2, 6, 32, seed=2, device=device)
+    am = randn(5, 6, seed=3, device=device)
+    am[1] = -math.inf  # an empty row
+    kwargs = dict(key_padding_mask=padding_mask([6, 3], 6, device), attn_mask=am, need_weights=need_weights)
+    out, w = m(x, kv, **kwargs)
+    assert out.requires_grad
+    for ctx in (torch.no_grad, torch.inference_mode):
+        with ctx():
+            out2, w2 = m(x, kv, **kwargs)
+        torch.testing.assert_close(out2, out, atol=1e-7, rtol=1e-6)
+        if need_weights:
+            torch.testing.assert_close(w2, w, atol=1e-7, rtol=1e-6)
+            assert (w2[:, :, 1] == 0).all()
