@@ -11,8 +11,8 @@ Read this file top to bottom:
    candidates timed round-robin, so a shared machine's noise hits them alike),
    ``measure_peak_memory`` (bytes, CUDA or CPU), ``measure_matmul_peak`` (the machine's matmul
    FLOP/s), ``environment_string`` (what to print next to every timing), and
-   ``benchmark_attention`` / ``sweep_heads`` / ``measure_decode_step``, which apply them to
-   ``MultiHeadAttention``.
+   ``benchmark_attention`` / ``sweep_heads`` / ``sweep_decode`` / ``measure_decode_step``,
+   which apply them to ``MultiHeadAttention``.
 
 Conventions:
     * FLOPs count matrix multiplications only, at **2 FLOPs per multiply-add** (an (m, k) @ (k, n)
@@ -70,6 +70,7 @@ __all__ = [
     "benchmark_attention",
     "sweep_heads",
     "DecodeBenchmark",
+    "sweep_decode",
     "measure_decode_step",
 ]
 
@@ -268,9 +269,10 @@ def attention_map_bytes(batch: int, q_len: int, kv_len: Optional[int] = None, *,
     """Bytes of ONE materialised attention map: a (B, H, L, S) tensor of ``dtype``.
 
     This is what ``need_weights=True`` returns and what the explicit path (softmax(QK^T)V) keeps
-    per layer; it grows as H*L*S, unlike the FLOPs. At its peak the explicit path holds about two
-    such tensors (scores and weights), and training keeps them for the backward pass. Fused
-    kernels (FlashAttention; torch's SDPA on CPU and CUDA) never build it.
+    per layer; it grows as H*L*S, unlike the FLOPs. The explicit path holds one such tensor at
+    inference (mha_lib normalises the scores in place) and two (scores and weights) when
+    gradients are needed; training keeps them for the backward pass. Fused kernels
+    (FlashAttention; torch's SDPA on CPU and CUDA) never build it.
 
     Args:
         batch: B (>= 0). q_len: L (>= 0). kv_len: S (>= 0), default L.
@@ -390,6 +392,8 @@ class ModelConfig:
         num_heads: query heads per layer.
         num_kv_heads: key/value heads per layer (= num_heads for MHA).
         head_dim: per-head width.
+        context_len: the longest sequence the model was built for (its position table or
+            published context window), or None when it has none (sinusoidal positions).
         source: where the numbers were published.
         note: anything a reader should know when using them.
     """
@@ -401,6 +405,7 @@ class ModelConfig:
     num_heads: int
     num_kv_heads: int
     head_dim: int
+    context_len: Optional[int]
     source: str
     note: str = ""
 
@@ -424,30 +429,35 @@ class ModelConfig:
 
 
 PUBLISHED_CONFIGS: Dict[str, ModelConfig] = {c.name: c for c in (
-    ModelConfig("Transformer base", "encoder-decoder", 6, 512, 8, 8, 64,
+    ModelConfig("Transformer base", "encoder-decoder", 6, 512, 8, 8, 64, None,
                 "Vaswani et al. 2017, Table 3 (base: N=6, d_model=512, h=8, d_k=64)",
-                "6 encoder + 6 decoder layers; num_layers counts the decoder's self-attention. "
-                "A decoder also caches the cross-attention K/V of the encoder output."),
-    ModelConfig("BERT-base", "encoder", 12, 768, 12, 12, 64,
-                "Devlin et al. 2019, Section 3 (L=12, H=768, A=12)"),
-    ModelConfig("BERT-large", "encoder", 24, 1024, 16, 16, 64,
-                "Devlin et al. 2019, Section 3 (L=24, H=1024, A=16)"),
-    ModelConfig("GPT-2 small", "decoder", 12, 768, 12, 12, 64,
-                "Radford et al. 2019, Table 2; released config (n_layer=12, n_embd=768, n_head=12)"),
-    ModelConfig("GPT-2 XL", "decoder", 48, 1600, 25, 25, 64,
-                "Radford et al. 2019, Table 2; released config (n_layer=48, n_embd=1600, n_head=25)"),
-    ModelConfig("GPT-3 175B", "decoder", 96, 12288, 96, 96, 128,
-                "Brown et al. 2020, Table 2.1 (n_layers=96, d_model=12288, n_heads=96, d_head=128)"),
-    ModelConfig("LLaMA-2 7B", "decoder", 32, 4096, 32, 32, 128,
-                "Touvron et al. 2023 (Llama 2), Table 1; released params.json (dim=4096, "
-                "n_layers=32, n_heads=32)"),
-    ModelConfig("LLaMA-2 70B", "decoder", 80, 8192, 64, 8, 128,
-                "Touvron et al. 2023 (Llama 2), Table 1 (GQA); released params.json (dim=8192, "
-                "n_layers=80, n_heads=64, n_kv_heads=8)",
+                "6 encoder + 6 decoder layers; num_layers counts the decoder's self-attention "
+                "(a decoder also caches the cross-attention K/V of the encoder output). "
+                "Sinusoidal positions: no fixed maximum length."),
+    ModelConfig("BERT-base", "encoder", 12, 768, 12, 12, 64, 512,
+                "Devlin et al. 2019, Section 3 (L=12, H=768, A=12); sequences of up to 512 tokens"),
+    ModelConfig("BERT-large", "encoder", 24, 1024, 16, 16, 64, 512,
+                "Devlin et al. 2019, Section 3 (L=24, H=1024, A=16); sequences of up to 512 tokens"),
+    ModelConfig("GPT-2 small", "decoder", 12, 768, 12, 12, 64, 1024,
+                "Radford et al. 2019, Table 2 and Section 2.3 (context 1024); released config "
+                "(n_layer=12, n_embd=768, n_head=12)"),
+    ModelConfig("GPT-2 XL", "decoder", 48, 1600, 25, 25, 64, 1024,
+                "Radford et al. 2019, Table 2 and Section 2.3 (context 1024); released config "
+                "(n_layer=48, n_embd=1600, n_head=25)"),
+    ModelConfig("GPT-3 175B", "decoder", 96, 12288, 96, 96, 128, 2048,
+                "Brown et al. 2020, Table 2.1 (n_layers=96, d_model=12288, n_heads=96, d_head=128) "
+                "and Section 2.1 (context window 2048)"),
+    ModelConfig("LLaMA-2 7B", "decoder", 32, 4096, 32, 32, 128, 4096,
+                "Touvron et al. 2023 (Llama 2), Table 1 (context 4096); released params.json "
+                "(dim=4096, n_layers=32, n_heads=32)"),
+    ModelConfig("LLaMA-2 70B", "decoder", 80, 8192, 64, 8, 128, 4096,
+                "Touvron et al. 2023 (Llama 2), Table 1 (GQA, context 4096); released params.json "
+                "(dim=8192, n_layers=80, n_heads=64, n_kv_heads=8)",
                 "grouped-query attention: 8 KV heads serve 64 query heads"),
-    ModelConfig("all-MiniLM-L6-v2", "encoder", 6, 384, 12, 12, 32,
+    ModelConfig("all-MiniLM-L6-v2", "encoder", 6, 384, 12, 12, 32, 512,
                 "sentence-transformers/all-MiniLM-L6-v2 config.json (num_hidden_layers=6, "
-                "hidden_size=384, num_attention_heads=12)"),
+                "hidden_size=384, num_attention_heads=12, max_position_embeddings=512)",
+                "sentence-transformers truncates its inputs at max_seq_length=256"),
 )}
 
 UNPUBLISHED_CLAIMS: Dict[str, str] = {
@@ -724,7 +734,8 @@ def environment_string(device=None) -> str:
         where = f"cuda:{idx}: {torch.cuda.get_device_name(idx)}"
     else:
         where = f"{dev.type}: {_cpu_name()}" if dev.type == "cpu" else str(dev)
-    return f"torch {torch.__version__} | {where} | {torch.get_num_threads()} threads"
+    n = torch.get_num_threads()
+    return f"torch {torch.__version__} | {where} | {n} thread{'s' if n != 1 else ''}"
 
 
 @dataclass(frozen=True)
@@ -845,10 +856,11 @@ def benchmark_attention(*, d_model: int, num_heads: int, batch: int, seq_len: in
 
 @dataclass(frozen=True)
 class DecodeBenchmark:
-    """One measured KV-cache decode step (see ``measure_decode_step``).
+    """One measured KV-cache decode step (see ``sweep_decode``).
 
     Attributes:
         num_heads, num_kv_heads, context_len, batch, d_model: the shape.
+        need_weights: which path (True: explicit, False: SDPA).
         seconds_per_token: median seconds for one step (one new token per sequence).
         cache_bytes: bytes of the (k, v) the layer returned (measured with ``numel``).
         formula_bytes: ``kv_cache_bytes`` for one layer at context_len + 1 positions.
@@ -860,62 +872,98 @@ class DecodeBenchmark:
     context_len: int
     batch: int
     d_model: int
+    need_weights: bool
     seconds_per_token: float
     cache_bytes: int
     formula_bytes: int
     flops: int
 
 
-def measure_decode_step(*, d_model: int, num_heads: int, num_kv_heads: Optional[int] = None,
-                        context_len: int, batch: int = 1, device=None,
-                        dtype: DType = torch.float32, repeats: int = 7, warmup: int = 2,
-                        seed: int = 0) -> DecodeBenchmark:
-    """Time one autoregressive decode step of one attention layer with a KV cache.
+def sweep_decode(*, d_model: int, num_heads: int, num_kv_heads: Sequence[int], context_len: int,
+                 batch: int = 1, need_weights: Sequence[bool] = (False,), device=None,
+                 dtype: DType = torch.float32, repeats: int = 7, warmup: int = 2,
+                 seed: int = 0) -> List[DecodeBenchmark]:
+    """Time one autoregressive decode step of one attention layer with a KV cache, for several H_kv.
 
-    A cache of ``context_len`` positions is built with ``use_cache=True`` (from a random prefix),
-    then one new token per sequence attends to it with ``past_kv``, as in incremental decoding
-    (Shazeer 2019). The step includes what mha_lib's cache does: project the new token, append its
-    K and V to the cache (``torch.cat``, a copy of the whole cache) and attend. The step is timed; the cache it returns is not kept
-    between repeats, so every repeat sees the same context length.
+    For each H_kv (H_kv = H: MHA; 1: MQA, Shazeer 2019; otherwise GQA, Ainslie et al. 2023) a
+    cache of ``context_len`` positions, (B, H_kv, context_len, hd) for K and for V, is handed to
+    ``MultiHeadAttention(..., past_kv=cache, use_cache=True)`` with one new token per sequence.
+    The step is what mha_lib's cache does: project the new token, append its K and V to the
+    cache (``torch.cat``, which copies the whole cache) and attend to context_len + 1 keys. No
+    causal mask: one new query may see every cached key, so it would block nothing.
+
+    The cache holds seeded random values instead of the projections of a real prefix: the values
+    do not change the time, and building a 4096-token prefix would cost far more than the steps.
+    All configurations are timed round-robin (``compare_times``); the cache returned by a step is
+    dropped, so every repeat sees the same context length.
 
     Args:
-        d_model, num_heads, num_kv_heads: the layer (H_kv = H: MHA; 1: MQA; otherwise GQA).
+        d_model, num_heads: the layer (H must divide d_model).
+        num_kv_heads: the H_kv values to compare (each must divide H).
         context_len: cached positions before the step (> 0).
         batch: sequences decoded together (> 0).
-        device, dtype, repeats, warmup, seed: as in ``benchmark_attention``.
+        need_weights: the paths to time: False (SDPA, which reads shared K/V heads in place with
+            ``enable_gqa``) and/or True (explicit; expands K/V to H heads first).
+        device, dtype: where and in what precision; default CPU, fp32.
+        repeats, warmup: as in ``compare_times``.
+        seed: for the weights, the cache and the token.
 
     Returns:
-        ``DecodeBenchmark``.
+        A list of ``DecodeBenchmark``, H_kv-major, in the order given.
 
     Raises:
-        ValueError: bad sizes, bad repeats/warmup.
+        ValueError: bad sizes (as ``attention_flops``), an empty sweep, bad repeats/warmup.
     """
     from .attention import MultiHeadAttention
 
-    _, H, H_kv, hd = _check_heads(d_model, num_heads, num_kv_heads)
+    kvs, paths = list(num_kv_heads), [bool(p) for p in need_weights]
+    if not kvs or not paths:
+        raise ValueError(f"nothing to sweep: num_kv_heads={kvs}, need_weights={paths}")
+    for H_kv in kvs:
+        _, H, _, hd = _check_heads(d_model, num_heads, H_kv)
     _check_int("context_len", context_len, minimum=1)
     _check_int("batch", batch, minimum=1)
     dev, dt = _device_of(device), _to_dtype(dtype)
     gen = torch.Generator().manual_seed(seed)
-    with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(seed)
-        mha = MultiHeadAttention(d_model, H, num_kv_heads=H_kv)
-    mha = mha.to(device=dev, dtype=dt).eval()
-    prefix = torch.randn(batch, context_len, d_model, generator=gen).to(device=dev, dtype=dt)
     token = torch.randn(batch, 1, d_model, generator=gen).to(device=dev, dtype=dt)
+    fns: Dict[tuple, Callable[[], object]] = {}
+    for H_kv in kvs:
+        with torch.random.fork_rng(devices=[]):
+            torch.manual_seed(seed)
+            mha = MultiHeadAttention(d_model, H, num_kv_heads=H_kv).to(device=dev, dtype=dt).eval()
+        past = tuple(torch.randn(batch, H_kv, context_len, hd, generator=gen).to(device=dev, dtype=dt)
+                     for _ in range(2))  # (B, H_kv, context_len, hd): K, V
+        for nw in paths:
+            fns[(H_kv, nw)] = (lambda m=mha, p=past, nw=nw: m(token, past_kv=p, use_cache=True, need_weights=nw))
     with torch.inference_mode():
-        _, _, past = mha(prefix, is_causal=True, use_cache=True)
-        # One new query sees every cached key, so a causal mask would block nothing: leave it
-        # out, as decoders do, and keep mask building out of the timing.
-        step = lambda: mha(token, past_kv=past, use_cache=True)  # noqa: E731
-        seconds = measure_time(step, repeats=repeats, warmup=warmup, device=dev)
-        _, _, present = step()
-    cache = sum(t.numel() * t.element_size() for t in present)
-    return DecodeBenchmark(
-        num_heads=H, num_kv_heads=H_kv, context_len=context_len, batch=batch, d_model=d_model,
-        seconds_per_token=seconds, cache_bytes=cache,
-        formula_bytes=kv_cache_bytes(num_layers=1, num_kv_heads=H_kv, head_dim=hd,
-                                     seq_len=context_len + 1, batch=batch, dtype=dt),
-        flops=attention_flops(batch, 1, context_len + 1, d_model=d_model, num_heads=H,
-                              num_kv_heads=H_kv, kv_proj_len=1).total,
-    )
+        cache = {}
+        for key, fn in fns.items():
+            _, _, present = fn()
+            cache[key] = sum(t.numel() * t.element_size() for t in present)
+            del present
+        seconds = compare_times(fns, repeats=repeats, warmup=max(0, warmup - 1), device=dev)
+    return [
+        DecodeBenchmark(
+            num_heads=H, num_kv_heads=H_kv, context_len=context_len, batch=batch, d_model=d_model,
+            need_weights=nw, seconds_per_token=t, cache_bytes=cache[(H_kv, nw)],
+            formula_bytes=kv_cache_bytes(num_layers=1, num_kv_heads=H_kv, head_dim=hd,
+                                         seq_len=context_len + 1, batch=batch, dtype=dt),
+            flops=attention_flops(batch, 1, context_len + 1, d_model=d_model, num_heads=H,
+                                  num_kv_heads=H_kv, kv_proj_len=1).total,
+        )
+        for (H_kv, nw), t in seconds.items()
+    ]
+
+
+def measure_decode_step(*, d_model: int, num_heads: int, num_kv_heads: Optional[int] = None,
+                        context_len: int, batch: int = 1, need_weights: bool = False, device=None,
+                        dtype: DType = torch.float32, repeats: int = 7, warmup: int = 2,
+                        seed: int = 0) -> DecodeBenchmark:
+    """One configuration of ``sweep_decode`` (H_kv defaults to H: MHA).
+
+    Args, Returns and Raises: as ``sweep_decode``, with a single ``num_kv_heads`` and path.
+    """
+    H_kv = num_heads if num_kv_heads is None else num_kv_heads
+    return sweep_decode(d_model=d_model, num_heads=num_heads, num_kv_heads=[H_kv],
+                        context_len=context_len, batch=batch, need_weights=[need_weights],
+                        device=device, dtype=dtype, repeats=repeats, warmup=warmup, seed=seed)[0]
