@@ -29,6 +29,7 @@ _SUBMODULES = ("attention", "model", "tasks", "train", "pruning", "cost", "pretr
 _EXPORTS = {
     "MultiHeadAttention": "attention",
     "attention": "attention",
+    "head_importance": "pruning",
 }
 
 __all__ = ["__version__", "default_device", "set_seed", *_EXPORTS, *_SUBMODULES]

@@ -1,0 +1,1003 @@
+"""Head importance scores and pruning schedules.
+
+Which heads matter, and what happens when the others go? This module answers with four
+tools, all working on any mha_lib model whose layers are :class:`MultiHeadAttention`
+modules (:class:`~mha_lib.model.Encoder`, :class:`~mha_lib.model.TokenClassifier`,
+the pretrained :class:`~mha_lib.pretrained.BertEncoder`):
+
+* :func:`head_importance` -- Michel et al. 2019's gradient score
+  I_h = E_x |dL(x)/d xi_h|, one forward and one backward pass per batch;
+* :func:`single_head_ablation` -- the metric with one head masked, for every head;
+* :func:`attention_confidence`, :func:`positional_offsets`, :func:`head_attention_stats`
+  -- Voita et al. 2019's confidence and positional-head criterion;
+* :func:`pruning_schedule` -- iterative pruning, e.g. 10% of all heads per step,
+  globally sorted, with or without rescoring; :func:`prune_heads` removes the chosen
+  heads for good (structural pruning).
+
+Conventions (the "head grid"):
+    Every score and every mask here is a (num_layers, H) tensor indexed by the ORIGINAL
+    head numbers, H = the heads per layer before any pruning. Labels are "L{layer}.H{head}",
+    0-based. A head that a model has already pruned structurally has score NaN and mask 0:
+    NaN marks "this head does not exist", never a failed computation, and every function
+    here skips those cells. Masks are float, 1 = keep, 0 = drop (the xi_h of Michel et
+    al. 2019). :func:`layer_head_masks` turns a grid mask into the per-layer masks over the
+    *kept* heads that ``model(..., head_mask=...)`` expects.
+
+Callbacks the caller writes (a few lines, see :func:`token_classification_loss`):
+    ``loss_fn(model, batch, head_mask) -> (B,)`` per-example losses, float;
+    ``metric_fn(model, head_mask) -> float`` e.g. accuracy on a held-out set;
+    ``attentions_fn(model, batch) -> (attentions, key_padding_mask)``.
+    ``head_mask`` is a list of num_layers per-layer masks ((H_l,) or (B, H_l)), or None;
+    pass it straight to the model.
+
+Sources: Michel, Levy, Neubig, "Are Sixteen Heads Really Better than One?", NeurIPS 2019
+(head masks, importance, iterative pruning); Voita, Talbot, Moiseev, Sennrich, Titov,
+"Analyzing Multi-Head Self-Attention", ACL 2019 (confidence, positional heads).
+"""
+from __future__ import annotations
+
+import math
+import time
+from collections import Counter
+from dataclasses import dataclass
+from typing import Any, Callable, Iterable, List, Mapping, Optional, Sequence, Tuple, Union
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+from .attention import MultiHeadAttention
+
+__all__ = [
+    "attention_layers",
+    "num_heads_grid",
+    "kept_mask",
+    "layer_head_masks",
+    "heads_to_mask",
+    "mask_to_heads",
+    "head_importance",
+    "single_head_ablation",
+    "AblationResult",
+    "attention_confidence",
+    "positional_offsets",
+    "head_attention_stats",
+    "HeadStats",
+    "pruning_schedule",
+    "PruningStep",
+    "prune_heads",
+    "token_classification_loss",
+    "token_accuracy",
+    "attention_flops",
+    "measure_pruning_speedup",
+]
+
+HeadsSpec = Union[Mapping[int, Iterable[int]], Tensor]
+
+
+# ----------------------------------------------------------------------------- the head grid
+def attention_layers(model: nn.Module) -> List[MultiHeadAttention]:
+    """The model's attention modules, one per layer, in layer order.
+
+    Args:
+        model: an mha_lib ``Encoder``, ``TokenClassifier``, ``BertEncoder``, a single
+            ``MultiHeadAttention`` (one layer), or any module holding MultiHeadAttention
+            modules (taken in ``model.modules()`` order).
+
+    Returns:
+        list of num_layers :class:`MultiHeadAttention`.
+
+    Raises:
+        ValueError: if the model holds no MultiHeadAttention.
+    """
+    if isinstance(model, MultiHeadAttention):
+        return [model]
+    encoder = getattr(model, "encoder", model)
+    blocks = getattr(encoder, "blocks", None)
+    if blocks is not None and all(isinstance(getattr(b, "attn", None), MultiHeadAttention) for b in blocks):
+        return [b.attn for b in blocks]
+    layers = [m for m in model.modules() if isinstance(m, MultiHeadAttention)]
+    if not layers:
+        raise ValueError(f"{type(model).__name__} holds no mha_lib MultiHeadAttention module")
+    return layers
+
+
+def num_heads_grid(model: nn.Module) -> Tuple[int, int]:
+    """(num_layers, H): the shape of the head grid, H = the most heads any layer had before pruning."""
+    layers = attention_layers(model)
+    return len(layers), max(a.original_num_heads for a in layers)
+
+
+def kept_mask(model: nn.Module) -> Tensor:
+    """Grid mask of the heads that exist: (num_layers, H) float32, 1 = kept, 0 = pruned (or absent)."""
+    layers = attention_layers(model)
+    n, H = num_heads_grid(model)
+    mask = torch.zeros(n, H)
+    for i, a in enumerate(layers):
+        mask[i, a.kept_heads] = 1.0
+    return mask
+
+
+def _check_grid(mask: Tensor, shape: Tuple[int, int], name: str) -> None:
+    if not isinstance(mask, Tensor):
+        raise ValueError(f"{name} must be a tensor of shape (num_layers, H) = {shape}, got {type(mask).__name__}")
+    if tuple(mask.shape[-2:]) != shape or mask.dim() not in (2, 3):
+        raise ValueError(
+            f"{name} must have shape (num_layers, H) = {shape} (or (num_layers, B, H) for a mask), "
+            f"indexed by original head numbers; got {tuple(mask.shape)}"
+        )
+
+
+def _grid_values(mask: Tensor, shape: Tuple[int, int]) -> Tensor:
+    """A detached float32 CPU copy of a (num_layers, H) grid mask, after checking its shape."""
+    if not isinstance(mask, Tensor) or tuple(mask.shape) != tuple(shape):
+        raise ValueError(
+            f"head_mask must be a grid mask of shape (num_layers, H) = {tuple(shape)}, indexed by original "
+            f"head numbers; got {tuple(mask.shape) if isinstance(mask, Tensor) else type(mask).__name__}"
+        )
+    return mask.detach().float().cpu()
+
+
+def layer_head_masks(model: nn.Module, mask: Optional[Tensor]) -> Optional[List[Tensor]]:
+    """Turn a grid mask into the per-layer masks the model's ``head_mask=`` expects.
+
+    Args:
+        model: see :func:`attention_layers`.
+        mask: (num_layers, H) or (num_layers, B, H) float over ORIGINAL head numbers, or None.
+
+    Returns:
+        None for None; else a list of num_layers tensors, (H_l,) or (B, H_l), holding the
+        columns of the layer's kept heads (``attn.kept_heads`` order), on the model's device
+        and dtype. Gradients flow back to ``mask``.
+
+    Raises:
+        ValueError: wrong shape, or a non-float mask.
+    """
+    if mask is None:
+        return None
+    layers = attention_layers(model)
+    n, H = num_heads_grid(model)
+    if not isinstance(mask, Tensor) or mask.dim() not in (2, 3) or mask.shape[0] != n or mask.shape[-1] != H:
+        raise ValueError(
+            f"mask must have shape (num_layers, H) = ({n}, {H}) or (num_layers, B, H), indexed by "
+            f"original head numbers; got {tuple(mask.shape) if isinstance(mask, Tensor) else type(mask).__name__}"
+        )
+    if not mask.is_floating_point():
+        raise ValueError(f"mask must be floating point (1 keep, 0 drop), got dtype {mask.dtype}")
+    param = next(layers[0].parameters())
+    out = []
+    for i, a in enumerate(layers):
+        idx = torch.tensor(a.kept_heads, dtype=torch.long, device=mask.device)
+        out.append(mask[i].index_select(-1, idx).to(device=param.device, dtype=param.dtype))
+    return out
+
+
+def heads_to_mask(model: nn.Module, heads: Mapping[int, Iterable[int]]) -> Tensor:
+    """``{layer: [heads]}`` to drop -> grid mask (num_layers, H), 0 at those heads and at pruned ones.
+
+    Raises:
+        ValueError: a layer or head index out of range (naming it).
+    """
+    mask = kept_mask(model)
+    n, H = mask.shape
+    for layer, hs in _validated_heads(model, heads).items():
+        mask[layer, hs] = 0.0
+    return mask
+
+
+def mask_to_heads(mask: Tensor) -> dict:
+    """Grid mask (num_layers, H) -> ``{layer: [heads with mask 0]}``, layers with none omitted."""
+    if not isinstance(mask, Tensor) or mask.dim() != 2:
+        raise ValueError(f"mask must be a (num_layers, H) tensor, got {getattr(mask, 'shape', type(mask))}")
+    return {
+        int(layer): [int(h) for h in (mask[layer] == 0).nonzero().flatten().tolist()]
+        for layer in range(mask.shape[0])
+        if bool((mask[layer] == 0).any())
+    }
+
+
+def _validated_heads(model: nn.Module, heads: Mapping[int, Iterable[int]]) -> dict:
+    layers = attention_layers(model)
+    if not isinstance(heads, Mapping):
+        raise ValueError(f"heads must be a dict {{layer: [heads]}}, got {type(heads).__name__}")
+    out = {}
+    for layer, hs in heads.items():
+        try:
+            layer_i = int(layer)
+            hs_i = sorted({int(h) for h in hs})
+        except (TypeError, ValueError):
+            raise ValueError(f"bad entry in heads: {layer!r}: {hs!r}") from None
+        if not 0 <= layer_i < len(layers):
+            raise ValueError(f"layer {layer!r} is out of range for num_layers={len(layers)}")
+        H = layers[layer_i].original_num_heads
+        bad = [h for h in hs_i if not 0 <= h < H]
+        if bad:
+            raise ValueError(f"layer {layer_i}: head indices {bad} are out of range for num_heads={H}")
+        out[layer_i] = hs_i
+    return out
+
+
+def _batch_size(batch: Any) -> int:
+    """B of a batch: the first dim of its first tensor (tensor, tuple/list, dict, or object with input_ids)."""
+    if isinstance(batch, Tensor):
+        return batch.shape[0]
+    if isinstance(batch, Mapping):
+        items = list(batch.values())
+    elif isinstance(batch, (tuple, list)):
+        items = list(batch)
+    elif hasattr(batch, "input_ids"):
+        items = [batch.input_ids]
+    else:
+        items = []
+    for item in items:
+        if isinstance(item, Tensor) and item.dim() > 0:
+            return item.shape[0]
+        if isinstance(item, (list, tuple)) and item and isinstance(item[0], str):
+            return len(item)
+    if isinstance(batch, (list, tuple)) and batch and all(isinstance(t, str) for t in batch):
+        return len(batch)  # a list of texts
+    raise ValueError(f"cannot tell the batch size of a {type(batch).__name__}; pass tensors or texts")
+
+
+# ----------------------------------------------------------------------------- importance
+def head_importance(
+    model: nn.Module,
+    batches: Iterable[Any],
+    loss_fn: Callable[[nn.Module, Any, List[Tensor]], Tensor],
+    *,
+    head_mask: Optional[Tensor] = None,
+    normalize: bool = True,
+) -> Tensor:
+    r"""Head importance of Michel et al. 2019: I_h = E_x |dL(x)/d xi_h|.
+
+    For each batch, every layer gets a per-example gate ``xi`` of shape (B, H_l), filled
+    with the current ``head_mask`` values (1 by default) and requiring grad. The model runs
+    once, ``loss_fn`` returns the per-example losses (B,), and ONE backward pass of their
+    sum gives every example's derivative in its own row: example b's loss depends only on
+    row b of the gates (layers mix positions, never examples), so
+    d(sum_b L_b)/d xi[b, h] = dL_b/d xi_h. The absolute values are averaged over all
+    examples, then (``normalize=True``) each layer's vector is divided by its l2 norm, as
+    in the paper.
+
+    How this differs from the paper's code (github.com/pmichel31415/are-16-heads-really-
+    better-than-1, and transformers' old bertology example): that code takes the gradient
+    of a *batch* loss with respect to each head's context vectors and sums
+    |<dL/d ctx_{h,t}, ctx_{h,t}>| over every token t, then divides by the token count: the
+    absolute value is taken per token. Here it is taken per example, on the exact
+    derivative dL(x)/d xi_h of that example's loss, which is the quantity the paper's
+    formula states. The two rankings are usually close, but the numbers differ: per-token
+    absolute values cannot cancel between tokens of one sentence, per-example ones can.
+
+    Args:
+        model: see :func:`attention_layers`. Run in eval mode (dropout off) during the
+            call; its mode is restored afterwards. Parameter ``.grad`` is not touched.
+        batches: an iterable of batches, each passed unchanged to ``loss_fn``.
+        loss_fn: ``loss_fn(model, batch, head_mask) -> (B,)`` float per-example losses,
+            where ``head_mask`` is a list of per-layer (B, H_l) gates to pass as the
+            model's ``head_mask=``. See :func:`token_classification_loss`.
+        head_mask: optional grid mask (num_layers, H): the gates' values, i.e. the point
+            where the derivative is taken (e.g. the current mask of a pruning schedule).
+        normalize: divide each layer's scores by their l2 norm (a layer whose scores are
+            all 0 stays 0).
+
+    Returns:
+        float32 tensor (num_layers, H) on CPU, >= 0, indexed by original head numbers;
+        NaN at heads the model has already pruned structurally.
+
+    Raises:
+        ValueError: no batches; ``loss_fn`` returning a shape other than (B,); a loss or
+            gradient that is NaN or infinite; a ``head_mask`` of the wrong shape.
+    """
+    layers = attention_layers(model)
+    n, H = num_heads_grid(model)
+    exists = kept_mask(model)
+    base = exists.clone() if head_mask is None else _grid_values(head_mask, (n, H)) * exists
+    param = next(model.parameters())
+    total = torch.zeros(n, H, dtype=torch.float64)
+    count = 0
+    was_training = model.training
+    model.eval()
+    try:
+        for batch in batches:
+            B = _batch_size(batch)
+            gates = []
+            for i, a in enumerate(layers):
+                row = base[i, a.kept_heads].to(device=param.device, dtype=param.dtype)  # (H_l,)
+                gates.append(row.expand(B, -1).clone().requires_grad_(True))  # (B, H_l)
+            with torch.enable_grad():
+                losses = loss_fn(model, batch, gates)
+                if not isinstance(losses, Tensor) or tuple(losses.shape) != (B,):
+                    raise ValueError(
+                        f"loss_fn must return per-example losses of shape (B,) = ({B},), got "
+                        f"{tuple(losses.shape) if isinstance(losses, Tensor) else type(losses).__name__}"
+                    )
+                if not torch.isfinite(losses).all():
+                    raise ValueError(f"loss_fn returned non-finite losses: {losses.detach().cpu().tolist()}")
+                grads = torch.autograd.grad(losses.sum(), gates, allow_unused=True)
+            for i, (a, g) in enumerate(zip(layers, grads)):
+                if g is None or not a.kept_heads:
+                    continue
+                if not torch.isfinite(g).all():
+                    raise ValueError(f"non-finite gradient for the head gates of layer {i}")
+                total[i, a.kept_heads] += g.detach().abs().sum(0).double().cpu()  # sum over examples
+            count += B
+    finally:
+        model.train(was_training)
+    if count == 0:
+        raise ValueError("head_importance got no batches (or only empty ones)")
+    importance = (total / count).float()
+    if normalize:
+        norms = importance.norm(dim=1, keepdim=True)  # (num_layers, 1), l2 per layer
+        importance = torch.where(norms > 0, importance / norms.clamp_min(1e-30), importance)
+    importance[exists == 0] = float("nan")
+    return importance
+
+
+# ----------------------------------------------------------------------------- ablation
+@dataclass
+class AblationResult:
+    """What :func:`single_head_ablation` returns.
+
+    Attributes:
+        baseline: the metric with every head on (under ``head_mask``, if one was given).
+        masked: (num_layers, H) float32: the metric with that one head masked; NaN at heads
+            already pruned or already masked.
+    """
+
+    baseline: float
+    masked: Tensor
+
+    @property
+    def delta(self) -> Tensor:
+        """masked - baseline, (num_layers, H): negative where removing the head hurts an accuracy."""
+        return self.masked - self.baseline
+
+
+@torch.no_grad()
+def single_head_ablation(
+    model: nn.Module,
+    metric_fn: Callable[[nn.Module, Optional[List[Tensor]]], float],
+    *,
+    head_mask: Optional[Tensor] = None,
+) -> AblationResult:
+    """Mask each head alone and record the metric (Michel et al. 2019, section 3.2).
+
+    Runs ``metric_fn`` 1 + (number of live heads) times, without autograd, with the model
+    in eval mode (restored afterwards).
+
+    Args:
+        model: see :func:`attention_layers`.
+        metric_fn: ``metric_fn(model, head_mask) -> float``: e.g. accuracy or mean loss on
+            held-out data; ``head_mask`` is None or a list of per-layer (H_l,) gates to pass
+            to the model. See :func:`token_accuracy`.
+        head_mask: optional grid mask (num_layers, H) of heads already off; each ablation
+            masks one more head on top of it.
+
+    Returns:
+        :class:`AblationResult` (``baseline``, ``masked`` (num_layers, H), ``delta``).
+
+    Raises:
+        ValueError: ``metric_fn`` returning something that is not a finite number; a
+            ``head_mask`` of the wrong shape.
+    """
+    n, H = num_heads_grid(model)
+    base = kept_mask(model) if head_mask is None else _grid_values(head_mask, (n, H)) * kept_mask(model)
+    was_training = model.training
+    model.eval()
+    try:
+        baseline = _metric(metric_fn, model, layer_head_masks(model, base) if head_mask is not None else None)
+        masked = torch.full((n, H), float("nan"))
+        for layer in range(n):
+            for head in range(H):
+                if base[layer, head] == 0:
+                    continue
+                m = base.clone()
+                m[layer, head] = 0.0
+                masked[layer, head] = _metric(metric_fn, model, layer_head_masks(model, m))
+    finally:
+        model.train(was_training)
+    return AblationResult(baseline, masked)
+
+
+def _metric(metric_fn, model, masks) -> float:
+    value = metric_fn(model, masks)
+    value = float(value.item() if isinstance(value, Tensor) else value)
+    if not math.isfinite(value):
+        raise ValueError(f"metric_fn returned a non-finite value {value}")
+    return value
+
+
+# ----------------------------------------------------------------------------- Voita et al.
+def _real_queries(weights: Tensor, key_padding_mask: Optional[Tensor]) -> Tensor:
+    """(B, L) bool: query rows to count (not padding, and with some weight)."""
+    B, H, L, S = weights.shape
+    if key_padding_mask is None:
+        real = torch.ones(B, L, dtype=torch.bool, device=weights.device)
+    else:
+        if key_padding_mask.dtype != torch.bool or tuple(key_padding_mask.shape) != (B, S):
+            raise ValueError(
+                f"key_padding_mask must be bool (B, S) = ({B}, {S}), True = padding; got "
+                f"{key_padding_mask.dtype} {tuple(key_padding_mask.shape)}"
+            )
+        if L != S:
+            raise ValueError(f"key_padding_mask marks padded queries only for self-attention (L == S), got L={L}, S={S}")
+        real = ~key_padding_mask.to(weights.device)
+    # rows whose keys were all blocked have all-zero weights: no max to speak of
+    return real & (weights.sum(-1) > 0).any(1)
+
+
+def _check_weights(weights: Tensor) -> None:
+    if not isinstance(weights, Tensor) or weights.dim() != 4:
+        raise ValueError(
+            f"weights must be one layer's attention weights (B, H, L, S), got "
+            f"{tuple(weights.shape) if isinstance(weights, Tensor) else type(weights).__name__}"
+        )
+
+
+def attention_confidence(weights: Tensor, key_padding_mask: Optional[Tensor] = None) -> Tensor:
+    """Voita et al. 2019's confidence: the mean over tokens of each head's largest attention weight.
+
+    A head whose every query puts almost all its weight on one key has confidence near 1;
+    a head that spreads its weight evenly over S keys has 1/S.
+
+    Args:
+        weights: one layer's weights (B, H, L, S), rows summing to 1 (e.g.
+            ``model(..., output_attentions=True).attentions[layer]``).
+        key_padding_mask: optional (B, S) bool, True = padding; padded query rows are left
+            out of the mean (self-attention, L == S). Rows with no allowed key are left out.
+
+    Returns:
+        float32 tensor (H,), in [0, 1]; (0,) for a layer with no heads.
+
+    Raises:
+        ValueError: weights not 4-D; a bad key_padding_mask; no query row to average over.
+    """
+    _check_weights(weights)
+    real = _real_queries(weights, key_padding_mask)  # (B, L)
+    if not bool(real.any()):
+        raise ValueError("attention_confidence: every query row is padding or fully blocked")
+    top = weights.detach().amax(-1)  # (B, H, L)
+    return ((top * real[:, None]).sum((0, 2)) / real.sum()).float().cpu()
+
+
+def _offset_counts(weights: Tensor, key_padding_mask: Optional[Tensor]) -> Tuple[List[Counter], int]:
+    """Per head, a Counter of (argmax key - query position) over real query rows; and the row count."""
+    B, H, L, S = weights.shape
+    real = _real_queries(weights, key_padding_mask)  # (B, L)
+    # Bottom-right alignment (as mha_lib's is_causal): query i sits at key position i + S - L.
+    pos = torch.arange(L, device=weights.device) + (S - L)
+    offsets = weights.detach().argmax(-1) - pos  # (B, H, L)
+    counts = []
+    for h in range(H):
+        values, n = torch.unique(offsets[:, h][real], return_counts=True)
+        counts.append(Counter(dict(zip(values.tolist(), n.tolist()))))
+    return counts, int(real.sum())
+
+
+def _top_offsets(counts: List[Counter], rows: int) -> Tuple[Tensor, Tensor]:
+    offset = torch.zeros(len(counts), dtype=torch.long)
+    fraction = torch.zeros(len(counts))
+    for h, c in enumerate(counts):
+        if c and rows:
+            # most frequent offset; ties go to the offset nearest 0, then the negative one
+            best = min(c.items(), key=lambda kv: (-kv[1], abs(kv[0]), kv[0]))
+            offset[h], fraction[h] = best[0], best[1] / rows
+    return offset, fraction
+
+
+def positional_offsets(weights: Tensor, key_padding_mask: Optional[Tensor] = None) -> Tuple[Tensor, Tensor]:
+    """Voita et al. 2019's positional-head test, for one layer.
+
+    For every real query position i, take the key j that gets the head's largest weight
+    and its relative offset j - i. A head is *positional* when one fixed offset (in their
+    paper, -1 or +1: the previous or next token) wins at least 90% of the time.
+
+    Args:
+        weights: one layer's weights (B, H, L, S). When L != S, query i is aligned with key
+            i + S - L (a KV-cache step).
+        key_padding_mask: optional (B, S) bool, True = padding (query rows left out too).
+
+    Returns:
+        ``(offset, fraction)``: long (H,) the most frequent offset per head (ties: nearest
+        0), and float32 (H,) the fraction of query rows whose argmax is at that offset.
+        ``fraction >= 0.9`` is Voita's criterion.
+
+    Raises:
+        ValueError: as :func:`attention_confidence`.
+    """
+    _check_weights(weights)
+    counts, rows = _offset_counts(weights, key_padding_mask)
+    if rows == 0:
+        raise ValueError("positional_offsets: every query row is padding or fully blocked")
+    return _top_offsets(counts, rows)
+
+
+@dataclass
+class HeadStats:
+    """Per-head attention statistics over a data set (from :func:`head_attention_stats`).
+
+    Attributes (all (num_layers, H), original head numbers; NaN / 0 at pruned heads):
+        confidence: float32, Voita et al.'s confidence (mean max weight).
+        offset: long, the most frequent relative offset of the argmax key (j - i).
+        offset_fraction: float32, how often the argmax lands on ``offset``.
+        num_tokens: number of query rows counted (per layer; the same for every layer).
+    """
+
+    confidence: Tensor
+    offset: Tensor
+    offset_fraction: Tensor
+    num_tokens: int
+
+    def positional(self, threshold: float = 0.9, offsets: Optional[Sequence[int]] = None) -> Tensor:
+        """bool (num_layers, H): heads whose argmax sits on one fixed offset >= ``threshold`` of
+        the time (Voita et al. 2019: 90%). ``offsets`` restricts which offsets count (Voita
+        et al. report -1 and +1; default: any, including 0 = the token itself)."""
+        if not 0.0 < threshold <= 1.0:
+            raise ValueError(f"threshold must be in (0, 1], got {threshold}")
+        ok = self.offset_fraction >= threshold
+        if offsets is not None:
+            ok &= torch.isin(self.offset, torch.tensor(list(offsets), dtype=torch.long))
+        return ok
+
+
+@torch.no_grad()
+def head_attention_stats(
+    model: nn.Module,
+    batches: Iterable[Any],
+    attentions_fn: Callable[[nn.Module, Any], Tuple[Sequence[Tensor], Optional[Tensor]]],
+) -> HeadStats:
+    """Confidence and positional statistics of every head, pooled over a data set.
+
+    Args:
+        model: see :func:`attention_layers`.
+        batches: iterable of batches passed to ``attentions_fn``.
+        attentions_fn: ``attentions_fn(model, batch) -> (attentions, key_padding_mask)``:
+            the per-layer weights (each (B, H_l, L, L), kept-head order, e.g.
+            ``model(x, output_attentions=True).attentions``) and a (B, L) bool padding
+            mask or None.
+
+    Returns:
+        :class:`HeadStats`. Every token of every batch counts once (batches are pooled,
+        not averaged).
+
+    Raises:
+        ValueError: no batches; a layer count or head count that does not match the model.
+    """
+    layers = attention_layers(model)
+    n, H = num_heads_grid(model)
+    conf_sum = torch.zeros(n, H, dtype=torch.float64)
+    counts = [[Counter() for _ in range(H)] for _ in range(n)]
+    rows = [0] * n  # query rows counted per layer (the same in every layer with heads)
+    seen = False
+    was_training = model.training
+    model.eval()
+    try:
+        for batch in batches:
+            seen = True
+            attentions, kpm = attentions_fn(model, batch)
+            if attentions is None or len(attentions) != n:
+                raise ValueError(
+                    f"attentions_fn returned {0 if attentions is None else len(attentions)} layers, "
+                    f"the model has {n}"
+                )
+            for i, (a, w) in enumerate(zip(layers, attentions)):
+                _check_weights(w)
+                if w.shape[1] != len(a.kept_heads):
+                    raise ValueError(f"layer {i}: weights have {w.shape[1]} heads, the layer keeps {len(a.kept_heads)}")
+                if not a.kept_heads:
+                    continue
+                real = _real_queries(w, kpm)  # (B, L)
+                conf_sum[i, a.kept_heads] += (w.amax(-1) * real[:, None]).sum((0, 2)).double().cpu()
+                c, r = _offset_counts(w, kpm)
+                rows[i] += r
+                for j, h in enumerate(a.kept_heads):
+                    counts[i][h].update(c[j])
+    finally:
+        model.train(was_training)
+    if not seen or max(rows) == 0:
+        raise ValueError("head_attention_stats got no batches (or no real tokens)")
+    exists = kept_mask(model)
+    denom = torch.tensor(rows, dtype=torch.float64).clamp_min(1)[:, None]
+    confidence = (conf_sum / denom).float()
+    offset = torch.zeros(n, H, dtype=torch.long)
+    fraction = torch.zeros(n, H)
+    for i in range(n):
+        offset[i], fraction[i] = _top_offsets(counts[i], rows[i])
+    confidence[exists == 0] = float("nan")
+    fraction[exists == 0] = float("nan")
+    return HeadStats(confidence, offset, fraction, max(rows))
+
+
+# ----------------------------------------------------------------------------- schedules
+@dataclass
+class PruningStep:
+    """One step of a :func:`pruning_schedule`.
+
+    Attributes:
+        step: 0, 1, 2, ... (step 0 is the starting mask).
+        mask: (num_layers, H) float32, 1 keep, 0 pruned (cumulative).
+        scores: (num_layers, H) the scores used to choose this step's heads (None at step 0).
+    """
+
+    step: int
+    mask: Tensor
+    scores: Optional[Tensor] = None
+
+    @property
+    def num_pruned(self) -> int:
+        """Heads with mask 0."""
+        return int((self.mask == 0).sum())
+
+    @property
+    def fraction_pruned(self) -> float:
+        """num_pruned / all heads of the grid."""
+        return self.num_pruned / self.mask.numel()
+
+    @property
+    def pruned(self) -> dict:
+        """``{layer: [heads]}`` with mask 0: what :func:`prune_heads` takes."""
+        return mask_to_heads(self.mask)
+
+
+def pruning_schedule(
+    scores: Union[Tensor, Callable[[Tensor], Tensor]],
+    *,
+    fraction_per_step: float = 0.1,
+    max_fraction: float = 1.0,
+    min_heads_per_layer: int = 0,
+    initial_mask: Optional[Tensor] = None,
+) -> List[PruningStep]:
+    """Iterative head pruning: at each step drop the lowest-scored live heads, globally sorted.
+
+    Michel et al. 2019 (section 4) prune 10% of all heads at each step, ranking heads of
+    every layer together by their (per-layer normalised) importance. Step k has
+    ``round(k * fraction_per_step * N)`` heads pruned in all, N = num_layers * H, so the
+    fractions on a curve are exact, until ``max_fraction`` (or the per-layer floor) stops it.
+
+    Args:
+        scores: higher = more important. Either a (num_layers, H) tensor, a fixed ranking
+            (not rescored), or a callable ``scores(mask) -> (num_layers, H)`` called with
+            the current mask before every step (rescored, e.g. importance recomputed on the
+            masked model). NaN scores mark heads that do not exist: they start pruned.
+            Ties go to the lower (layer, head).
+        fraction_per_step: fraction of all N heads pruned per step, in (0, 1].
+        max_fraction: stop when this fraction of heads is pruned, in [0, 1].
+        min_heads_per_layer: never prune a layer below this many heads (0 allows a layer
+            with no heads: its attention then outputs only W^O's bias, see
+            :meth:`MultiHeadAttention.prune_heads`).
+        initial_mask: optional (num_layers, H) starting mask (0 = already pruned).
+
+    Returns:
+        list of :class:`PruningStep`, step 0 first (the initial mask), each with a
+        cumulative mask. Apply one with ``head_mask=layer_head_masks(model, step.mask)`` or
+        for good with ``prune_heads(model, step.pruned)``.
+
+    Raises:
+        ValueError: fractions out of range, a negative ``min_heads_per_layer``, scores not
+            2-D, or a callable returning another shape.
+    """
+    if not 0.0 < fraction_per_step <= 1.0:
+        raise ValueError(f"fraction_per_step must be in (0, 1], got {fraction_per_step}")
+    if not 0.0 <= max_fraction <= 1.0:
+        raise ValueError(f"max_fraction must be in [0, 1], got {max_fraction}")
+    if isinstance(min_heads_per_layer, bool) or not isinstance(min_heads_per_layer, int) or min_heads_per_layer < 0:
+        raise ValueError(f"min_heads_per_layer must be an int >= 0, got {min_heads_per_layer!r}")
+    rescore = callable(scores)
+    if rescore and initial_mask is None:
+        raise ValueError(
+            "a callable scores(mask) needs initial_mask, the (num_layers, H) mask of the first call; "
+            "pass initial_mask=mha_lib.pruning.kept_mask(model)"
+        )
+    if not rescore and (not isinstance(scores, Tensor) or scores.dim() != 2):
+        raise ValueError(
+            f"scores must be a (num_layers, H) tensor or a callable, got {getattr(scores, 'shape', type(scores))}"
+        )
+    mask = (torch.ones(scores.shape) if initial_mask is None else initial_mask).detach().float().cpu().clone()
+    if mask.dim() != 2:
+        raise ValueError(f"initial_mask must be (num_layers, H), got {tuple(mask.shape)}")
+
+    def get_scores(current: Tensor) -> Tensor:
+        s = scores(current.clone()) if rescore else scores
+        if not isinstance(s, Tensor) or tuple(s.shape) != tuple(mask.shape):
+            raise ValueError(
+                f"scores must be a (num_layers, H) tensor of shape {tuple(mask.shape)}, got "
+                f"{tuple(s.shape) if isinstance(s, Tensor) else type(s).__name__}"
+            )
+        return s.detach().float().cpu()
+
+    first = get_scores(mask)
+    mask[torch.isnan(first)] = 0.0
+    n, H = mask.shape
+    N = n * H
+    steps = [PruningStep(0, mask.clone(), None)]
+    limit = math.floor(max_fraction * N + 1e-9)
+    current_scores = first
+    k = 0
+    while True:
+        k += 1
+        target = min(math.floor(k * fraction_per_step * N + 0.5 + 1e-9), limit)
+        pruned_now = int((mask == 0).sum())
+        if target <= pruned_now:
+            if target >= limit:
+                break
+            continue
+        if k > 1 and rescore:
+            current_scores = get_scores(mask)
+        s = current_scores.clone()
+        s[torch.isnan(s)] = -float("inf")
+        live = (mask != 0).nonzero().tolist()  # ascending (layer, head)
+        # stable ascending sort by score: lowest first, ties by (layer, head)
+        live.sort(key=lambda lh: float(s[lh[0], lh[1]]))
+        left = (mask != 0).sum(1).tolist()
+        chosen = 0
+        for layer, head in live:
+            if chosen == target - pruned_now:
+                break
+            if left[layer] <= min_heads_per_layer:
+                continue
+            mask[layer, head] = 0.0
+            left[layer] -= 1
+            chosen += 1
+        if chosen == 0:
+            break  # nothing left that may be pruned
+        steps.append(PruningStep(len(steps), mask.clone(), current_scores.clone()))
+        if chosen < target - pruned_now or target >= limit:
+            break
+    return steps
+
+
+# ----------------------------------------------------------------------------- structural
+def prune_heads(model: nn.Module, heads: HeadsSpec) -> nn.Module:
+    """Remove heads for good (structural pruning), in place; returns ``model``.
+
+    Each removed head loses its rows of W^Q (and, in plain MHA, of W^K and W^V) and its
+    input columns of W^O (:meth:`MultiHeadAttention.prune_heads`), so the model gets
+    smaller and faster. The result equals masking the same heads with ``head_mask`` to
+    fp32 rounding (Michel et al. 2019). Models with ``prune_heads`` record the heads in
+    their config, so ``save_pretrained`` / ``mha_lib.model.load`` round-trip them.
+
+    Pruning every head of a layer is allowed: that layer's attention then outputs W^O's
+    bias at every position (zeros without bias), and its attention weights are
+    (B, 0, L, L); the residual stream carries the input past it.
+
+    Args:
+        model: see :func:`attention_layers`.
+        heads: ``{layer: [original head ids]}``, or a grid mask (num_layers, H) whose 0
+            entries are pruned. Heads already pruned are ignored.
+
+    Raises:
+        ValueError: a layer or head index out of range, naming it (nothing is pruned
+            then); a mask of the wrong shape.
+    """
+    if isinstance(heads, Tensor):
+        _check_grid(heads, num_heads_grid(model), "heads mask")
+        if heads.dim() != 2:
+            raise ValueError("a heads mask for prune_heads must be (num_layers, H), not per example")
+        heads = mask_to_heads(heads)
+    todo = _validated_heads(model, heads)  # all checked before anything changes
+    if hasattr(model, "prune_heads") and not isinstance(model, MultiHeadAttention):
+        model.prune_heads(todo)
+    else:
+        layers = attention_layers(model)
+        for layer, hs in todo.items():
+            layers[layer].prune_heads(hs)
+    return model
+
+
+# ----------------------------------------------------------------------------- ready-made callbacks
+def _unpack_token_batch(batch) -> Tuple[Tensor, Tensor, Optional[Tensor]]:
+    if isinstance(batch, Mapping):
+        return batch["input_ids"], batch["labels"], batch.get("key_padding_mask")
+    if isinstance(batch, (tuple, list)) and len(batch) in (2, 3):
+        return batch[0], batch[1], (batch[2] if len(batch) == 3 else None)
+    raise ValueError(
+        "a token-classification batch must be (input_ids, labels), (input_ids, labels, key_padding_mask) "
+        f"or a dict with those keys; got {type(batch).__name__}"
+    )
+
+
+def token_classification_loss(
+    model: nn.Module, batch: Any, head_mask: Optional[List[Tensor]] = None, *, ignore_index: int = -100
+) -> Tensor:
+    """Per-example loss of a :class:`~mha_lib.model.TokenClassifier`: a ``loss_fn`` for :func:`head_importance`.
+
+    Args:
+        model: a TokenClassifier (logits (B, L, C)).
+        batch: ``(input_ids (B, L) long, labels (B, L) long)``, optionally with a third
+            ``key_padding_mask`` (B, L) bool, or a dict with those keys.
+        head_mask: per-layer gates, passed to the model.
+        ignore_index: label value that does not count.
+
+    Returns:
+        float tensor (B,): each example's mean cross-entropy (nats) over its counted positions.
+
+    Raises:
+        ValueError: a malformed batch, or an example with no counted position.
+    """
+    input_ids, labels, kpm = _unpack_token_batch(batch)
+    logits = model(input_ids, key_padding_mask=kpm, head_mask=head_mask).logits  # (B, L, C)
+    per_token = F.cross_entropy(logits.transpose(1, 2), labels, ignore_index=ignore_index, reduction="none")  # (B, L)
+    counted = (labels != ignore_index).sum(1)  # (B,)
+    if bool((counted == 0).any()):
+        raise ValueError("token_classification_loss: an example has no position with a label")
+    return per_token.sum(1) / counted
+
+
+@torch.no_grad()
+def token_accuracy(
+    model: nn.Module, batches: Iterable[Any], head_mask: Optional[List[Tensor]] = None, *, ignore_index: int = -100
+) -> float:
+    """Accuracy over every labelled position of ``batches`` (same batch format as
+    :func:`token_classification_loss`). Returns a float in [0, 1].
+
+    Raises:
+        ValueError: no labelled position at all.
+    """
+    correct = total = 0
+    for batch in batches:
+        input_ids, labels, kpm = _unpack_token_batch(batch)
+        logits = model(input_ids, key_padding_mask=kpm, head_mask=head_mask).logits
+        keep = labels != ignore_index
+        correct += int(((logits.argmax(-1) == labels) & keep).sum())
+        total += int(keep.sum())
+    if total == 0:
+        raise ValueError("token_accuracy: no labelled position in the batches")
+    return correct / total
+
+
+# ----------------------------------------------------------------------------- cost of heads
+def attention_flops(
+    batch: int, seq_len: int, d_model: int, num_heads: int, *, head_dim: Optional[int] = None,
+    num_kv_heads: Optional[int] = None,
+) -> int:
+    """Forward FLOPs of one self-attention layer (a multiply-add counts 2 FLOPs).
+
+    Q projection 2·B·L·d·H·hd, K and V projections 2·2·B·L·d·H_kv·hd, scores Q K^T
+    2·B·H·L²·hd, weights × V 2·B·H·L²·hd, output projection 2·B·L·H·hd·d. Softmax,
+    masking and biases are left out (they are O(B·H·L²) and O(B·L·d), small next to these).
+    Every term is proportional to the number of heads (plain MHA: H_kv = H), so pruning a
+    fraction p of the heads ideally cuts the time by p: an ideal speedup of 1 / (1 - p).
+
+    Args:
+        batch, seq_len, d_model, num_heads: B, L, d_model, H (H may be 0 after pruning).
+        head_dim: hd; default d_model // num_heads (pass it explicitly for a pruned layer).
+        num_kv_heads: H_kv; default num_heads.
+
+    Returns:
+        int FLOPs.
+
+    Raises:
+        ValueError: negative sizes, or head_dim missing when num_heads is 0.
+    """
+    if min(batch, seq_len, d_model, num_heads) < 0:
+        raise ValueError(f"sizes must be >= 0, got B={batch}, L={seq_len}, d_model={d_model}, H={num_heads}")
+    if head_dim is None:
+        if num_heads == 0:
+            raise ValueError("head_dim is needed when num_heads is 0")
+        head_dim = d_model // num_heads
+    kv = num_heads if num_kv_heads is None else num_kv_heads
+    B, L, d, H, hd = batch, seq_len, d_model, num_heads, head_dim
+    proj = 2 * B * L * d * hd * (H + 2 * kv + H)
+    attend = 2 * 2 * B * H * L * L * hd
+    return int(proj + attend)
+
+
+def _best_times(fns: Sequence[Callable[[], Any]], repeats: int, min_seconds: float = 0.0,
+                warmup: int = 1, max_rounds: int = 500) -> Tuple[List[float], List[float]]:
+    """Fastest wall-clock and fastest CPU seconds of each fn, run interleaved (A B A B ...).
+
+    At least ``repeats`` rounds, and more (up to ``max_rounds``) until every fn has run for
+    ``min_seconds`` of wall time in total. Interleaving makes drifting load hit every
+    variant alike; the minimum, not the mean, because on a shared CPU interference only
+    ever adds time. CPU time (``time.process_time``: this process, all its threads) does
+    not count the time other jobs hold the cores, so it stays meaningful on a busy machine.
+
+    Returns:
+        ``(wall, cpu)``: two lists of seconds, one entry per fn.
+    """
+    for _ in range(warmup):
+        for fn in fns:
+            fn()
+    wall = [[] for _ in fns]
+    cpu = [[] for _ in fns]
+    rounds = 0
+    while rounds < repeats or (min(sum(t) for t in wall) < min_seconds and rounds < max_rounds):
+        for i, fn in enumerate(fns):
+            t0, c0 = time.perf_counter(), time.process_time()
+            fn()
+            cpu[i].append(time.process_time() - c0)
+            wall[i].append(time.perf_counter() - t0)
+        rounds += 1
+    return [min(t) for t in wall], [min(t) for t in cpu]
+
+
+@torch.inference_mode()
+def measure_pruning_speedup(
+    *,
+    d_model: int = 512,
+    num_heads: int = 8,
+    seq_len: int = 256,
+    batch_sizes: Sequence[int] = (1, 16, 64),
+    keep_heads: Sequence[int] = (4,),
+    whole_model_layers: int = 1,
+    d_ff: Optional[int] = None,
+    repeats: int = 5,
+    min_seconds: float = 0.5,
+    seed: int = 0,
+    device: Union[str, torch.device] = "cpu",
+) -> List[dict]:
+    """Time structurally pruned attention (and a whole encoder) against the unpruned one.
+
+    For each batch size and each number of kept heads, heads are physically removed with
+    ``prune_heads`` (the first ``num_heads - keep`` heads; which ones does not matter for
+    speed) from one ``MultiHeadAttention(d_model, num_heads)`` and from every layer of an
+    ``Encoder`` of ``whole_model_layers`` blocks (MLP width ``d_ff``, default 4·d_model).
+    Self-attention forward passes (fast SDPA path, no weights returned) are timed,
+    interleaved with the unpruned reference in the same loop; the fastest of at least
+    ``repeats`` runs (more, until each variant has run ``min_seconds``) is kept. Ratios of
+    process CPU time are reported too: other jobs on a shared machine inflate wall time
+    but not this process's CPU time. Ratios, not absolute times, are the result: they survive a
+    shared, noisy CPU far better.
+
+    Returns:
+        one dict per (batch, keep) with keys ``batch``, ``heads``, ``kept``,
+        ``attn_s`` / ``attn_ref_s`` (best seconds), ``attn_speedup`` (ref / pruned),
+        ``attn_ideal`` (FLOP ratio, :func:`attention_flops`), ``attn_of_ideal``
+        (speedup / ideal), ``attn_cpu_speedup`` (the same ratio in CPU seconds, see
+        below), and the same for the whole model (``model_*``; ideal from
+        attention FLOPs plus the MLP's 2·2·B·L·d·d_ff per layer; embeddings and norms left
+        out).
+
+    Raises:
+        ValueError: keep counts outside [0, num_heads], or bad sizes.
+    """
+    from .model import Encoder, EncoderConfig
+
+    if any(not 0 <= k <= num_heads for k in keep_heads):
+        raise ValueError(f"keep_heads {list(keep_heads)} must lie in [0, num_heads={num_heads}]")
+    if repeats < 1:
+        raise ValueError(f"repeats must be >= 1, got {repeats}")
+    d_ff = 4 * d_model if d_ff is None else d_ff
+    device = torch.device(device)
+    torch.manual_seed(seed)
+    ref_attn = MultiHeadAttention(d_model, num_heads).to(device).eval()
+    cfg = EncoderConfig(vocab_size=128, d_model=d_model, num_heads=num_heads, num_layers=whole_model_layers,
+                        d_ff=d_ff, max_len=seq_len)
+    ref_model = Encoder(cfg).to(device).eval()
+    state_attn, state_model = ref_attn.state_dict(), ref_model.state_dict()
+    hd = d_model // num_heads
+    rows = []
+    for B in batch_sizes:
+        x = torch.randn(B, seq_len, d_model, device=device)
+        ids = torch.randint(1, 128, (B, seq_len), device=device)
+        for keep in keep_heads:
+            attn = MultiHeadAttention(d_model, num_heads).to(device).eval()
+            attn.load_state_dict(state_attn)
+            attn.prune_heads(range(num_heads - keep))
+            model = Encoder(cfg).to(device).eval()
+            model.load_state_dict(state_model)
+            model.prune_heads({i: list(range(num_heads - keep)) for i in range(whole_model_layers)})
+            sync = torch.cuda.synchronize if device.type == "cuda" else (lambda: None)
+
+            def run(m, inp):
+                def fn():
+                    m(inp)
+                    sync()
+                return fn
+
+            (t_ref, t_pruned), (c_ref, c_pruned) = _best_times(
+                [run(ref_attn, x), run(attn, x)], repeats, min_seconds)
+            (m_ref, m_pruned), (mc_ref, mc_pruned) = _best_times(
+                [run(ref_model, ids), run(model, ids)], repeats, min_seconds)
+            f_ref = attention_flops(B, seq_len, d_model, num_heads)
+            f_kept = attention_flops(B, seq_len, d_model, keep, head_dim=hd)
+            mlp = 2 * 2 * B * seq_len * d_model * d_ff
+            ideal_attn = f_ref / f_kept if f_kept else float("inf")
+            ideal_model = (f_ref + mlp) / (f_kept + mlp)
+            rows.append(dict(
+                batch=B, heads=num_heads, kept=keep,
+                attn_ref_s=t_ref, attn_s=t_pruned, attn_speedup=t_ref / t_pruned, attn_ideal=ideal_attn,
+                attn_of_ideal=(t_ref / t_pruned) / ideal_attn, attn_cpu_speedup=c_ref / max(c_pruned, 1e-9),
+                model_ref_s=m_ref, model_s=m_pruned, model_speedup=m_ref / m_pruned, model_ideal=ideal_model,
+                model_of_ideal=(m_ref / m_pruned) / ideal_model, model_cpu_speedup=mc_ref / max(mc_pruned, 1e-9),
+            ))
+    return rows
