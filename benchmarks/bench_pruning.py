@@ -22,11 +22,9 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import sys
 
-import torch
-
+from mha_lib.cost import environment_string
 from mha_lib.pruning import measure_pruning_speedup
 
 
@@ -41,7 +39,7 @@ def main() -> int:
     args = parser.parse_args()
 
     keep = (6, 4, 2) if args.sweep else (4,)
-    print(f"torch {torch.__version__}, {torch.get_num_threads()} threads, {platform.machine()}, device {args.device}")
+    print(environment_string(args.device))
     print("MultiHeadAttention(512, 8), L=256; whole model = Encoder, 1 block, d_ff 2048; fastest of >= "
           f"{args.repeats} interleaved runs (>= {args.min_seconds} s per variant)")
     if hasattr(os, "getloadavg"):

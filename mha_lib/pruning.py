@@ -67,7 +67,7 @@ __all__ = [
     "prune_heads",
     "token_classification_loss",
     "token_accuracy",
-    "attention_flops",
+    "pruned_attention_flops",
     "measure_pruning_speedup",
 ]
 
@@ -845,40 +845,27 @@ def token_accuracy(
 
 
 # ----------------------------------------------------------------------------- cost of heads
-def attention_flops(
-    batch: int, seq_len: int, d_model: int, num_heads: int, *, head_dim: Optional[int] = None,
-    num_kv_heads: Optional[int] = None,
-) -> int:
-    """Forward FLOPs of one self-attention layer (a multiply-add counts 2 FLOPs).
+def pruned_attention_flops(batch: int, seq_len: int, d_model: int, num_heads: int, kept_heads: int) -> int:
+    """Matmul FLOPs of one self-attention forward pass with ``kept_heads`` of ``num_heads`` left.
 
-    Q projection 2·B·L·d·H·hd, K and V projections 2·2·B·L·d·H_kv·hd, scores Q K^T
-    2·B·H·L²·hd, weights × V 2·B·H·L²·hd, output projection 2·B·L·H·hd·d. Softmax,
-    masking and biases are left out (they are O(B·H·L²) and O(B·L·d), small next to these).
-    Every term is proportional to the number of heads (plain MHA: H_kv = H), so pruning a
-    fraction p of the heads ideally cuts the time by p: an ideal speedup of 1 / (1 - p).
-
-    Args:
-        batch, seq_len, d_model, num_heads: B, L, d_model, H (H may be 0 after pruning).
-        head_dim: hd; default d_model // num_heads (pass it explicitly for a pruned layer).
-        num_kv_heads: H_kv; default num_heads.
+    Pruning keeps head_dim = d_model // num_heads, so each of the five matmul terms of
+    :func:`mha_lib.cost.attention_flops` (Q, K, V and output projections, scores, weighted
+    sum; plain MHA, where a head's K and V rows go with it) shrinks in proportion to the heads
+    kept: FLOPs(kept) = FLOPs(all) * kept / num_heads. Pruning a fraction p of the heads
+    therefore ideally speeds attention up 1 / (1 - p) times.
 
     Returns:
-        int FLOPs.
+        int FLOPs (2 per multiply-add).
 
     Raises:
-        ValueError: negative sizes, or head_dim missing when num_heads is 0.
+        ValueError: ``kept_heads`` outside [0, num_heads], or sizes ``cost.attention_flops`` rejects.
     """
-    if min(batch, seq_len, d_model, num_heads) < 0:
-        raise ValueError(f"sizes must be >= 0, got B={batch}, L={seq_len}, d_model={d_model}, H={num_heads}")
-    if head_dim is None:
-        if num_heads == 0:
-            raise ValueError("head_dim is needed when num_heads is 0")
-        head_dim = d_model // num_heads
-    kv = num_heads if num_kv_heads is None else num_kv_heads
-    B, L, d, H, hd = batch, seq_len, d_model, num_heads, head_dim
-    proj = 2 * B * L * d * hd * (H + 2 * kv + H)
-    attend = 2 * 2 * B * H * L * L * hd
-    return int(proj + attend)
+    from .cost import attention_flops
+
+    if not 0 <= kept_heads <= num_heads:
+        raise ValueError(f"kept_heads={kept_heads} must lie in [0, num_heads={num_heads}]")
+    full = attention_flops(batch, seq_len, d_model=d_model, num_heads=num_heads).total
+    return full * kept_heads // num_heads
 
 
 def _best_times(fns: Sequence[Callable[[], Any]], repeats: int, min_seconds: float = 0.0,
@@ -941,7 +928,7 @@ def measure_pruning_speedup(
     Returns:
         one dict per (batch, keep) with keys ``batch``, ``heads``, ``kept``,
         ``attn_s`` / ``attn_ref_s`` (best seconds), ``attn_speedup`` (ref / pruned),
-        ``attn_ideal`` (FLOP ratio, :func:`attention_flops`), ``attn_of_ideal``
+        ``attn_ideal`` (FLOP ratio, :func:`pruned_attention_flops`), ``attn_of_ideal``
         (speedup / ideal), ``attn_cpu_speedup`` (the same ratio in CPU seconds, see
         below), and the same for the whole model (``model_*``; ideal from
         attention FLOPs plus the MLP's 2·2·B·L·d·d_ff per layer; embeddings and norms left
@@ -964,7 +951,6 @@ def measure_pruning_speedup(
                         d_ff=d_ff, max_len=seq_len)
     ref_model = Encoder(cfg).to(device).eval()
     state_attn, state_model = ref_attn.state_dict(), ref_model.state_dict()
-    hd = d_model // num_heads
     rows = []
     for B in batch_sizes:
         x = torch.randn(B, seq_len, d_model, device=device)
@@ -988,8 +974,8 @@ def measure_pruning_speedup(
                 [run(ref_attn, x), run(attn, x)], repeats, min_seconds)
             (m_ref, m_pruned), (mc_ref, mc_pruned) = _best_times(
                 [run(ref_model, ids), run(model, ids)], repeats, min_seconds)
-            f_ref = attention_flops(B, seq_len, d_model, num_heads)
-            f_kept = attention_flops(B, seq_len, d_model, keep, head_dim=hd)
+            f_ref = pruned_attention_flops(B, seq_len, d_model, num_heads, num_heads)
+            f_kept = pruned_attention_flops(B, seq_len, d_model, num_heads, keep)
             mlp = 2 * 2 * B * seq_len * d_model * d_ff
             ideal_attn = f_ref / f_kept if f_kept else float("inf")
             ideal_model = (f_ref + mlp) / (f_kept + mlp)

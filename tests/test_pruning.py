@@ -8,7 +8,6 @@ from mha_lib.attention import MultiHeadAttention
 from mha_lib.model import EncoderConfig, TokenClassifier, load
 from mha_lib.pruning import (
     attention_confidence,
-    attention_flops,
     head_attention_stats,
     head_importance,
     heads_to_mask,
@@ -18,6 +17,7 @@ from mha_lib.pruning import (
     measure_pruning_speedup,
     positional_offsets,
     prune_heads,
+    pruned_attention_flops,
     pruning_schedule,
     single_head_ablation,
     token_accuracy,
@@ -382,15 +382,15 @@ def test_single_module_and_bad_masks():
 
 
 # ----------------------------------------------------------------------------- cost
-def test_attention_flops_formula_and_linearity_in_heads():
+def test_pruned_attention_flops_scale_with_kept_heads():
     B, L, d, H = 2, 8, 64, 8
     hd = d // H
     hand = 2 * B * L * d * d * 4 + 2 * 2 * B * H * L * L * hd  # 4 projections + two L x L matmuls
-    assert attention_flops(B, L, d, H) == hand
-    assert attention_flops(B, L, d, 4, head_dim=hd) * 2 == hand
-    assert attention_flops(B, L, d, 0, head_dim=hd) == 0
-    with pytest.raises(ValueError):
-        attention_flops(B, L, d, 0)
+    assert pruned_attention_flops(B, L, d, H, H) == hand
+    assert pruned_attention_flops(B, L, d, H, 4) * 2 == hand
+    assert pruned_attention_flops(B, L, d, H, 0) == 0
+    with pytest.raises(ValueError, match="kept_heads=9"):
+        pruned_attention_flops(B, L, d, H, 9)
 
 
 def test_measure_pruning_speedup_reports_ratios():
