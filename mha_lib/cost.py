@@ -10,7 +10,7 @@ Read this file top to bottom:
 3. Measurements: ``measure_time`` (median seconds after warm-up), ``compare_times`` (several
    candidates timed round-robin, so a shared machine's noise hits them alike),
    ``measure_peak_memory`` (bytes, CUDA or CPU), ``measure_matmul_peak`` (the machine's matmul
-   FLOP/s), ``environment_string`` (what to print next to every timing), and
+   FLOP/s), ``measure_memory_bandwidth`` (its bytes/s), ``environment_string`` (what to print next to every timing), and
    ``benchmark_attention`` / ``sweep_heads`` / ``sweep_decode`` / ``measure_decode_step``,
    which apply them to ``MultiHeadAttention``.
 
@@ -65,6 +65,7 @@ __all__ = [
     "compare_times",
     "measure_peak_memory",
     "measure_matmul_peak",
+    "measure_memory_bandwidth",
     "environment_string",
     "AttentionBenchmark",
     "benchmark_attention",
@@ -706,6 +707,35 @@ def measure_matmul_peak(*, device=None, dtype: DType = torch.float32, sizes=None
         best = max(best, 2 * n**3 / t)
         del a, b
     return best
+
+
+def measure_memory_bandwidth(*, device=None, nbytes: int = 256 * 2**20, repeats: int = 3,
+                             warmup: int = 1) -> float:
+    """The machine's measured memory bandwidth in bytes/s: the other "physical limit".
+
+    Times ``dst.copy_(src)`` of two ``nbytes`` buffers (much larger than any cache) and counts
+    2*nbytes per copy (one read, one write). An operation that moves N bytes cannot take less
+    than N / bandwidth seconds, however few FLOPs it does; with ``measure_matmul_peak`` this gives
+    the two ceilings of a roofline model.
+
+    Args:
+        device: ``torch.device`` or str; default CPU.
+        nbytes: size of each buffer in bytes (> 0); default 256 MiB (512 MiB allocated in all).
+        repeats, warmup: as in ``timing_samples``.
+
+    Returns:
+        Bytes per second (float, > 0).
+
+    Raises:
+        ValueError: non-positive ``nbytes``; bad repeats/warmup.
+    """
+    dev = _device_of(device)
+    n = _check_int("nbytes", nbytes, minimum=1)
+    src = torch.ones(max(1, n // 4), device=dev)  # fp32
+    dst = torch.empty_like(src)
+    with torch.inference_mode():
+        t = measure_time(lambda: dst.copy_(src), repeats=repeats, warmup=warmup, device=dev)
+    return 2 * src.numel() * src.element_size() / t
 
 
 def _cpu_name() -> str:

@@ -235,6 +235,7 @@ def test_bytes_per_element_and_format_bytes():
         (lambda: cost.attention_layer_cost(1, 4, d_model=64, num_heads=6), r"num_heads=6 does not divide d_model=64"),
         (lambda: cost.measure_time(lambda: None, repeats=0), r"repeats must be positive, got 0"),
         (lambda: cost.compare_times({}), r"at least one"),
+        (lambda: cost.measure_memory_bandwidth(nbytes=0), r"nbytes must be positive, got 0"),
         (lambda: cost.measure_peak_memory(lambda: None, device="meta"), r"cpu and cuda"),
         (lambda: cost.sweep_heads(d_model=64, num_heads=[1, 3], batch=1, seq_len=4),
          r"num_heads=3 does not divide d_model=64"),
@@ -302,9 +303,11 @@ def test_peak_memory_on_cuda():
     assert peak >= MiB
 
 
-def test_matmul_peak_and_environment_string():
+def test_matmul_peak_bandwidth_and_environment_string():
     peak = cost.measure_matmul_peak(sizes=(64, 128), repeats=2)
     assert peak > 0 and math.isfinite(peak)
+    bandwidth = cost.measure_memory_bandwidth(nbytes=4 * MiB, repeats=2)
+    assert bandwidth > 0 and math.isfinite(bandwidth)
     env = cost.environment_string()
     assert torch.__version__ in env and f"{torch.get_num_threads()} thread" in env and "cpu" in env
 
