@@ -26,8 +26,8 @@ Conventions:
 Papers followed:
     Vaswani et al. 2017, "Attention Is All You Need" (scaled dot-product and multi-head attention).
     Shazeer 2019, "Fast Transformer Decoding: One Write-Head is All You Need" (multi-query attention).
-    Ainslie et al. 2023, "GQA: Training Generalized Multi-Query Transformer Models from Multi-Head
-        Checkpoints" (grouped-query attention).
+    Ainslie et al. 2023, "GQA: Training Generalized Multi-Query Transformer Models from
+    Multi-Head Checkpoints" (grouped-query attention).
     Michel et al. 2019, "Are Sixteen Heads Really Better than One?" (head mask xi_h, head pruning).
 """
 from __future__ import annotations
