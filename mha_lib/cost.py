@@ -35,10 +35,11 @@ Sources:
 """
 from __future__ import annotations
 
-import math
+import contextlib
 import os
 import platform
 import statistics
+import sys
 import tempfile
 import time
 from dataclasses import asdict, dataclass
@@ -636,9 +637,37 @@ def measure_peak_memory(fn: Callable[[], object], *, device=None) -> int:
         raise ValueError(f"measure_peak_memory supports cpu and cuda devices, got {dev}")
     from torch.profiler import ProfilerActivity, profile
 
-    with profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
+    prof = profile(activities=[ProfilerActivity.CPU], profile_memory=True)
+    with _quiet_stderr():  # kineto prints "USDT: profiler_start" from C++ on every start/stop
+        prof.start()
+    try:
         fn()
+    finally:
+        with _quiet_stderr():
+            prof.stop()
     return _cpu_peak_from_profile(prof)
+
+
+@contextlib.contextmanager
+def _quiet_stderr():
+    """Silence file descriptor 2 (C++ writes bypass sys.stderr); only around profiler start/stop."""
+    try:
+        fd = sys.stderr.fileno()
+    except (AttributeError, OSError, ValueError):  # e.g. a replaced sys.stderr without a descriptor
+        fd = 2
+    try:
+        sys.stderr.flush()
+        saved = os.dup(fd)
+    except OSError:
+        yield
+        return
+    try:
+        with open(os.devnull, "w") as devnull:
+            os.dup2(devnull.fileno(), fd)
+            yield
+    finally:
+        os.dup2(saved, fd)
+        os.close(saved)
 
 
 def _cpu_peak_from_profile(prof) -> int:
