@@ -8,7 +8,7 @@ Read this file top to bottom:
    causal) becomes a single additive float mask. Both paths of ``MultiHeadAttention`` use it.
 3. ``MultiHeadAttention``: projections, the two attention paths (fused SDPA kernel, or the
    explicit teaching path that also returns weights), head_mask, GQA/MQA, KV cache, pruning,
-   and ``from_torch``.
+   and ``from_torch``. Its ``forward`` is the entry point: it reads top to bottom, with shapes.
 
 Notation (used in every shape comment):
     B  batch size          L  query length        S  key/value length
