@@ -29,8 +29,15 @@ venv: $(STAMP)
 check-notebooks: venv
 	$(BIN)/python tools/check_notebooks.py
 
+# Local copies of the scripts the book serves (require.js, ipywidgets' HTML manager, MathJax,
+# d3, jquery), pinned by tests/browser/package-lock.json; npm ci re-runs when the lock changes.
+VENDOR_STAMP := tests/browser/node_modules/.package-lock.json
+$(VENDOR_STAMP): tests/browser/package.json tests/browser/package-lock.json
+	npm ci --prefix tests/browser --no-audit --no-fund --ignore-scripts
+	touch $@
+
 # The HTML book, from the committed executed notebooks, warnings as errors.
-book: check-notebooks
+book: check-notebooks $(VENDOR_STAMP)
 	$(BIN)/jupyter-book build . --warningiserror --keep-going
 
 # Chromium for the browser tests, from Debian's packages, when it is missing.

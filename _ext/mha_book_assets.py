@@ -1,0 +1,106 @@
+"""Sphinx extension: the book serves its own scripts, and loads each script once.
+
+1. Vendored scripts. The built pages load require.js, the ipywidgets HTML manager, MathJax,
+   d3 and jquery from ``_static/vendor/`` instead of CDNs (cases.md item 18: readers behind
+   networks that block CDNs otherwise see dead figures). The files come from the npm
+   packages pinned in ``tests/browser/package-lock.json`` (``npm ci --prefix tests/browser``)
+   and are copied into the HTML output when the build finishes. _config.yml points
+   ``nb_ipywidgets_js`` and ``mathjax_path`` at them, and ``_static/mha_book.js`` tells
+   ``mha_lib.viz.bertviz_view`` where require.js, d3 and jquery are.
+
+2. One copy of each script per page. sphinx-thebe 0.3 registers its inline configuration
+   (``const THEBE_JS_URL = ...``) twice in a Jupyter Book 1.0.4 build, and the second copy
+   throws "Identifier 'THEBE_JS_URL' has already been declared" on every page (cases.md
+   item 19). Identical scripts are dropped from each page's script list.
+"""
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+from sphinx.application import Sphinx
+from sphinx.errors import ExtensionError
+
+# destination under _static/vendor/  <-  source under node_modules/ (a folder copies its files)
+VENDOR = {
+    "requirejs/require.js": "requirejs/require.js",
+    "d3/d3.min.js": "d3/dist/d3.min.js",
+    "d3/LICENSE": "d3/LICENSE",
+    "jquery/jquery.min.js": "jquery/dist/jquery.min.js",
+    "jquery/LICENSE.txt": "jquery/LICENSE.txt",
+    "html-manager/": "@jupyter-widgets/html-manager/dist/",
+    "mathjax/": "mathjax/es5/",
+    "mathjax/LICENSE": "mathjax/LICENSE",
+}
+# Not needed by the pages: source maps, the AMD builds, MathJax's other combined components
+# and its speech-rule engine (loaded only when a reader turns speech on in MathJax's menu).
+SKIP_SUFFIXES = (".map",)
+SKIP_NAMES = {"embed-amd.js", "libembed-amd.js"}
+SKIP_MATHJAX = {"sre"}
+
+
+def _node_modules(app: Sphinx) -> Path:
+    return Path(app.srcdir, app.config.mha_vendor_node_modules)
+
+
+def check_vendor(app: Sphinx) -> None:
+    """Fail early, with the fix, when the npm copies are missing."""
+    if app.builder.format != "html":
+        return
+    root = _node_modules(app)
+    missing = [src for src in VENDOR.values() if not (root / src).exists()]
+    if missing:
+        raise ExtensionError(
+            f"the book's vendored scripts are missing from {root} ({', '.join(missing[:3])}...): "
+            "run  npm ci --prefix tests/browser"
+        )
+
+
+def _copy_tree(src: Path, dst: Path, top: bool) -> None:
+    for item in src.iterdir():
+        if item.name in SKIP_NAMES or item.suffix in SKIP_SUFFIXES:
+            continue
+        if item.is_dir():
+            if item.name in SKIP_MATHJAX:
+                continue
+            _copy_tree(item, dst / item.name, False)
+        elif not (top and src.name == "es5" and item.suffix == ".js" and item.name != "tex-mml-chtml.js"):
+            dst.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(item, dst / item.name)
+
+
+def copy_vendor(app: Sphinx, exception) -> None:
+    if exception is not None or app.builder.format != "html":
+        return
+    root = _node_modules(app)
+    out = Path(app.outdir, "_static", "vendor")
+    for dst, src in VENDOR.items():
+        source = root / src
+        if src.endswith("/"):
+            _copy_tree(source, out / dst, True)
+        else:
+            (out / dst).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(source, out / dst)
+
+
+def drop_duplicate_scripts(app: Sphinx, pagename, templatename, context, doctree) -> None:
+    scripts = context.get("script_files")
+    if not scripts:
+        return
+    seen = set()
+    unique = []
+    for js in scripts:
+        key = (getattr(js, "filename", None) or "", tuple(sorted(getattr(js, "attributes", {}).items())))
+        if key in seen:
+            continue
+        seen.add(key)
+        unique.append(js)
+    scripts[:] = unique
+
+
+def setup(app: Sphinx) -> dict:
+    app.add_config_value("mha_vendor_node_modules", "tests/browser/node_modules", "html")
+    app.connect("builder-inited", check_vendor)
+    app.connect("build-finished", copy_vendor)
+    app.connect("html-page-context", drop_duplicate_scripts, priority=900)
+    return {"version": "0.1", "parallel_read_safe": True, "parallel_write_safe": True}

@@ -1,0 +1,210 @@
+"""Fixtures for the browser tests: the built book on 127.0.0.1, headless Chromium, no network.
+
+* The book is the one `make book` built (``_build/html``; override with MHA_BOOK_HTML). It is
+  served by ``http.server`` in a thread, on a free port of 127.0.0.1.
+* Chromium is Debian's (/usr/bin/chromium; override with MHA_CHROMIUM), driven by Playwright.
+* Every request goes through one route handler. Requests to the book are fetched from the local
+  server. A request to a CDN that the book's pages are known to use (require.js, the ipywidgets
+  HTML manager, MathJax, d3, jquery) is answered from the npm copies in
+  ``tests/browser/node_modules`` (``npm ci --prefix tests/browser``). Any other request is
+  aborted and recorded, and the tests fail on it: a page must not need the network.
+* ``integrity`` attributes are stripped from the HTML, since a local copy is not byte-identical
+  to a CDN's minified file (npm's requirejs ships no .min.js). The book itself serves its own
+  copies and has none; this only matters if a page falls back to a CDN URL.
+"""
+from __future__ import annotations
+
+import functools
+import gzip
+import mimetypes
+import os
+import re
+import threading
+from dataclasses import dataclass, field
+from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import List
+
+import pytest
+from playwright.sync_api import Error as PlaywrightError
+
+ROOT = Path(__file__).resolve().parents[2]
+BROWSER_DIR = Path(__file__).resolve().parent
+HTML_ROOT = Path(os.environ.get("MHA_BOOK_HTML", ROOT / "_build" / "html")).resolve()
+SCREENSHOTS = HTML_ROOT.parent / "screenshots"
+NODE_MODULES = BROWSER_DIR / "node_modules"
+CHROMIUM = os.environ.get("MHA_CHROMIUM", "/usr/bin/chromium")
+CHROMIUM_ARGS = ["--no-sandbox", "--headless", "--disable-gpu", "--disable-background-networking",
+                 "--disable-component-update", "--no-first-run"]
+
+# CDN URL pattern -> file under node_modules (\1 is the path inside the package).
+CDN_COPIES = [
+    (r"https://cdnjs\.cloudflare\.com/ajax/libs/require\.js/2\.[\d.]+/require(?:\.min)?\.js", "requirejs/require.js"),
+    (r"https://cdn\.jsdelivr\.net/npm/requirejs@2[\d.]*/require(?:\.min)?\.js", "requirejs/require.js"),
+    (r"https://(?:cdn\.jsdelivr\.net/npm|unpkg\.com)/@jupyter-widgets/html-manager@\^?1[^/]*/dist/([\w.-]+)",
+     r"@jupyter-widgets/html-manager/dist/\1"),
+    (r"https://cdn\.jsdelivr\.net/npm/mathjax@3[^/]*/es5/([\w./-]+)", r"mathjax/es5/\1"),
+    (r"https://cdnjs\.cloudflare\.com/ajax/libs/d3/5\.[\d.]+/d3(?:\.min)?\.js", "d3/dist/d3.min.js"),
+    # bertviz asks for jquery 2.0.0, which npm does not have; 2.2.4 stands in for it.
+    (r"https://cdnjs\.cloudflare\.com/ajax/libs/jquery/2\.[\d.]+/jquery(?:\.min)?\.js", "jquery/dist/jquery.min.js"),
+]
+INTEGRITY = re.compile(rb'\s+integrity="[^"]*"')
+
+
+def book_pages() -> List[str]:
+    """Every HTML page of the built book, relative to its root (no search/index helpers)."""
+    if not (HTML_ROOT / "index.html").exists():
+        return []
+    skip = {"search.html", "genindex.html", "py-modindex.html"}
+    return sorted(
+        str(p.relative_to(HTML_ROOT)) for p in HTML_ROOT.rglob("*.html")
+        if not p.relative_to(HTML_ROOT).parts[0].startswith("_") and p.name not in skip
+    )
+
+
+def require_book() -> None:
+    if not (HTML_ROOT / "index.html").exists():
+        pytest.fail(f"no built book at {HTML_ROOT}: run `make book` first (the browser tests reuse it)")
+    if not NODE_MODULES.is_dir():
+        pytest.fail(f"{NODE_MODULES} is missing: run `npm ci --prefix tests/browser`")
+
+
+class _QuietHandler(SimpleHTTPRequestHandler):
+    def log_message(self, *args):  # keep pytest's output clean
+        pass
+
+
+@pytest.fixture(scope="session")
+def book_url():
+    """Base URL of the built book, served from a thread on 127.0.0.1."""
+    require_book()
+    handler = functools.partial(_QuietHandler, directory=str(HTML_ROOT))
+    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.server_address[1]}/"
+    server.shutdown()
+    server.server_close()
+
+
+@pytest.fixture(scope="session")
+def chromium_browser():
+    if not Path(CHROMIUM).exists():
+        pytest.fail(f"Chromium not found at {CHROMIUM}: `make browser-deps` installs Debian's chromium")
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        yield browser
+        browser.close()
+
+
+@dataclass
+class PageVisit:
+    """What happened while one page loaded."""
+
+    url: str
+    console_errors: List[str] = field(default_factory=list)
+    unanswered: List[str] = field(default_factory=list)   # requests nothing could answer
+    from_cdn_copies: List[str] = field(default_factory=list)  # CDN requests answered locally
+    broken: List[str] = field(default_factory=list)       # local responses >= 400
+    bytes_loaded: int = 0        # as served here: uncompressed
+    bytes_transferred: int = 0   # what a gzip-compressing server (GitHub Pages, a CDN) sends
+    stripped_integrity: int = 0
+
+    def count(self, body: bytes, content_type: str) -> None:
+        self.bytes_loaded += len(body)
+        # servers compress text; images and fonts (woff2 is compressed already) go as they are
+        compressible = any(t in content_type for t in ("text", "javascript", "json", "svg", "xml"))
+        self.bytes_transferred += len(gzip.compress(body, 6)) if compressible else len(body)
+
+
+def _content_type(path: Path) -> str:
+    return mimetypes.guess_type(path.name)[0] or "application/octet-stream"
+
+
+def _answer_from_npm(url: str):
+    for pattern, target in CDN_COPIES:
+        m = re.fullmatch(pattern, url.split("?")[0])
+        if m:
+            path = NODE_MODULES / m.expand(target)
+            if path.is_file():
+                return path
+    return None
+
+
+@pytest.fixture
+def open_page(chromium_browser, book_url):
+    """``open_page("chapters/x.html") -> (page, PageVisit)``, loaded and with widgets drawn."""
+    contexts = []
+
+    def _open(rel: str, width: int = 1280, height: int = 900):
+        context = chromium_browser.new_context(viewport={"width": width, "height": height},
+                                               service_workers="block")
+        contexts.append(context)
+        page = context.new_page()
+        visit = PageVisit(url=book_url + rel)
+
+        def route(route):
+            url = route.request.url
+            if url.startswith(book_url):
+                response = route.fetch()
+                body = response.body()
+                if response.status >= 400:
+                    visit.broken.append(f"{response.status} {url}")
+                if "text/html" in response.headers.get("content-type", ""):
+                    body, n = INTEGRITY.subn(b"", body)
+                    visit.stripped_integrity += n
+                visit.count(body, response.headers.get("content-type", ""))
+                route.fulfill(response=response, body=body)
+                return
+            if url.startswith("data:") or url.startswith("blob:"):
+                route.continue_()
+                return
+            local = _answer_from_npm(url)
+            if local is not None:
+                body = local.read_bytes()
+                visit.from_cdn_copies.append(url)
+                visit.count(body, _content_type(local))
+                route.fulfill(status=200, body=body, content_type=_content_type(local),
+                              headers={"Access-Control-Allow-Origin": "*"})
+                return
+            visit.unanswered.append(url)
+            route.abort("blockedbyclient")
+
+        page.route("**/*", route)
+        page.on("console", lambda msg: visit.console_errors.append(msg.text) if msg.type == "error" else None)
+        page.on("pageerror", lambda err: visit.console_errors.append(f"uncaught: {err}"))
+        page.goto(visit.url, wait_until="load")
+        settle(page)
+        return page, visit
+
+    yield _open
+    for context in contexts:
+        context.close()
+
+
+def _content(page) -> str:
+    # index.html redirects (meta refresh) to the first page; wait until navigation is over
+    for _ in range(50):
+        try:
+            page.wait_for_load_state("load")
+            return page.content()
+        except PlaywrightError:
+            page.wait_for_timeout(100)
+    return page.content()
+
+
+def settle(page) -> None:
+    """Wait until widgets and bertviz views have drawn and the network is quiet."""
+    html = _content(page)
+    if "application/vnd.jupyter.widget-state+json" in html:
+        page.wait_for_selector(".jupyter-widgets, .widget-box, .lm-Widget", state="attached", timeout=30_000)
+    if ".mha-attention-explorer" in html or "mha-attention-explorer" in html:
+        page.wait_for_selector(".mha-attention-explorer img", state="visible", timeout=30_000)
+    for view_id in re.findall(r'id="(bertviz-[\w-]+)"', html):
+        page.wait_for_function(
+            "id => { const d = document.getElementById(id); return d && d.querySelector('svg *'); }",
+            arg=view_id, timeout=30_000,
+        )
+    page.wait_for_load_state("networkidle")

@@ -1,0 +1,240 @@
+"""The built book in headless Chromium, with no network (see conftest.py).
+
+For every page: no JavaScript error in the console, no request that only the network could
+answer, at most ~5 MB loaded, and a full-page screenshot in _build/screenshots/ for review.
+Pages with an attention explorer: moving each slider by mouse and by keyboard changes the
+visible map (pixels compared before and after). Pages with bertviz views: every view draws its
+SVG. Chapter pages: the Colab link has the form colab.research.google.com/github/<org>/<repo>/
+blob/main/<path>.ipynb, with the configured org/repo and a path that git tracks. Every page:
+no broken internal link, anchor or image.
+"""
+from __future__ import annotations
+
+import base64
+import io
+import re
+import subprocess
+from html.parser import HTMLParser
+from pathlib import Path
+from urllib.parse import unquote, urldefrag, urlsplit
+
+import pytest
+import yaml
+from PIL import Image
+
+from conftest import HTML_ROOT, ROOT, SCREENSHOTS, book_pages, require_book
+
+pytestmark = pytest.mark.browser
+
+MAX_PAGE_BYTES = 5 * 1024 * 1024
+PAGES = book_pages() or ["<no built book>"]
+
+
+def _page_text(rel: str) -> str:
+    path = HTML_ROOT / rel
+    return path.read_text(encoding="utf-8") if path.exists() else ""
+
+
+EXPLORER_PAGES = [p for p in PAGES if "mha-attention-explorer" in _page_text(p)]
+BERTVIZ_PAGES = [p for p in PAGES if 'id="bertviz-' in _page_text(p)]
+NOTEBOOK_PAGES = [p for p in PAGES if (HTML_ROOT / "_sources" / Path(p).with_suffix(".ipynb")).exists()]
+
+
+# --- every page ------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("rel", PAGES)
+def test_page_loads_without_errors_or_network(open_page, rel):
+    require_book()
+    page, visit = open_page(rel)
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(SCREENSHOTS / (rel.replace("/", "__").removesuffix(".html") + ".png")), full_page=True)
+    assert visit.console_errors == [], f"{rel}: JavaScript errors in the console"
+    assert visit.unanswered == [], f"{rel}: requests that needed the network"
+    assert visit.broken == [], f"{rel}: missing files"
+    # Page weight = bytes a gzip-compressing server sends (GitHub Pages does). Uncompressed, the
+    # theme alone (fontawesome.js 1.5 MB) and the widget manager (1.9 MB) come near 5 MB.
+    print(f"{rel}: {visit.bytes_transferred / 1e6:.2f} MB transferred, {visit.bytes_loaded / 1e6:.2f} MB uncompressed")
+    assert visit.bytes_transferred <= MAX_PAGE_BYTES, (
+        f"{rel}: {visit.bytes_transferred / 1e6:.2f} MB transferred ({visit.bytes_loaded / 1e6:.2f} MB uncompressed)")
+
+
+# --- explorers -------------------------------------------------------------------------------
+
+def _visible_map(explorer) -> bytes:
+    image = explorer.locator("img:visible")
+    assert image.count() == 1, "an explorer must show exactly one image"
+    return image.screenshot()
+
+
+def _readout(explorer) -> str:
+    return explorer.locator(".widget-readout").first.inner_text().strip()
+
+
+@pytest.mark.parametrize("rel", EXPLORER_PAGES or ["<no explorer in the book>"])
+def test_explorer_sliders_change_the_map_by_mouse_and_keyboard(open_page, rel):
+    require_book()
+    assert EXPLORER_PAGES, "no page of the built book has an attention explorer"
+    page, visit = open_page(rel)
+    explorers = page.locator(".mha-attention-explorer")
+    assert explorers.count() >= 1
+    for i in range(explorers.count()):
+        explorer = explorers.nth(i)
+        explorer.scroll_into_view_if_needed()
+        handle = explorer.locator(".noUi-handle").first
+        track = explorer.locator(".noUi-target").first
+
+        # mouse: drag the handle to the right end of its track
+        before, label_before = _visible_map(explorer), _readout(explorer)
+        hbox, tbox = handle.bounding_box(), track.bounding_box()
+        page.mouse.move(hbox["x"] + hbox["width"] / 2, hbox["y"] + hbox["height"] / 2)
+        page.mouse.down()
+        page.mouse.move(tbox["x"] + tbox["width"] - 1, hbox["y"] + hbox["height"] / 2, steps=12)
+        page.mouse.up()
+        page.wait_for_timeout(200)
+        after, label_after = _visible_map(explorer), _readout(explorer)
+        assert label_after != label_before, f"explorer {i}: dragging did not move the slider"
+        assert after != before, f"explorer {i}: the slider moved ({label_before} -> {label_after}) but the map did not change"
+
+        # keyboard: focus the handle, one step left
+        handle.focus()
+        page.keyboard.press("ArrowLeft")
+        page.wait_for_timeout(200)
+        keyed, label_keyed = _visible_map(explorer), _readout(explorer)
+        assert label_keyed != label_after, f"explorer {i}: ArrowLeft did not move the slider"
+        assert keyed != after, f"explorer {i}: the slider moved by keyboard but the map did not change"
+    assert visit.console_errors == []
+
+
+# --- bertviz ---------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("rel", BERTVIZ_PAGES or ["<no bertviz view in the book>"])
+def test_every_bertviz_view_draws_its_svg(open_page, rel):
+    require_book()
+    assert BERTVIZ_PAGES, "no page of the built book has a bertviz view"
+    page, visit = open_page(rel)
+    views = page.locator("div[id^='bertviz-']")
+    assert views.count() >= 1
+    for i in range(views.count()):
+        view = views.nth(i)
+        n_shapes = view.locator("svg *").count()
+        n_text = view.locator("svg text").count()
+        assert n_shapes > 20 and n_text > 0, f"{rel}: bertviz view {i} drew {n_shapes} SVG elements"
+    assert visit.console_errors == []
+
+
+# --- Colab links -----------------------------------------------------------------------------
+
+def _config_repository():
+    config = yaml.safe_load((ROOT / "_config.yml").read_text())
+    url = config["repository"]["url"].rstrip("/")
+    org, repo = urlsplit(url).path.strip("/").split("/")[:2]
+    return org, repo
+
+
+def _tracked(path: str) -> bool:
+    result = subprocess.run(["git", "ls-files", "--error-unmatch", path], cwd=ROOT, capture_output=True)
+    return result.returncode == 0
+
+
+COLAB = re.compile(r"https://colab\.research\.google\.com/github/([\w.-]+)/([\w.-]+)/blob/([\w.-]+)/(.+\.ipynb)")
+
+
+@pytest.mark.parametrize("rel", NOTEBOOK_PAGES or ["<no notebook page>"])
+def test_colab_link_points_at_the_committed_notebook(rel):
+    require_book()
+    links = sorted(set(re.findall(r'href="(https://colab\.research\.google\.com[^"]*)"', _page_text(rel))))
+    assert links, f"{rel}: no Colab link"
+    org, repo = _config_repository()
+    for link in links:
+        m = COLAB.fullmatch(link)
+        assert m, f"{rel}: Colab link of the wrong form: {link}"
+        assert (m.group(1), m.group(2)) == (org, repo), f"{rel}: {link} is not {org}/{repo}"
+        assert m.group(3) == "main", f"{rel}: {link} is not on branch main"
+        assert (ROOT / m.group(4)).is_file(), f"{rel}: {m.group(4)} does not exist"
+        assert _tracked(m.group(4)), f"{rel}: {m.group(4)} is not committed, so Colab cannot open it"
+
+
+# --- internal links and images -------------------------------------------------------------
+
+class _Refs(HTMLParser):
+    def __init__(self):
+        super().__init__()
+        self.ids, self.links, self.images = set(), [], []
+
+    def handle_starttag(self, tag, attrs):
+        attrs = dict(attrs)
+        for key in ("id", "name"):
+            if attrs.get(key):
+                self.ids.add(attrs[key])
+        if tag == "a" and attrs.get("href") is not None:
+            self.links.append(attrs["href"])
+        elif tag == "link" and attrs.get("href") and attrs.get("rel") in ("stylesheet", "prev", "next", "index", "search"):
+            self.links.append(attrs["href"])
+        elif tag == "script" and attrs.get("src"):
+            self.links.append(attrs["src"])
+        elif tag == "img" and attrs.get("src"):
+            self.images.append((attrs["src"], attrs.get("alt")))
+
+
+_PARSED: dict = {}
+
+
+def _refs(rel: str) -> _Refs:
+    if rel not in _PARSED:
+        parser = _Refs()
+        parser.feed(_page_text(rel))
+        _PARSED[rel] = parser
+    return _PARSED[rel]
+
+
+def _is_external(url: str) -> bool:
+    return bool(urlsplit(url).scheme) or url.startswith("//")
+
+
+@pytest.mark.parametrize("rel", PAGES)
+def test_no_broken_internal_link_or_image(rel):
+    require_book()
+    refs = _refs(rel)
+    page_dir = (HTML_ROOT / rel).parent
+    problems = []
+    for href in refs.links:
+        if not href or _is_external(href) or href.startswith(("mailto:", "javascript:")):
+            continue
+        target, fragment = urldefrag(href)
+        target = target.split("?")[0]
+        if target:
+            path = (page_dir / unquote(target)).resolve()
+            if path.is_dir():
+                path = path / "index.html"
+            if not path.is_file() or HTML_ROOT not in path.parents:
+                problems.append(f"link to a missing file: {href}")
+                continue
+            target_rel = str(path.relative_to(HTML_ROOT))
+        else:
+            target_rel = rel
+        if fragment and target_rel.endswith(".html") and fragment not in _refs(target_rel).ids:
+            problems.append(f"link to a missing anchor: {href}")
+    for src, alt in refs.images:
+        if src.startswith("data:"):
+            try:
+                Image.open(io.BytesIO(base64.b64decode(src.split(",", 1)[1]))).verify()
+            except Exception as err:  # a corrupt inline image
+                problems.append(f"inline image that does not decode: {err}")
+            continue
+        if _is_external(src):
+            problems.append(f"image from another site (needs the network): {src}")
+            continue
+        if not (page_dir / unquote(src.split("?")[0])).is_file():
+            problems.append(f"missing image: {src}")
+    assert problems == [], f"{rel}: " + "; ".join(problems)
+
+
+def test_static_head_grids_carry_alt_text():
+    require_book()
+    found = []
+    for rel in PAGES:
+        for alt in re.findall(r'<img class="mha-heads-figure"[^>]*alt="([^"]*)"', _page_text(rel)):
+            found.append((rel, alt))
+    assert found, "no plot_heads figure in the built book"
+    for rel, alt in found:
+        assert alt.startswith("Grid of ") and "heat map" in alt, f"{rel}: alt text {alt[:80]!r}"
