@@ -24,15 +24,20 @@ __version__ = "0.1.0"
 
 from ._runtime import default_device, set_seed  # noqa: E402
 
+# Eager, and needs only torch: importing the submodule first and then binding the names
+# keeps ``mha_lib.attention`` the *function* (the contract's functional form), whatever
+# other submodule is imported later.
+from .attention import MultiHeadAttention, attention  # noqa: E402
+
 _SUBMODULES = ("attention", "model", "tasks", "train", "pruning", "cost", "pretrained", "viz", "analysis")
 # Public names re-exported at the top level, resolved lazily from their module.
 _EXPORTS = {
-    "MultiHeadAttention": "attention",
-    "attention": "attention",
     "head_importance": "pruning",
+    "load_bert": "pretrained",
 }
 
-__all__ = ["__version__", "default_device", "set_seed", *_EXPORTS, *_SUBMODULES]
+__all__ = ["__version__", "default_device", "set_seed", "MultiHeadAttention", "attention", *_EXPORTS,
+           *(m for m in _SUBMODULES if m != "attention")]
 
 
 def __getattr__(name: str):

@@ -641,11 +641,6 @@ def test_no_grad_and_inference_mode_give_the_same_numbers(need_weights, device):
             assert (w2[:, :, 1] == 0).all()
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="needs mha_lib/__init__.py to import attention eagerly (see issue 3 report); "
-    "remove this marker once it does",
-)
 @pytest.mark.parametrize(
     "code",
     [
