@@ -19,7 +19,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from mha_lib.attention import MultiHeadAttention, attention
+from mha_lib import MultiHeadAttention, attention
 from mha_lib.cost import attention_params
 
 BOTH_PATHS = pytest.mark.parametrize("need_weights", [False, True], ids=["fused", "explicit"])
