@@ -4,7 +4,8 @@
    d3 and jquery from ``_static/vendor/`` instead of CDNs (cases.md item 18: readers behind
    networks that block CDNs otherwise see dead figures). The files come from the npm
    packages pinned in ``tests/browser/package-lock.json`` (``npm ci --prefix tests/browser``)
-   and are copied into the HTML output when the build finishes. _config.yml points
+   and are copied into the HTML output when the build finishes -- not into the source
+   ``_static/``, whose every .js file Jupyter Book would add to every page. _config.yml points
    ``nb_ipywidgets_js`` and ``mathjax_path`` at them, and ``_static/mha_book.js`` tells
    ``mha_lib.viz.bertviz_view`` where require.js, d3 and jquery are.
 

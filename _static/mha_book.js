@@ -1,4 +1,5 @@
-/* mha_book.js -- loaded on every page of the book (html_js_files), before the page's own scripts.
+/* mha_book.js -- on every page of the book (Jupyter Book adds every .js file under _static/
+ * to html_js_files), in <head>, before the page's own scripts.
  *
  * 1. window.mhaLibScripts: where the book's own copies of require.js, d3 and jquery live, so
  *    that mha_lib.viz.bertviz_view loads them from the book instead of cdnjs (see

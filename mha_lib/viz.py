@@ -37,7 +37,7 @@ import math
 import re
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Any, Callable, Dict, Hashable, List, Mapping, Optional, Sequence, Tuple, Union
+from typing import Any, Callable, Dict, Hashable, List, Mapping, Optional, Sequence, Tuple
 
 import numpy as np
 

@@ -17,7 +17,6 @@ from __future__ import annotations
 import functools
 import gzip
 import mimetypes
-import os
 import re
 import threading
 from dataclasses import dataclass, field
@@ -28,45 +27,7 @@ from typing import List
 import pytest
 from playwright.sync_api import Error as PlaywrightError
 
-ROOT = Path(__file__).resolve().parents[2]
-BROWSER_DIR = Path(__file__).resolve().parent
-HTML_ROOT = Path(os.environ.get("MHA_BOOK_HTML", ROOT / "_build" / "html")).resolve()
-SCREENSHOTS = HTML_ROOT.parent / "screenshots"
-NODE_MODULES = BROWSER_DIR / "node_modules"
-CHROMIUM = os.environ.get("MHA_CHROMIUM", "/usr/bin/chromium")
-CHROMIUM_ARGS = ["--no-sandbox", "--headless", "--disable-gpu", "--disable-background-networking",
-                 "--disable-component-update", "--no-first-run"]
-
-# CDN URL pattern -> file under node_modules (\1 is the path inside the package).
-CDN_COPIES = [
-    (r"https://cdnjs\.cloudflare\.com/ajax/libs/require\.js/2\.[\d.]+/require(?:\.min)?\.js", "requirejs/require.js"),
-    (r"https://cdn\.jsdelivr\.net/npm/requirejs@2[\d.]*/require(?:\.min)?\.js", "requirejs/require.js"),
-    (r"https://(?:cdn\.jsdelivr\.net/npm|unpkg\.com)/@jupyter-widgets/html-manager@\^?1[^/]*/dist/([\w.-]+)",
-     r"@jupyter-widgets/html-manager/dist/\1"),
-    (r"https://cdn\.jsdelivr\.net/npm/mathjax@3[^/]*/es5/([\w./-]+)", r"mathjax/es5/\1"),
-    (r"https://cdnjs\.cloudflare\.com/ajax/libs/d3/5\.[\d.]+/d3(?:\.min)?\.js", "d3/dist/d3.min.js"),
-    # bertviz asks for jquery 2.0.0, which npm does not have; 2.2.4 stands in for it.
-    (r"https://cdnjs\.cloudflare\.com/ajax/libs/jquery/2\.[\d.]+/jquery(?:\.min)?\.js", "jquery/dist/jquery.min.js"),
-]
-INTEGRITY = re.compile(rb'\s+integrity="[^"]*"')
-
-
-def book_pages() -> List[str]:
-    """Every HTML page of the built book, relative to its root (no search/index helpers)."""
-    if not (HTML_ROOT / "index.html").exists():
-        return []
-    skip = {"search.html", "genindex.html", "py-modindex.html"}
-    return sorted(
-        str(p.relative_to(HTML_ROOT)) for p in HTML_ROOT.rglob("*.html")
-        if not p.relative_to(HTML_ROOT).parts[0].startswith("_") and p.name not in skip
-    )
-
-
-def require_book() -> None:
-    if not (HTML_ROOT / "index.html").exists():
-        pytest.fail(f"no built book at {HTML_ROOT}: run `make book` first (the browser tests reuse it)")
-    if not NODE_MODULES.is_dir():
-        pytest.fail(f"{NODE_MODULES} is missing: run `npm ci --prefix tests/browser`")
+from book_site import CDN_COPIES, CHROMIUM, CHROMIUM_ARGS, HTML_ROOT, INTEGRITY, NODE_MODULES, require_book
 
 
 class _QuietHandler(SimpleHTTPRequestHandler):
@@ -135,10 +96,14 @@ def _answer_from_npm(url: str):
 
 @pytest.fixture
 def open_page(chromium_browser, book_url):
-    """``open_page("chapters/x.html") -> (page, PageVisit)``, loaded and with widgets drawn."""
+    """``open_page("chapters/x.html") -> (page, PageVisit)``, loaded and with widgets drawn.
+
+    ``content=...`` serves that HTML at ``rel`` instead of the book's file (a test page of
+    our own, on the book's origin, through the same request handling).
+    """
     contexts = []
 
-    def _open(rel: str, width: int = 1280, height: int = 900):
+    def _open(rel: str, width: int = 1280, height: int = 900, content: str = None):
         context = chromium_browser.new_context(viewport={"width": width, "height": height},
                                                service_workers="block")
         contexts.append(context)
@@ -147,6 +112,12 @@ def open_page(chromium_browser, book_url):
 
         def route(route):
             url = route.request.url
+            if content is not None and url == visit.url:  # the test page, as if the server sent it
+                body, n = INTEGRITY.subn(b"", content.encode())
+                visit.stripped_integrity += n
+                visit.count(body, "text/html")
+                route.fulfill(status=200, body=body, content_type="text/html")
+                return
             if url.startswith(book_url):
                 response = route.fetch()
                 body = response.body()

@@ -1,0 +1,55 @@
+"""Where the built book is, and what the browser tests need to know about it.
+
+Shared by conftest.py (fixtures) and test_book_in_browser.py. A module with its own name,
+because tests/conftest.py and tests/browser/conftest.py would both import as ``conftest``.
+"""
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+from typing import List
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+BROWSER_DIR = Path(__file__).resolve().parent
+HTML_ROOT = Path(os.environ.get("MHA_BOOK_HTML", ROOT / "_build" / "html")).resolve()
+SCREENSHOTS = HTML_ROOT.parent / "screenshots"
+NODE_MODULES = BROWSER_DIR / "node_modules"
+CHROMIUM = os.environ.get("MHA_CHROMIUM", "/usr/bin/chromium")
+CHROMIUM_ARGS = ["--no-sandbox", "--headless", "--disable-gpu", "--disable-background-networking",
+                 "--disable-component-update", "--no-first-run"]
+
+# CDN URL pattern -> file under node_modules (\1 is the path inside the package).
+CDN_COPIES = [
+    (r"https://cdnjs\.cloudflare\.com/ajax/libs/require\.js/2\.[\d.]+/require(?:\.min)?\.js", "requirejs/require.js"),
+    (r"https://cdn\.jsdelivr\.net/npm/requirejs@2[\d.]*/require(?:\.min)?\.js", "requirejs/require.js"),
+    (r"https://(?:cdn\.jsdelivr\.net/npm|unpkg\.com)/@jupyter-widgets/html-manager@\^?1[^/]*/dist/([\w.-]+)",
+     r"@jupyter-widgets/html-manager/dist/\1"),
+    (r"https://cdn\.jsdelivr\.net/npm/mathjax@3[^/]*/es5/([\w./-]+)", r"mathjax/es5/\1"),
+    (r"https://cdnjs\.cloudflare\.com/ajax/libs/d3/5\.[\d.]+/d3(?:\.min)?\.js", "d3/dist/d3.min.js"),
+    # bertviz asks for jquery 2.0.0, which npm does not have; 2.2.4 stands in for it.
+    (r"https://cdnjs\.cloudflare\.com/ajax/libs/jquery/2\.[\d.]+/jquery(?:\.min)?\.js", "jquery/dist/jquery.min.js"),
+]
+INTEGRITY = re.compile(rb'\s+integrity="[^"]*"')
+
+
+def book_pages() -> List[str]:
+    """Every HTML page of the built book, relative to its root (no search/index helpers)."""
+    if not (HTML_ROOT / "index.html").exists():
+        return []
+    skip = {"search.html", "genindex.html", "py-modindex.html"}
+    return sorted(
+        str(p.relative_to(HTML_ROOT)) for p in HTML_ROOT.rglob("*.html")
+        if not p.relative_to(HTML_ROOT).parts[0].startswith("_") and p.name not in skip
+    )
+
+
+def require_book() -> None:
+    if not (HTML_ROOT / "index.html").exists():
+        pytest.fail(f"no built book at {HTML_ROOT}: run `make book` first (the browser tests reuse it)")
+    if not NODE_MODULES.is_dir():
+        pytest.fail(f"{NODE_MODULES} is missing: run `npm ci --prefix tests/browser`")
+
+
