@@ -9,13 +9,18 @@
    ``nb_ipywidgets_js`` and ``mathjax_path`` at them, and ``_static/mha_book.js`` tells
    ``mha_lib.viz.bertviz_view`` where require.js, d3 and jquery are.
 
-2. One copy of each script per page. sphinx-thebe 0.3 registers its inline configuration
+2. Fresh static files. When no page is out of date, Sphinx 7 skips copying ``_static/``, so
+   an edited ``_static/mha_book.js`` would stay stale in an incremental build; it is
+   re-copied when it differs.
+
+3. One copy of each script per page. sphinx-thebe 0.3 registers its inline configuration
    (``const THEBE_JS_URL = ...``) twice in a Jupyter Book 1.0.4 build, and the second copy
    throws "Identifier 'THEBE_JS_URL' has already been declared" on every page (cases.md
    item 19). Identical scripts are dropped from each page's script list.
 """
 from __future__ import annotations
 
+import filecmp
 import shutil
 from pathlib import Path
 
@@ -84,6 +89,21 @@ def copy_vendor(app: Sphinx, exception) -> None:
             shutil.copy2(source, out / dst)
 
 
+def refresh_static(app: Sphinx, exception) -> None:
+    if exception is not None or app.builder.format != "html":
+        return
+    source = Path(app.srcdir, "_static")
+    if not source.is_dir():
+        return
+    out = Path(app.outdir, "_static")
+    for item in source.rglob("*"):
+        if item.is_file():
+            dest = out / item.relative_to(source)
+            if not dest.exists() or not filecmp.cmp(item, dest, shallow=False):
+                dest.parent.mkdir(parents=True, exist_ok=True)
+                shutil.copy2(item, dest)
+
+
 def drop_duplicate_scripts(app: Sphinx, pagename, templatename, context, doctree) -> None:
     scripts = context.get("script_files")
     if not scripts:
@@ -103,5 +123,6 @@ def setup(app: Sphinx) -> dict:
     app.add_config_value("mha_vendor_node_modules", "tests/browser/node_modules", "html")
     app.connect("builder-inited", check_vendor)
     app.connect("build-finished", copy_vendor)
+    app.connect("build-finished", refresh_static)
     app.connect("html-page-context", drop_duplicate_scripts, priority=900)
     return {"version": "0.1", "parallel_read_safe": True, "parallel_write_safe": True}
