@@ -13,8 +13,10 @@ from mha_lib.analysis import (
     encoder_norm_maps,
     find_heads,
     head_label,
+    merge_tied_heads,
     norm_weighted_attention,
     relation_shares,
+    tie_heads,
     value_norms,
 )
 from mha_lib.attention import MultiHeadAttention
@@ -121,8 +123,8 @@ def test_find_heads_threshold_order_and_labels():
 # ---------------------------------------------------------------------------------------------
 
 
-def make_mha(d_model=16, num_heads=4, **kw):
-    torch.manual_seed(0)
+def make_mha(d_model=16, num_heads=4, seed=0, **kw):
+    torch.manual_seed(seed)
     m = MultiHeadAttention(d_model, num_heads, **kw)
     with torch.no_grad():
         for p in m.parameters():
@@ -195,3 +197,63 @@ def test_encoder_norm_maps_use_what_each_attention_layer_saw(norm_first):
         torch.testing.assert_close(maps[1], w * value_norms(enc.blocks[1].attn, x)[:, :, None, :])
     _, combined = encoder_norm_maps(enc, ids, combine_heads=True)
     assert combined[0].shape == (2, 6, 6)
+
+
+# ---------------------------------------------------------------------------------------------
+# Tied heads
+# ---------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("kw", [{}, {"num_kv_heads": 2}, {"bias": False}], ids=["mha", "gqa", "no-bias"])
+@pytest.mark.parametrize("source", [0, 3])
+def test_tied_heads_equal_one_narrow_head(kw, source):
+    m = make_mha(16, 4, **kw)
+    x = torch.randn(2, 5, 16)
+    q_rows = m.q_proj.weight[source * 4:(source + 1) * 4].clone()
+    tie_heads(m, source)
+    assert torch.equal(m.q_proj.weight, q_rows.repeat(4, 1))  # every head got the source's rows
+    kpm = torch.tensor([[False] * 5, [False] * 3 + [True] * 2])
+    for need_weights in (False, True):
+        with torch.no_grad():
+            out, w = m(x, key_padding_mask=kpm, need_weights=True)
+            single = merge_tied_heads(m)
+            out_single, _ = single(x, key_padding_mask=kpm, need_weights=need_weights)
+        assert single.num_heads == 1 and single.head_dim == 4
+        assert all(torch.equal(w[:, 0], w[:, h]) for h in range(4))
+        torch.testing.assert_close(out_single, out, atol=1e-6, rtol=1e-5)
+
+
+def test_tied_heads_stay_tied_while_training():
+    m = make_mha(16, 4).train()
+    tie_heads(m)
+    n_stored = sum(p.numel() for p in m.parameters())
+    assert n_stored == 3 * (16 * 4 + 4) + 16 * 16 + 16  # one head's W^Q, W^K, W^V, all of W^O
+    opt = torch.optim.SGD(m.parameters(), lr=0.1)
+    x = torch.randn(3, 6, 16)
+    for _ in range(3):
+        loss = m(x)[0].pow(2).mean()
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+    w = m.q_proj.weight.view(4, 4, 16)
+    assert torch.equal(w, w[:1].expand_as(w))
+    merge_tied_heads(m)  # still mergeable
+    state = m.state_dict()
+    assert "q_proj.parametrizations.weight.original" in state
+    fresh = tie_heads(make_mha(16, 4, seed=1))
+    fresh.load_state_dict(state)
+    with torch.no_grad():
+        torch.testing.assert_close(fresh(x)[0], m(x)[0])
+
+
+def test_tie_and_merge_reject_bad_input():
+    with pytest.raises(ValueError, match="source=4"):
+        tie_heads(make_mha(16, 4), source=4)
+    m = make_mha(16, 4)
+    m.prune_heads([1])
+    with pytest.raises(ValueError, match="pruned"):
+        tie_heads(m)
+    with pytest.raises(ValueError, match="already"):
+        tie_heads(tie_heads(make_mha(16, 4)))
+    with pytest.raises(ValueError, match="not tied"):
+        merge_tied_heads(make_mha(16, 4))
