@@ -403,3 +403,20 @@ def test_measure_pruning_speedup_reports_ratios():
         assert r["attn_speedup"] > 0 and r["attn_of_ideal"] == pytest.approx(r["attn_speedup"] / r["attn_ideal"])
     with pytest.raises(ValueError, match="keep_heads"):
         measure_pruning_speedup(keep_heads=(9,))
+
+
+# ----------------------------------------------------------------------------- shipped data
+def test_shipped_sentence_data_is_well_formed():
+    """Chapter 4's own sentences and paraphrase triples: present as package data, unique, complete."""
+    import json
+    from importlib import resources
+
+    root = resources.files("mha_lib") / "data"
+    sentences = [s for s in (root / "sentences.txt").read_text(encoding="utf-8").splitlines() if s.strip()]
+    triples = json.loads((root / "paraphrases.json").read_text(encoding="utf-8"))["pairs"]
+    assert len(sentences) == 100 and len(set(sentences)) == 100
+    assert len(triples) == 60
+    texts = [t[k] for t in triples for k in ("a", "b", "negative")]
+    assert all(isinstance(t, str) and t.strip() == t and t[-1] in ".?!" for t in texts)
+    assert len(set(texts)) == len(texts)  # no text repeated within the triples
+    assert not set(texts) & set(sentences)  # scoring and evaluation halves are disjoint
