@@ -117,21 +117,11 @@ def kept_mask(model: nn.Module) -> Tensor:
     return mask
 
 
-def _check_grid(mask: Tensor, shape: Tuple[int, int], name: str) -> None:
-    if not isinstance(mask, Tensor):
-        raise ValueError(f"{name} must be a tensor of shape (num_layers, H) = {shape}, got {type(mask).__name__}")
-    if tuple(mask.shape[-2:]) != shape or mask.dim() not in (2, 3):
-        raise ValueError(
-            f"{name} must have shape (num_layers, H) = {shape} (or (num_layers, B, H) for a mask), "
-            f"indexed by original head numbers; got {tuple(mask.shape)}"
-        )
-
-
-def _grid_values(mask: Tensor, shape: Tuple[int, int]) -> Tensor:
+def _grid_values(mask: Tensor, shape: Tuple[int, int], name: str = "head_mask") -> Tensor:
     """A detached float32 CPU copy of a (num_layers, H) grid mask, after checking its shape."""
     if not isinstance(mask, Tensor) or tuple(mask.shape) != tuple(shape):
         raise ValueError(
-            f"head_mask must be a grid mask of shape (num_layers, H) = {tuple(shape)}, indexed by original "
+            f"{name} must be a grid mask of shape (num_layers, H) = {tuple(shape)}, indexed by original "
             f"head numbers; got {tuple(mask.shape) if isinstance(mask, Tensor) else type(mask).__name__}"
         )
     return mask.detach().float().cpu()
@@ -769,10 +759,7 @@ def prune_heads(model: nn.Module, heads: HeadsSpec) -> nn.Module:
             then); a mask of the wrong shape.
     """
     if isinstance(heads, Tensor):
-        _check_grid(heads, num_heads_grid(model), "heads mask")
-        if heads.dim() != 2:
-            raise ValueError("a heads mask for prune_heads must be (num_layers, H), not per example")
-        heads = mask_to_heads(heads)
+        heads = mask_to_heads(_grid_values(heads, num_heads_grid(model), "the heads mask of prune_heads"))
     todo = _validated_heads(model, heads)  # all checked before anything changes
     if hasattr(model, "prune_heads") and not isinstance(model, MultiHeadAttention):
         model.prune_heads(todo)

@@ -377,6 +377,8 @@ def test_single_module_and_bad_masks():
         layer_head_masks(model, torch.ones(2, 3))
     with pytest.raises(ValueError, match="floating point"):
         layer_head_masks(model, torch.ones(2, 4, dtype=torch.long))
+    with pytest.raises(ValueError, match=r"prune_heads must be a grid mask of shape \(num_layers, H\) = \(2, 4\)"):
+        prune_heads(model, torch.ones(2, 5, 4))
     per_example = layer_head_masks(model, torch.ones(2, 5, 4))
     assert [m.shape for m in per_example] == [(5, 4), (5, 4)]
 
