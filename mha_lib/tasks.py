@@ -1,0 +1,587 @@
+"""Synthetic tasks that need attention relations, and the trained toy models shipped with mha_lib.
+
+The task: previous-minus-marked
+===============================
+
+:class:`PrevMarkedTask` is chapter 1's task. It is built so that *every* labelled output needs
+two different attention relations at once, and so that neither relation alone tells anything
+about the label.
+
+Input, one sequence of length L (default 16):
+
+* ``input_ids`` (B, L) long: tokens x_0 .. x_{L-1}, drawn independently and uniformly from
+  {0, ..., V-1} (default V = 16).
+* ``token_type_ids`` (B, L) long: 1 at exactly one position m (the *marked* position, drawn
+  uniformly from {0, ..., L-1}), 0 elsewhere. The mark is an input feature, like BERT's
+  segment ids: the model adds a learned token-type embedding to the marked token.
+
+Label at position i (``labels`` (B, L) long):
+
+* ``op="sub"`` (default): y_i = (x_{i-1} - x_m) mod V, for i = 1 .. L-1;
+* ``op="add"``: y_i = (x_{i-1} + x_m) mod V;
+* y_0 = -100 (ignored: position 0 has no previous token).
+
+Why two relations. To produce y_i, query i must read x_{i-1} (a *positional* relation: one
+position back, whatever the tokens) and x_m (a *content* relation: the key that carries the
+mark, wherever it is). For a fixed x_m, y_i runs over all V classes as x_{i-1} does, and vice
+versa, so either token alone leaves the label uniform: a model that reads only one of them is
+at chance (1/V, plus the positions i = m + 1, where both relations point at the same key and
+y_i = 0 for ``"sub"``). The query's own token x_i is independent of y_i.
+
+Why ``"sub"`` and ``"add"``. A single head gives query i one distribution over keys. If it
+puts weight w on key i-1 and 1-w on key m, its output carries w v(x_{i-1}) + (1-w) v(x_m)
+(plus position and mark terms that do not depend on the tokens). With w = 1/2 that sum is
+symmetric in the two tokens: it tells the unordered pair {x_{i-1}, x_m}, which fixes their sum
+but not their difference. ``"sub"`` therefore needs a single head to keep the order some other
+way (unequal weights w != 1/2), while two heads can read the two tokens into separate output
+slots. ``"add"`` is the control: there the even blend already carries everything.
+
+Positional encoding: the models of :data:`SHIPPED` use ``EncoderConfig.positional`` as their
+spec says (chapter 1's use fixed sinusoidal encodings, Vaswani et al. 2017, sec. 3.5, added to
+the token and token-type embeddings).
+
+Shipped models
+==============
+
+:data:`SHIPPED` names every trained toy model that ships as package data in
+``mha_lib/weights/``: for each name, one ``<name>.v<version>.safetensors`` file with the weights
+of every seed (tensor names ``seed<k>/<parameter name>``, float16 to keep the package small)
+and one ``<name>.v<version>.json`` file with the model config, the task, the training recipe,
+the seeds, per-seed accuracies (measured on the float16 weights) and learning curves.
+:func:`load_trained` rebuilds a :class:`~mha_lib.model.TokenClassifier` from them; nothing is
+loaded with pickle. ``scripts/train_all.py`` (``make train``) retrains them all with
+:mod:`mha_lib.train`.
+"""
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Dict, List, Mapping, NamedTuple, Optional, Sequence, Tuple, Union
+
+import torch
+from torch import Tensor
+
+__all__ = [
+    "IGNORE_INDEX",
+    "EVAL_SEED",
+    "TaskBatch",
+    "PrevMarkedTask",
+    "task_from_dict",
+    "relation_shares",
+    "best_heads",
+    "logits",
+    "per_example_loss",
+    "accuracy",
+    "evaluate",
+    "TrainedSpec",
+    "SHIPPED",
+    "WEIGHTS_DIR",
+    "weight_files",
+    "trained_info",
+    "load_trained",
+    "load_trained_seeds",
+]
+
+#: Label value of positions that do not count (position 0), as in ``torch.nn.CrossEntropyLoss``.
+IGNORE_INDEX = -100
+#: Seed of the fixed evaluation set of :func:`evaluate` (training streams use the run's seed).
+EVAL_SEED = 2_000_003
+
+
+class TaskBatch(NamedTuple):
+    """One batch of a task. All tensors long, on one device.
+
+    Attributes:
+        input_ids: (B, L) tokens in [0, V).
+        token_type_ids: (B, L), 1 at the marked position, else 0.
+        labels: (B, L), class ids in [0, V), :data:`IGNORE_INDEX` where nothing is asked.
+        marked: (B,) the marked position m of each sequence.
+    """
+
+    input_ids: Tensor
+    token_type_ids: Tensor
+    labels: Tensor
+    marked: Tensor
+
+    def to(self, device: Union[str, torch.device]) -> "TaskBatch":
+        """The same batch on ``device``."""
+        return TaskBatch(*(t.to(device) for t in self))
+
+    def __getitem__(self, index):  # batch[2:5] slices every tensor; batch[0] is still a field
+        if isinstance(index, slice):
+            return TaskBatch(*(t[index] for t in self))
+        return tuple.__getitem__(self, index)
+
+    @property
+    def batch_size(self) -> int:
+        """B."""
+        return self.input_ids.shape[0]
+
+
+def _check_int(name: str, value, low: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < low:
+        raise ValueError(f"{name} must be an int >= {low}, got {value!r}")
+    return value
+
+
+@dataclass(frozen=True)
+class PrevMarkedTask:
+    """Previous-minus-marked: y_i = (x_{i-1} - x_m) mod V, see the module docstring.
+
+    Args:
+        vocab_size: V >= 2, number of token values and of classes.
+        seq_len: L >= 2.
+        op: ``"sub"`` (the order of the two tokens matters) or ``"add"`` (it does not).
+
+    Raises:
+        ValueError: on a V or L that is not an int >= 2, or an unknown ``op``.
+
+    Example:
+        >>> task = PrevMarkedTask()
+        >>> batch = task.dataset(4, seed=0)
+        >>> batch.input_ids.shape, batch.labels.shape
+        (torch.Size([4, 16]), torch.Size([4, 16]))
+    """
+
+    vocab_size: int = 16
+    seq_len: int = 16
+    op: str = "sub"
+
+    #: names of the two relations, in the order used by :meth:`relation_targets`
+    relations = ("previous", "marked")
+    kind = "prev_marked"
+
+    def __post_init__(self):
+        _check_int("vocab_size", self.vocab_size, 2)
+        _check_int("seq_len", self.seq_len, 2)
+        if self.op not in ("sub", "add"):
+            raise ValueError(f"op must be 'sub' or 'add', got {self.op!r}")
+
+    @property
+    def num_classes(self) -> int:
+        """C = V."""
+        return self.vocab_size
+
+    def combine(self, previous: Tensor, marked: Tensor) -> Tensor:
+        """The label from the two tokens: (previous -/+ marked) mod V, elementwise, long."""
+        if self.op == "sub":
+            return torch.remainder(previous - marked, self.vocab_size)
+        return torch.remainder(previous + marked, self.vocab_size)
+
+    def ceilings(self) -> Dict[str, float]:
+        """Exact best accuracies of predictors that see only part of what the label needs.
+
+        Over the labelled positions i = 1 .. L-1, the two relations point at the same key
+        (i - 1 = m) with probability p = 1/L. Computed by enumerating the V^2 token pairs:
+
+        * ``"constant"``: the best fixed class, ignoring the input;
+        * ``"one_relation"``: the best use of ONE of the two tokens (plus positions and the
+          mark): right when i - 1 = m, otherwise 1/V, i.e. p + (1 - p)/V;
+        * ``"even_blend"``: the best use of the unordered pair {x_{i-1}, x_m}, which is what an
+          even 1/2-1/2 blend of two token codes keeps (see the module docstring);
+        * ``"both"``: 1.0, with both tokens in order.
+
+        Returns:
+            dict of floats in [0, 1].
+        """
+        V, p = self.vocab_size, 1.0 / self.seq_len
+        a, b = torch.meshgrid(torch.arange(V), torch.arange(V), indexing="ij")  # all ordered pairs
+        labels = self.combine(a, b).flatten()  # (V^2,), each pair has probability 1/V^2
+        same = self.combine(torch.arange(V), torch.arange(V))  # label when i - 1 = m
+        # best constant: most frequent label of the mixture
+        freq = (1 - p) * torch.bincount(labels, minlength=V).double() / V**2
+        freq += p * torch.bincount(same, minlength=V).double() / V
+        # unordered pair: within each group {a, b}, guess the most frequent label
+        key = (torch.minimum(a, b) * V + torch.maximum(a, b)).flatten()
+        best = 0
+        for k in key.unique():
+            best += int(torch.bincount(labels[key == k], minlength=V).max())
+        return {
+            "constant": float(freq.max()),
+            "one_relation": p + (1 - p) / V,
+            "even_blend": p + (1 - p) * best / V**2,
+            "both": 1.0,
+        }
+
+    def sample(self, batch_size: int, generator: Optional[torch.Generator] = None) -> TaskBatch:
+        """Draw ``batch_size`` fresh sequences on the CPU.
+
+        Args:
+            batch_size: B >= 1.
+            generator: a CPU ``torch.Generator``; the draw is a deterministic function of its
+                state (``None`` uses torch's global generator).
+
+        Returns:
+            a :class:`TaskBatch` of CPU tensors.
+
+        Raises:
+            ValueError: if ``batch_size`` is not an int >= 1.
+        """
+        B = _check_int("batch_size", batch_size, 1)
+        V, L = self.vocab_size, self.seq_len
+        x = torch.randint(0, V, (B, L), generator=generator)  # (B, L)
+        m = torch.randint(0, L, (B,), generator=generator)  # (B,)
+        rows = torch.arange(B)
+        types = torch.zeros(B, L, dtype=torch.long)
+        types[rows, m] = 1
+        labels = torch.full((B, L), IGNORE_INDEX, dtype=torch.long)
+        labels[:, 1:] = self.combine(x[:, :-1], x[rows, m][:, None])  # (B, L-1)
+        return TaskBatch(x, types, labels, m)
+
+    def dataset(self, num_sequences: int, seed: int) -> TaskBatch:
+        """A fixed set of ``num_sequences`` sequences: the same tensors for the same seed.
+
+        Raises:
+            ValueError: on a bad size or a negative seed.
+        """
+        _check_int("seed", seed, 0)
+        return self.sample(num_sequences, torch.Generator().manual_seed(seed))
+
+    def relation_targets(self, batch: TaskBatch) -> Tensor:
+        """The key position each relation points at, for every query.
+
+        Returns:
+            long tensor (B, R=2, L): ``[:, 0, i] = i - 1`` (previous; -1 at i = 0, meaning
+            "no such key") and ``[:, 1, i] = m`` (marked).
+        """
+        B, L = batch.input_ids.shape
+        device = batch.input_ids.device
+        prev = (torch.arange(L, device=device) - 1).expand(B, L)  # (B, L), -1 at i = 0
+        marked = batch.marked[:, None].expand(B, L)  # (B, L)
+        return torch.stack([prev, marked], dim=1)
+
+    def tokens(self, batch: TaskBatch, index: int = 0) -> List[str]:
+        """Readable token labels of sequence ``index``, e.g. ``["3", "*7", "12", ...]``
+        (a star marks x_m), for plot axes."""
+        ids = batch.input_ids[index].tolist()
+        m = int(batch.marked[index])
+        return [("*" if j == m else "") + str(t) for j, t in enumerate(ids)]
+
+    def to_dict(self) -> dict:
+        """JSON-able description, inverse of :func:`task_from_dict`."""
+        return {"kind": self.kind, **asdict(self)}
+
+
+def task_from_dict(d: Mapping) -> PrevMarkedTask:
+    """Rebuild a task from :meth:`PrevMarkedTask.to_dict`. Raises ValueError on an unknown kind."""
+    d = dict(d)
+    kind = d.pop("kind", None)
+    if kind != PrevMarkedTask.kind:
+        raise ValueError(f"unknown task kind {kind!r}; known: {[PrevMarkedTask.kind]}")
+    return PrevMarkedTask(**d)
+
+
+# ----------------------------------------------------------------------------- head specialisation
+def relation_shares(weights: Tensor, targets: Tensor) -> Tensor:
+    """Each head's average share of attention weight on each relation's target key.
+
+    For query i of sequence b, head h and relation r, the share is ``weights[b, h, i,
+    targets[b, r, i]]``: the weight that lands on the key relation r points at. The result
+    averages it over every query that has such a key (targets >= 0). A head that takes one
+    relation has share near 1 on it; a head that blends two relations evenly has about 1/2
+    on each. Queries where two relations point at the same key count for both. This is the
+    task-specific analogue of the per-head statistics of Clark et al. 2019, sec. 3 (see
+    ``mha_lib.analysis.relation_shares`` for their token-string relations).
+
+    Args:
+        weights: (B, H, L, S) float attention weights of one layer (rows sum to 1).
+        targets: (B, R, L) long key positions in [0, S), or -1 where a query has no target
+            (e.g. :meth:`PrevMarkedTask.relation_targets`).
+
+    Returns:
+        float32 tensor (H, R) in [0, 1]; NaN in a column whose relation has no target at all.
+
+    Raises:
+        ValueError: on wrong ranks, mismatched B or L, or a target outside [-1, S).
+    """
+    if weights.dim() != 4:
+        raise ValueError(f"weights must be (B, H, L, S), got shape {tuple(weights.shape)}")
+    if targets.dim() != 3:
+        raise ValueError(f"targets must be (B, R, L), got shape {tuple(targets.shape)}")
+    B, H, L, S = weights.shape
+    if targets.shape[0] != B or targets.shape[2] != L:
+        raise ValueError(
+            f"targets shape {tuple(targets.shape)} does not match weights (B, H, L, S) = {tuple(weights.shape)}"
+        )
+    if targets.numel() and (int(targets.min()) < -1 or int(targets.max()) >= S):
+        raise ValueError(f"targets must lie in [-1, S={S}), got min {int(targets.min())} max {int(targets.max())}")
+    valid = targets >= 0  # (B, R, L)
+    index = targets.clamp_min(0)  # (B, R, L)
+    w = weights.detach().float()
+    # gathered[b, h, r, i] = weights[b, h, i, targets[b, r, i]]
+    idx = index.permute(0, 2, 1)[:, None].expand(B, H, L, -1)  # (B, H, L, R)
+    gathered = torch.gather(w, 3, idx).permute(0, 1, 3, 2)  # (B, H, R, L)
+    mask = valid[:, None].to(w.dtype)  # (B, 1, R, L)
+    total = (gathered * mask).sum(dim=(0, 3))  # (H, R)
+    count = mask.sum(dim=(0, 3))  # (1, R)
+    return total / count  # 0/0 -> NaN for a relation without targets
+
+
+def best_heads(shares: Tensor) -> Tuple[List[int], List[float]]:
+    """For each relation, the head with the largest share, and that share.
+
+    Args:
+        shares: (H, R) from :func:`relation_shares`.
+
+    Returns:
+        ``(heads, values)``: two lists of length R. ``len(set(heads)) == R`` says that the
+        relations are taken by different heads.
+
+    Raises:
+        ValueError: if ``shares`` is not (H, R) with H >= 1.
+    """
+    if shares.dim() != 2 or shares.shape[0] < 1:
+        raise ValueError(f"shares must be (H, R) with H >= 1, got shape {tuple(shares.shape)}")
+    values, heads = shares.max(dim=0)
+    return [int(h) for h in heads], [float(v) for v in values]
+
+
+# ----------------------------------------------------------------------------- running a model
+def logits(model: torch.nn.Module, batch: TaskBatch, head_mask=None, **kwargs) -> Tensor:
+    """Per-position class scores (B, L, C) of a TokenClassifier on a task batch.
+
+    ``head_mask`` and any other keyword go to the model's forward (e.g. ``output_attentions``
+    is *not* useful here: use the model directly for that)."""
+    return model(batch.input_ids, token_type_ids=batch.token_type_ids, head_mask=head_mask, **kwargs).logits
+
+
+def per_example_loss(model: torch.nn.Module, batch: TaskBatch, head_mask=None) -> Tensor:
+    """Each sequence's mean cross-entropy (nats) over its labelled positions: float (B,).
+
+    It has the ``loss_fn(model, batch, head_mask)`` signature of
+    ``mha_lib.pruning.head_importance``, so task batches work there directly.
+    """
+    out = logits(model, batch, head_mask)  # (B, L, C)
+    per_token = torch.nn.functional.cross_entropy(
+        out.transpose(1, 2), batch.labels, ignore_index=IGNORE_INDEX, reduction="none"
+    )  # (B, L)
+    counted = (batch.labels != IGNORE_INDEX).sum(1).clamp_min(1)  # (B,)
+    return per_token.sum(1) / counted
+
+
+@torch.no_grad()
+def accuracy(model: torch.nn.Module, batch: TaskBatch, head_mask=None, batch_size: int = 1024) -> float:
+    """Fraction of labelled positions whose arg-max class is right, in [0, 1].
+
+    Runs in chunks of ``batch_size`` sequences on the model's device, in the model's current
+    mode (call ``model.eval()`` first when it has dropout).
+
+    Raises:
+        ValueError: if the batch has no labelled position.
+    """
+    device = next(model.parameters()).device
+    correct = total = 0
+    for start in range(0, batch.batch_size, batch_size):
+        chunk = batch[start : start + batch_size].to(device)
+        pred = logits(model, chunk, head_mask).argmax(-1)  # (b, L)
+        keep = chunk.labels != IGNORE_INDEX
+        correct += int(((pred == chunk.labels) & keep).sum())
+        total += int(keep.sum())
+    if total == 0:
+        raise ValueError("accuracy: the batch has no labelled position")
+    return correct / total
+
+
+def evaluate(
+    model: torch.nn.Module, task: PrevMarkedTask, num_sequences: int = 2048, seed: int = EVAL_SEED
+) -> float:
+    """Accuracy on a fixed evaluation set (``task.dataset(num_sequences, seed)``), in eval mode.
+
+    The model's train/eval mode is restored afterwards. Returns a float in [0, 1].
+    """
+    was_training = model.training
+    model.eval()
+    try:
+        return accuracy(model, task.dataset(num_sequences, seed))
+    finally:
+        model.train(was_training)
+
+
+# ----------------------------------------------------------------------------- shipped models
+WEIGHTS_DIR = Path(__file__).resolve().parent / "weights"
+
+
+@dataclass(frozen=True)
+class TrainedSpec:
+    """Everything that defines one shipped family of trained models (all seeds of one config).
+
+    Attributes:
+        name: registry key, e.g. ``"ch1-h4"``; also the file stem.
+        version: training-version number; bump it whenever the recipe or the code that
+            trains changes the weights, so old files never pass for new ones.
+        task: :meth:`PrevMarkedTask.to_dict` of the task.
+        model: keyword arguments of :class:`~mha_lib.model.EncoderConfig`
+            (``vocab_size`` and ``max_len`` must match the task).
+        steps: optimiser steps; batch_size: sequences per step; lr: peak learning rate of
+            AdamW (one-cycle schedule: linear warm-up over ``warmup`` of the steps, then
+            cosine decay); weight_decay: AdamW's decoupled weight decay.
+        seeds: the seeds trained; seed k sets the initialisation and the training stream.
+        eval_every: steps between learning-curve points; eval_sequences: sequences in the
+            small fixed set used for the curves (the final accuracy uses :func:`evaluate`).
+    """
+
+    name: str
+    version: int
+    task: dict
+    model: dict
+    steps: int
+    batch_size: int
+    lr: float
+    weight_decay: float = 0.01
+    warmup: float = 0.05
+    seeds: Tuple[int, ...] = (0, 1, 2, 3, 4)
+    eval_every: int = 100
+    eval_sequences: int = 256
+
+    def make_task(self) -> PrevMarkedTask:
+        """The task object."""
+        return task_from_dict(self.task)
+
+    def encoder_config(self, num_heads: Optional[int] = None):
+        """The :class:`~mha_lib.model.EncoderConfig` (optionally with another ``num_heads``)."""
+        from .model import EncoderConfig
+
+        kwargs = dict(self.model)
+        if num_heads is not None:
+            kwargs["num_heads"] = num_heads
+        return EncoderConfig(**kwargs)
+
+    def build(self):
+        """A freshly initialised :class:`~mha_lib.model.TokenClassifier` (uses torch's global RNG)."""
+        from .model import TokenClassifier
+
+        return TokenClassifier(self.encoder_config(), self.make_task().num_classes)
+
+    def to_dict(self) -> dict:
+        d = asdict(self)
+        d["seeds"] = list(self.seeds)
+        return d
+
+    @classmethod
+    def from_dict(cls, d: Mapping) -> "TrainedSpec":
+        d = dict(d)
+        d["seeds"] = tuple(d["seeds"])
+        return cls(**d)
+
+
+_TASK = PrevMarkedTask(vocab_size=8, seq_len=16, op="sub").to_dict()
+_MODEL = dict(
+    vocab_size=8,
+    d_model=64,
+    num_heads=1,
+    num_layers=1,
+    d_ff=256,
+    max_len=16,
+    positional="sinusoidal",
+    type_vocab_size=2,
+    pad_token_id=None,  # every token id is a real token: none may lose its gradient
+    norm_first=True,
+    activation="gelu",
+)
+_RECIPE = dict(steps=2000, batch_size=64, lr=3e-3)
+
+
+def _spec(name: str, num_heads: int, num_layers: int = 1, seeds=(0, 1, 2, 3, 4)) -> TrainedSpec:
+    model = dict(_MODEL, num_heads=num_heads, num_layers=num_layers)
+    return TrainedSpec(name=name, version=1, task=_TASK, model=model, seeds=tuple(seeds), **_RECIPE)
+
+
+#: Every shipped trained model family, by name. Chapter 1: ``ch1-h{1,2,4,8}``; chapter 3
+#: adds ``ch1-h16`` and ``ch1-h32`` (same task, d_model and recipe); chapter 4 uses
+#: ``ch4-l3h8`` (3 layers x 8 heads).
+SHIPPED: Dict[str, TrainedSpec] = {
+    s.name: s
+    for s in [
+        *(_spec(f"ch1-h{h}", h) for h in (1, 2, 4, 8, 16, 32)),
+        _spec("ch4-l3h8", 8, num_layers=3, seeds=(0, 1, 2)),
+    ]
+}
+
+
+def _resolve(spec: Union[str, TrainedSpec]) -> TrainedSpec:
+    if isinstance(spec, TrainedSpec):
+        return spec
+    if spec not in SHIPPED:
+        raise ValueError(f"no shipped model named {spec!r}; known: {sorted(SHIPPED)}")
+    return SHIPPED[spec]
+
+
+def weight_files(spec: Union[str, TrainedSpec], directory: Union[str, Path, None] = None) -> Tuple[Path, Path]:
+    """Paths ``(<name>.v<version>.safetensors, <name>.v<version>.json)`` in ``directory``
+    (default: the package's ``weights/`` folder)."""
+    spec = _resolve(spec)
+    directory = WEIGHTS_DIR if directory is None else Path(directory)
+    stem = f"{spec.name}.v{spec.version}"
+    return directory / f"{stem}.safetensors", directory / f"{stem}.json"
+
+
+def trained_info(spec: Union[str, TrainedSpec], directory: Union[str, Path, None] = None) -> dict:
+    """The JSON metadata of a shipped model family: ``spec``, ``seeds``, ``accuracy``
+    (per seed, on the shipped float16 weights, with :func:`evaluate`), ``curves`` (per seed:
+    ``steps``, ``loss`` (mean training loss, nats, over each interval), ``accuracy`` (on
+    ``eval_sequences`` fixed sequences)), ``train_seconds`` per seed and the software versions.
+
+    Raises:
+        FileNotFoundError: if the files are missing (run ``make train``).
+        ValueError: if the stored spec differs from the registry's (stale weights).
+    """
+    spec = _resolve(spec)
+    _, meta_path = weight_files(spec, directory)
+    if not meta_path.is_file():
+        raise FileNotFoundError(f"{meta_path} is missing: run `make train` (scripts/train_all.py)")
+    info = json.loads(meta_path.read_text(encoding="utf-8"))
+    stored = TrainedSpec.from_dict(info["spec"])
+    if stored != spec:
+        raise ValueError(
+            f"{meta_path} was trained with a different spec than mha_lib.tasks.SHIPPED[{spec.name!r}]; "
+            "retrain with `make train`"
+        )
+    return info
+
+
+def load_trained(
+    spec: Union[str, TrainedSpec], seed: Optional[int] = None, *, directory: Union[str, Path, None] = None,
+    device: Union[str, torch.device] = "cpu",
+):
+    """Load a shipped trained :class:`~mha_lib.model.TokenClassifier`, in eval mode.
+
+    Args:
+        spec: a name from :data:`SHIPPED` (e.g. ``"ch1-h4"``) or a :class:`TrainedSpec`.
+        seed: which seed; default the spec's first seed.
+        directory: where the files are (default: the package's ``weights/``; the training
+            cache of :mod:`mha_lib.train` uses the same layout).
+        device: where to put the model.
+
+    Returns:
+        a float32 TokenClassifier; its weights are the stored float16 values, upcast.
+
+    Raises:
+        ValueError: unknown name or seed, stale files (spec mismatch), or tensors that do not
+            fit the model (naming the key).
+        FileNotFoundError: the files are missing.
+    """
+    from safetensors import safe_open
+
+    from .model import load_state_dict_checked
+
+    spec = _resolve(spec)
+    info = trained_info(spec, directory)
+    seed = spec.seeds[0] if seed is None else seed
+    if seed not in info["seeds"]:
+        raise ValueError(f"{spec.name} has no seed {seed!r}; shipped seeds: {info['seeds']}")
+    weights_path, _ = weight_files(spec, directory)
+    prefix = f"seed{seed}/"
+    with safe_open(str(weights_path), framework="pt") as f:
+        state = {k[len(prefix):]: f.get_tensor(k).float() for k in f.keys() if k.startswith(prefix)}
+    model = spec.build()
+    load_state_dict_checked(model, state, source=f"{weights_path}[{prefix}]")
+    return model.to(device).eval()
+
+
+def load_trained_seeds(spec: Union[str, TrainedSpec], **kwargs) -> Dict[int, torch.nn.Module]:
+    """``{seed: model}`` for every shipped seed of ``spec`` (keywords as :func:`load_trained`)."""
+    spec = _resolve(spec)
+    seeds = trained_info(spec, kwargs.get("directory"))["seeds"]
+    return {s: load_trained(spec, s, **kwargs) for s in seeds}

@@ -1,0 +1,339 @@
+"""Training the toy models: one loop with a progress bar, seeding, device choice and a checkpoint cache.
+
+The loop is deliberately plain (AdamW, a warm-up + cosine learning-rate schedule, fresh
+batches drawn from the task at every step, no early stopping), so that a reader can see that
+every configuration of an experiment gets exactly the same budget.
+
+Reproducibility: a run is a function of its :class:`~mha_lib.tasks.TrainedSpec` and its seed.
+The seed sets torch's global RNG before the model is built (initial weights) and a separate
+``torch.Generator`` for the training stream (seeded with ``DATA_SEED_OFFSET + seed``, so that
+the weights and the data do not come from the same random numbers). Bitwise-equal weights also
+need the same torch version, device and thread count; different CPUs round differently, and a
+long run can amplify that (the retraining test therefore compares accuracies, with a tolerance).
+
+Sources: AdamW, Loshchilov and Hutter 2019; warm-up then cosine decay as in Loshchilov and
+Hutter 2017 (SGDR) without restarts.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import os
+import platform
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Dict, Iterable, List, Optional, Sequence, Union
+
+import torch
+from torch import nn
+
+from ._runtime import default_device, set_seed
+from .tasks import (
+    IGNORE_INDEX,
+    SHIPPED,
+    TrainedSpec,
+    accuracy,
+    evaluate,
+    per_example_loss,
+    weight_files,
+)
+
+__all__ = [
+    "DATA_SEED_OFFSET",
+    "TrainResult",
+    "lr_at",
+    "train",
+    "train_spec",
+    "save_trained",
+    "default_cache_dir",
+]
+
+#: The training stream of seed k is ``torch.Generator().manual_seed(DATA_SEED_OFFSET + k)``.
+DATA_SEED_OFFSET = 1_000_000
+
+
+@dataclass
+class TrainResult:
+    """What :func:`train` returns.
+
+    Attributes:
+        model: the trained model (eval mode, on the training device).
+        curve: ``{"steps": [...], "loss": [...], "accuracy": [...]}``: at every
+            ``eval_every`` steps, the mean training loss (nats) since the previous point and
+            the accuracy on a fixed set of ``eval_sequences`` sequences.
+        accuracy: final accuracy with :func:`mha_lib.tasks.evaluate` (2048 fixed sequences).
+        seconds: wall time of the training loop (s), evaluation included.
+        seed: the run's seed.
+        cpu_seconds: CPU time of the process during the loop (s); unlike ``seconds`` it
+            hardly depends on what else runs on the machine.
+        cached: True when the result was read from the checkpoint cache, not trained.
+    """
+
+    model: nn.Module
+    curve: Dict[str, list]
+    accuracy: float
+    seconds: float
+    seed: int
+    cpu_seconds: float = float("nan")
+    cached: bool = False
+
+
+def lr_at(step: int, steps: int, lr: float, warmup: float) -> float:
+    """Learning rate at optimiser step ``step`` (0-based) of ``steps``: linear warm-up from
+    lr/steps_w to ``lr`` over the first ``steps_w = max(1, round(warmup * steps))`` steps,
+    then cosine decay to 0 at the end."""
+    steps_w = max(1, round(warmup * steps))
+    if step < steps_w:
+        return lr * (step + 1) / steps_w
+    progress = (step - steps_w) / max(1, steps - steps_w)
+    return lr * 0.5 * (1.0 + math.cos(math.pi * progress))
+
+
+def _progress_disabled(progress: bool) -> bool:
+    return (not progress) or os.environ.get("TQDM_DISABLE", "") not in ("", "0", "false", "False")
+
+
+def train(
+    model: nn.Module,
+    task,
+    *,
+    steps: int,
+    batch_size: int,
+    lr: float,
+    weight_decay: float = 0.01,
+    warmup: float = 0.05,
+    seed: int = 0,
+    device: Union[str, torch.device, None] = None,
+    eval_every: int = 100,
+    eval_sequences: int = 256,
+    progress: bool = True,
+    desc: Optional[str] = None,
+) -> TrainResult:
+    """Train ``model`` on ``task`` for exactly ``steps`` AdamW steps.
+
+    Every step draws ``batch_size`` fresh sequences from ``task`` (a
+    :class:`~mha_lib.tasks.PrevMarkedTask`) with the generator of ``seed``, and minimises the
+    mean cross-entropy over labelled positions. The model is *not* re-initialised: build it
+    after ``mha_lib.set_seed(seed)`` (or use :func:`train_spec`, which does).
+
+    Args:
+        model: a :class:`~mha_lib.model.TokenClassifier` whose classes match the task.
+        task: the task.
+        steps: number of optimiser steps, >= 1.
+        batch_size: sequences per step, >= 1.
+        lr: peak learning rate (> 0); schedule :func:`lr_at`.
+        weight_decay: AdamW weight decay (>= 0), applied to every parameter.
+        warmup: fraction of the steps spent warming up, in [0, 1).
+        seed: seed of the training stream (``DATA_SEED_OFFSET + seed``).
+        device: where to train; default :func:`mha_lib.default_device`.
+        eval_every: steps between learning-curve points (>= 1).
+        eval_sequences: size of the fixed set the curve is measured on.
+        progress: show a tqdm progress bar (also off when the environment sets
+            ``TQDM_DISABLE=1``). The bar writes to stderr, never to a checked cell.
+        desc: progress-bar label.
+
+    Returns:
+        a :class:`TrainResult`.
+
+    Raises:
+        ValueError: on a bad argument, or when the loss becomes NaN or infinite (naming the
+            step), instead of training on silently.
+    """
+    for name, value, low in (("steps", steps, 1), ("batch_size", batch_size, 1), ("eval_every", eval_every, 1),
+                             ("eval_sequences", eval_sequences, 1)):
+        if isinstance(value, bool) or not isinstance(value, int) or value < low:
+            raise ValueError(f"{name} must be an int >= {low}, got {value!r}")
+    if not (isinstance(lr, (int, float)) and lr > 0 and math.isfinite(lr)):
+        raise ValueError(f"lr must be a finite number > 0, got {lr!r}")
+    if not (0 <= weight_decay and math.isfinite(weight_decay)):
+        raise ValueError(f"weight_decay must be >= 0, got {weight_decay!r}")
+    if not 0 <= warmup < 1:
+        raise ValueError(f"warmup must be in [0, 1), got {warmup!r}")
+    if getattr(model, "num_classes", task.num_classes) != task.num_classes:
+        raise ValueError(f"model has num_classes={model.num_classes}, the task has {task.num_classes}")
+    from tqdm.auto import tqdm
+
+    device = torch.device(device) if device is not None else default_device()
+    model = model.to(device).train()
+    opt = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=weight_decay)
+    generator = torch.Generator().manual_seed(DATA_SEED_OFFSET + seed)
+    eval_batch = task.dataset(eval_sequences, seed=DATA_SEED_OFFSET - 1)  # fixed, shared by all runs
+    curve: Dict[str, list] = {"steps": [], "loss": [], "accuracy": []}
+    running, count = 0.0, 0
+    start, cpu_start = time.perf_counter(), time.process_time()
+    bar = tqdm(range(steps), desc=desc, disable=_progress_disabled(progress), leave=False, mininterval=0.5)
+    for step in bar:
+        for group in opt.param_groups:
+            group["lr"] = lr_at(step, steps, lr, warmup)
+        batch = task.sample(batch_size, generator).to(device)
+        loss = per_example_loss(model, batch).mean()
+        if not torch.isfinite(loss):
+            raise ValueError(f"training loss became {float(loss)} at step {step} (lr={lr})")
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        opt.step()
+        running += loss.item()
+        count += 1
+        if (step + 1) % eval_every == 0 or step + 1 == steps:
+            model.eval()
+            acc = accuracy(model, eval_batch)
+            model.train()
+            curve["steps"].append(step + 1)
+            curve["loss"].append(running / count)
+            curve["accuracy"].append(acc)
+            bar.set_postfix(loss=f"{running / count:.3f}", acc=f"{acc:.3f}")
+            running, count = 0.0, 0
+    model.eval()
+    final = evaluate(model, task)
+    return TrainResult(model, curve, final, time.perf_counter() - start, seed, time.process_time() - cpu_start)
+
+
+# ----------------------------------------------------------------------------- specs and the cache
+def default_cache_dir() -> Path:
+    """Checkpoint cache of live retraining: ``$MHA_LIB_CACHE`` or ``~/.cache/mha_lib/checkpoints``."""
+    return Path(os.environ.get("MHA_LIB_CACHE", Path.home() / ".cache" / "mha_lib" / "checkpoints"))
+
+
+def _spec_hash(spec: TrainedSpec) -> str:
+    text = json.dumps(spec.to_dict(), sort_keys=True)
+    return hashlib.sha256(text.encode()).hexdigest()[:12]
+
+
+def _cache_paths(spec: TrainedSpec, seed: int, cache_dir: Path, device: torch.device):
+    stem = f"{spec.name}.v{spec.version}-{_spec_hash(spec)}-seed{seed}-{device.type}"
+    return cache_dir / f"{stem}.safetensors", cache_dir / f"{stem}.json"
+
+
+def train_spec(
+    spec: Union[str, TrainedSpec],
+    seed: int,
+    *,
+    device: Union[str, torch.device, None] = None,
+    progress: bool = True,
+    cache_dir: Union[str, Path, None, bool] = None,
+    steps: Optional[int] = None,
+) -> TrainResult:
+    """Train one seed of a :class:`~mha_lib.tasks.TrainedSpec` from scratch (or read it from the cache).
+
+    Seeds with ``mha_lib.set_seed(seed)``, builds ``spec.build()``, then calls :func:`train`
+    with the spec's recipe.
+
+    Args:
+        spec: a name from :data:`mha_lib.tasks.SHIPPED` or a spec.
+        seed: the seed (any non-negative int, not only the spec's shipped seeds).
+        device: default :func:`mha_lib.default_device`.
+        progress: progress bar on/off.
+        cache_dir: a folder for the checkpoint cache; ``None`` uses
+            :func:`default_cache_dir`, ``False`` disables caching. A cached run (same spec,
+            seed and device type) is loaded instead of retrained; the entry holds the
+            float32 weights (safetensors) and the curve (JSON), never a pickle.
+        steps: override the spec's step count (e.g. a longer budget on a GPU); it becomes
+            part of the spec, hence of the cache key.
+
+    Returns:
+        a :class:`TrainResult`.
+    """
+    from dataclasses import replace
+
+    from safetensors.torch import load_file, save_file
+
+    from .model import load_state_dict_checked
+
+    spec = SHIPPED[spec] if isinstance(spec, str) else spec
+    if steps is not None:
+        spec = replace(spec, steps=steps)
+    device = torch.device(device) if device is not None else default_device()
+    if cache_dir is not False:
+        cache = Path(cache_dir) if cache_dir is not None else default_cache_dir()
+        w_path, m_path = _cache_paths(spec, seed, cache, device)
+        if w_path.is_file() and m_path.is_file():
+            meta = json.loads(m_path.read_text(encoding="utf-8"))
+            model = spec.build()
+            load_state_dict_checked(model, load_file(str(w_path)), source=str(w_path))
+            return TrainResult(model.to(device).eval(), meta["curve"], meta["accuracy"], meta["seconds"], seed,
+                               meta.get("cpu_seconds", float("nan")), cached=True)
+    set_seed(seed)
+    model = spec.build()
+    result = train(
+        model,
+        spec.make_task(),
+        steps=spec.steps,
+        batch_size=spec.batch_size,
+        lr=spec.lr,
+        weight_decay=spec.weight_decay,
+        warmup=spec.warmup,
+        seed=seed,
+        device=device,
+        eval_every=spec.eval_every,
+        eval_sequences=spec.eval_sequences,
+        progress=progress,
+        desc=f"{spec.name} seed {seed}",
+    )
+    if cache_dir is not False:
+        cache.mkdir(parents=True, exist_ok=True)
+        state = {k: v.detach().float().cpu().contiguous() for k, v in result.model.state_dict().items()}
+        save_file(state, str(w_path))
+        meta = {"curve": result.curve, "accuracy": result.accuracy, "seconds": result.seconds,
+                "cpu_seconds": result.cpu_seconds}
+        m_path.write_text(json.dumps(meta), encoding="utf-8")
+    return result
+
+
+def save_trained(
+    spec: TrainedSpec, results: Sequence[TrainResult], directory: Union[str, Path, None] = None
+) -> Dict[str, object]:
+    """Write one spec's trained seeds as shipped package data (see :mod:`mha_lib.tasks`).
+
+    The weights are stored as float16 (half the bytes); the recorded per-seed accuracy is
+    measured again on the float16 weights, so that loading the files reproduces it exactly
+    on the same device.
+
+    Args:
+        spec: the spec the results were trained from.
+        results: one :class:`TrainResult` per seed of ``spec.seeds``, in that order.
+        directory: target folder (default the package's ``weights/``).
+
+    Returns:
+        the metadata written to the JSON file.
+
+    Raises:
+        ValueError: if the results' seeds differ from ``spec.seeds``.
+    """
+    from safetensors.torch import save_file
+
+    from . import __version__
+
+    seeds = [r.seed for r in results]
+    if tuple(seeds) != tuple(spec.seeds):
+        raise ValueError(f"results are for seeds {seeds}, spec {spec.name} has seeds {list(spec.seeds)}")
+    w_path, m_path = weight_files(spec, directory)
+    w_path.parent.mkdir(parents=True, exist_ok=True)
+    task = spec.make_task()
+    state, accuracies = {}, []
+    for r in results:
+        model = spec.build()
+        half = {k: v.detach().cpu().to(torch.float16) for k, v in r.model.state_dict().items()}
+        model.load_state_dict({k: v.float() for k, v in half.items()})
+        accuracies.append(evaluate(model, task))
+        state.update({f"seed{r.seed}/{k}": v.contiguous() for k, v in half.items()})
+    save_file(state, str(w_path), metadata={"format": "mha_lib-trained", "name": spec.name, "version": str(spec.version)})
+    meta = {
+        "spec": spec.to_dict(),
+        "seeds": seeds,
+        "accuracy": accuracies,
+        "accuracy_float32": [r.accuracy for r in results],
+        "curves": [r.curve for r in results],
+        "train_seconds": [r.seconds for r in results],
+        "train_cpu_seconds": [r.cpu_seconds for r in results],
+        "versions": {
+            "mha_lib": __version__,
+            "torch": torch.__version__,
+            "python": platform.python_version(),
+            "device": str(next(results[0].model.parameters()).device) if results else "cpu",
+            "threads": torch.get_num_threads(),
+        },
+    }
+    m_path.write_text(json.dumps(meta, indent=1) + "\n", encoding="utf-8")
+    return meta

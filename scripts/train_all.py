@@ -1,0 +1,83 @@
+"""Retrain every shipped toy model from scratch (what `make train` runs).
+
+For each family in ``mha_lib.tasks.SHIPPED`` (or the ones named on the command line), every
+seed is trained with ``mha_lib.train.train_spec`` and the family is written to
+``mha_lib/weights/<name>.v<version>.{safetensors,json}`` by ``mha_lib.train.save_trained``.
+
+The models are tiny (about 50k parameters each), so on a CPU one thread per run is fastest;
+runs go to a pool of ``--workers`` processes (default: the number of CPU cores, at most 4).
+The result does not depend on the number of workers: a run is a function of its spec and
+seed (and of the torch version and CPU, see mha_lib.train).
+
+Usage:
+    python scripts/train_all.py                    # everything, into mha_lib/weights/
+    python scripts/train_all.py ch1-h1 ch1-h2      # only these families
+    python scripts/train_all.py --out /tmp/w       # somewhere else
+"""
+from __future__ import annotations
+
+import argparse
+import multiprocessing
+import os
+import tempfile
+import sys
+import time
+from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
+
+
+def _run(job):
+    """Train one (family, seed) in a worker; the weights travel back through a safetensors
+    file in the scratch folder (train_spec's checkpoint cache), never through pickle."""
+    name, seed, device, scratch = job
+    import torch
+
+    if device == "cpu":
+        torch.set_num_threads(1)  # tiny models: threads only add synchronisation cost
+    from mha_lib.train import train_spec
+
+    r = train_spec(name, seed, device=device, progress=False, cache_dir=scratch)
+    return name, seed, r.accuracy, r.seconds, r.cpu_seconds
+
+
+def main(argv=None) -> int:
+    from mha_lib.tasks import SHIPPED, WEIGHTS_DIR
+    from mha_lib.train import save_trained, train_spec
+
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("names", nargs="*", help=f"families to train (default all: {', '.join(SHIPPED)})")
+    parser.add_argument("--out", type=Path, default=WEIGHTS_DIR, help="output folder")
+    parser.add_argument("--workers", type=int, default=min(4, os.cpu_count() or 1))
+    parser.add_argument("--device", default="cpu", help="torch device (default cpu; the shipped files are from cpu)")
+    args = parser.parse_args(argv)
+    names = args.names or list(SHIPPED)
+    unknown = [n for n in names if n not in SHIPPED]
+    if unknown:
+        parser.error(f"unknown families {unknown}; known: {list(SHIPPED)}")
+    start = time.perf_counter()
+    workers = 1 if args.device != "cpu" else max(1, args.workers)
+    cpu = 0.0
+    with tempfile.TemporaryDirectory(prefix="mha_lib_train_") as scratch:
+        jobs = [(n, s, args.device, scratch) for n in names for s in SHIPPED[n].seeds]
+        # longest jobs first, so that the workers finish together
+        jobs.sort(key=lambda j: -SHIPPED[j[0]].model["num_layers"] * SHIPPED[j[0]].steps)
+        with ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("spawn")) as pool:
+            for name, seed, acc, seconds, cpu_seconds in pool.map(_run, jobs):
+                cpu += cpu_seconds
+                print(f"{name} seed {seed}: accuracy {acc:.3f} ({seconds:.0f} s wall, {cpu_seconds:.0f} s CPU)",
+                      flush=True)
+        for name in names:
+            spec = SHIPPED[name]
+            # read back from the scratch cache (same device type, so the cache key matches)
+            results = [train_spec(spec, s, device=args.device, progress=False, cache_dir=scratch) for s in spec.seeds]
+            assert all(r.cached for r in results)
+            meta = save_trained(spec, results, args.out)
+            accs = ", ".join(f"{a:.3f}" for a in meta["accuracy"])
+            print(f"saved {name}.v{spec.version}: accuracy per seed [{accs}]", flush=True)
+    print(f"trained {len(jobs)} runs with {workers} workers in {time.perf_counter() - start:.0f} s "
+          f"({cpu:.0f} s of CPU time in the runs)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

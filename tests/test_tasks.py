@@ -1,0 +1,246 @@
+"""The synthetic task of chapter 1, the head-specialisation measure, and the shipped-model registry."""
+from __future__ import annotations
+
+import json
+
+import pytest
+import torch
+
+from mha_lib import tasks
+from mha_lib.tasks import IGNORE_INDEX, PrevMarkedTask, TaskBatch, best_heads, relation_shares
+
+
+# ----------------------------------------------------------------------------- the generator
+def test_shapes_dtypes_and_ranges():
+    task = PrevMarkedTask(vocab_size=8, seq_len=12)
+    b = task.dataset(50, seed=3)
+    for t in (b.input_ids, b.token_type_ids, b.labels):
+        assert t.shape == (50, 12) and t.dtype == torch.long
+    assert b.marked.shape == (50,)
+    assert 0 <= int(b.input_ids.min()) and int(b.input_ids.max()) < 8
+    assert torch.equal(b.token_type_ids.sum(1), torch.ones(50, dtype=torch.long))  # exactly one mark
+    assert torch.equal(b.token_type_ids.argmax(1), b.marked)
+    assert (b.labels[:, 0] == IGNORE_INDEX).all()
+    assert ((b.labels[:, 1:] >= 0) & (b.labels[:, 1:] < 8)).all()
+
+
+def test_labels_checked_by_hand():
+    task = PrevMarkedTask(vocab_size=10, seq_len=5)
+    x = torch.tensor([[3, 7, 1, 9, 4]])
+    m = torch.tensor([1])  # marked token 7
+    # build the batch the way sample() labels it, then check every position by hand
+    labels = torch.full((1, 5), IGNORE_INDEX)
+    labels[:, 1:] = task.combine(x[:, :-1], x[0, m][:, None])
+    # y_1 = 3-7 = -4 = 6 (mod 10); y_2 = 7-7 = 0 (the mark is the previous token);
+    # y_3 = 1-7 = 4; y_4 = 9-7 = 2
+    assert labels.tolist() == [[IGNORE_INDEX, 6, 0, 4, 2]]
+    add = PrevMarkedTask(vocab_size=10, seq_len=5, op="add")
+    assert add.combine(x[:, :-1], x[0, m][:, None]).tolist() == [[0, 4, 8, 6]]
+
+
+def test_labels_right_by_construction_on_random_batches():
+    for op in ("sub", "add"):
+        task = PrevMarkedTask(vocab_size=16, seq_len=16, op=op)
+        b = task.dataset(200, seed=1)
+        for s in range(200):
+            x, m = b.input_ids[s].tolist(), int(b.marked[s])
+            for i in range(1, 16):
+                want = (x[i - 1] - x[m]) % 16 if op == "sub" else (x[i - 1] + x[m]) % 16
+                assert int(b.labels[s, i]) == want
+
+
+def test_one_token_alone_says_nothing_about_the_label():
+    # the design claim: for a fixed marked token the label runs over every class, and vice versa
+    task = PrevMarkedTask(vocab_size=6, seq_len=4)
+    prev = torch.arange(6)
+    for marked in range(6):
+        assert sorted(task.combine(prev, torch.tensor(marked)).tolist()) == list(range(6))
+        assert sorted(task.combine(torch.tensor(marked), prev).tolist()) == list(range(6))
+
+
+def test_determinism_and_seed_dependence():
+    task = PrevMarkedTask()
+    a, b, c = task.dataset(64, seed=7), task.dataset(64, seed=7), task.dataset(64, seed=8)
+    assert all(torch.equal(s, t) for s, t in zip(a, b))
+    assert not torch.equal(a.input_ids, c.input_ids)
+    g1, g2 = torch.Generator().manual_seed(5), torch.Generator().manual_seed(5)
+    assert torch.equal(task.sample(9, g1).labels, task.sample(9, g2).labels)
+
+
+def test_marks_and_tokens_are_uniform_enough():
+    b = PrevMarkedTask(vocab_size=4, seq_len=8).dataset(8000, seed=0)
+    mark_freq = torch.bincount(b.marked, minlength=8).float() / 8000
+    token_freq = torch.bincount(b.input_ids.flatten(), minlength=4).float() / b.input_ids.numel()
+    assert (mark_freq - 1 / 8).abs().max() < 0.02
+    assert (token_freq - 1 / 4).abs().max() < 0.01
+
+
+def test_ceilings_by_hand():
+    # V = 4, L = 2: the only labelled position is i = 1, and it coincides with the mark (m = 0)
+    # with probability p = 1/2, when the label is 0.
+    c = PrevMarkedTask(vocab_size=4, seq_len=2).ceilings()
+    assert c["constant"] == pytest.approx(0.5 * 4 / 16 + 0.5)  # always guess 0
+    assert c["one_relation"] == pytest.approx(0.5 + 0.5 / 4)
+    # unordered pairs: {a, a} -> 0 (4 pairs right); a - b = 2 = -2 mod 4 (4 pairs right);
+    # a - b = +-1 (8 pairs, half right): 12 of 16
+    assert c["even_blend"] == pytest.approx(0.5 + 0.5 * 12 / 16)
+    add = PrevMarkedTask(vocab_size=4, seq_len=2, op="add").ceilings()
+    assert add["even_blend"] == 1.0  # the sum does not care about the order
+
+
+def test_ceilings_match_simple_predictors_on_data():
+    task = PrevMarkedTask(vocab_size=8, seq_len=16)
+    b = task.dataset(4000, seed=4)
+    keep = b.labels != IGNORE_INDEX
+    c = task.ceilings()
+    always_zero = ((b.labels == 0) & keep).sum() / keep.sum()
+    assert float(always_zero) == pytest.approx(c["constant"], abs=0.01)
+    # one relation: read x_{i-1} only, answer 0 where it is the marked token, else guess x_{i-1}
+    prev = torch.zeros_like(b.labels)
+    prev[:, 1:] = b.input_ids[:, :-1]
+    coincide = torch.zeros_like(keep)
+    coincide[:, 1:] = b.token_type_ids[:, :-1] == 1
+    guess = torch.where(coincide, torch.zeros_like(prev), prev)
+    assert float(((guess == b.labels) & keep).sum() / keep.sum()) == pytest.approx(c["one_relation"], abs=0.01)
+    assert c["constant"] <= c["one_relation"] < c["even_blend"] < c["both"] == 1.0
+
+
+@pytest.mark.parametrize(
+    "kwargs", [dict(vocab_size=1), dict(seq_len=1), dict(op="mul"), dict(vocab_size=2.0), dict(seq_len=True)]
+)
+def test_bad_task_arguments(kwargs):
+    with pytest.raises(ValueError, match=list(kwargs)[0]):
+        PrevMarkedTask(**kwargs)
+
+
+def test_bad_sizes_and_seeds():
+    task = PrevMarkedTask()
+    with pytest.raises(ValueError, match="batch_size"):
+        task.sample(0)
+    with pytest.raises(ValueError, match="seed"):
+        task.dataset(4, seed=-1)
+
+
+def test_task_dict_round_trip():
+    task = PrevMarkedTask(vocab_size=5, seq_len=7, op="add")
+    assert tasks.task_from_dict(json.loads(json.dumps(task.to_dict()))) == task
+    with pytest.raises(ValueError, match="unknown task kind"):
+        tasks.task_from_dict({"kind": "copy"})
+
+
+def test_batch_slicing_and_tokens():
+    task = PrevMarkedTask(vocab_size=10, seq_len=4)
+    b = TaskBatch(torch.tensor([[1, 2, 3, 4], [5, 6, 7, 8]]), torch.tensor([[0, 0, 1, 0], [1, 0, 0, 0]]),
+                  torch.zeros(2, 4, dtype=torch.long), torch.tensor([2, 0]))
+    assert b[1:].input_ids.tolist() == [[5, 6, 7, 8]] and b[1:].marked.tolist() == [0]
+    assert task.tokens(b, 0) == ["1", "2", "*3", "4"]
+    assert task.tokens(b, 1) == ["*5", "6", "7", "8"]
+
+
+def test_relation_targets():
+    task = PrevMarkedTask(vocab_size=10, seq_len=4)
+    b = task.dataset(3, seed=0)
+    t = task.relation_targets(b)
+    assert t.shape == (3, 2, 4)
+    assert t[:, 0].tolist() == [[-1, 0, 1, 2]] * 3
+    assert torch.equal(t[:, 1], b.marked[:, None].expand(3, 4))
+
+
+# ----------------------------------------------------------------------------- specialisation measure
+def _one_hot_weights(targets, S):
+    """(B, L, S) attention that puts all weight on targets (B, L) (uniform where target = -1)."""
+    B, L = targets.shape
+    w = torch.full((B, L, S), 1.0 / S)
+    rows = targets >= 0
+    w[rows] = torch.nn.functional.one_hot(targets[rows], S).float()
+    return w
+
+
+def test_relation_shares_of_specialised_and_blending_heads():
+    task = PrevMarkedTask(vocab_size=10, seq_len=6)
+    b = task.dataset(40, seed=2)
+    t = task.relation_targets(b)  # (B, 2, L)
+    prev_head = _one_hot_weights(t[:, 0], 6)
+    mark_head = _one_hot_weights(t[:, 1], 6)
+    blend = 0.5 * prev_head + 0.5 * mark_head
+    w = torch.stack([prev_head, mark_head, blend], dim=1)  # (B, H=3, L, S)
+    shares = relation_shares(w, t)
+    assert shares.shape == (3, 2)
+    # query i = m + 1 has both targets on one key, so a one-relation head also gets that share
+    coincide = (t[:, 0] == t[:, 1]).float()[:, 1:].mean()  # over queries with a previous token
+    coincide_all = ((t[:, 0] == t[:, 1]).float().sum() / (t[:, 1] >= 0).sum())
+    torch.testing.assert_close(shares[0, 0], torch.tensor(1.0))
+    torch.testing.assert_close(shares[0, 1], coincide_all + (1 / 6) / 6)  # + the uniform row at i = 0
+    torch.testing.assert_close(shares[1, 1], torch.tensor(1.0))
+    torch.testing.assert_close(shares[1, 0], coincide)
+    torch.testing.assert_close(shares[2], 0.5 * (shares[0] + shares[1]))
+    heads, values = best_heads(shares)
+    assert heads == [0, 1] and values == pytest.approx([1.0, 1.0])
+
+
+def test_relation_shares_hand_example():
+    # one sequence, L = S = 3, one head; previous targets [-1, 0, 1], marked targets [2, 2, 2]
+    w = torch.tensor([[[0.2, 0.3, 0.5], [0.6, 0.1, 0.3], [0.0, 0.9, 0.1]]])[:, None]  # (1, 1, 3, 3)
+    t = torch.tensor([[[-1, 0, 1], [2, 2, 2]]])
+    shares = relation_shares(w, t)
+    assert shares[0, 0].item() == pytest.approx((0.6 + 0.9) / 2)  # query 0 has no previous key
+    assert shares[0, 1].item() == pytest.approx((0.5 + 0.3 + 0.1) / 3)
+
+
+def test_relation_shares_errors():
+    w = torch.rand(2, 1, 3, 3)
+    with pytest.raises(ValueError, match="weights must be"):
+        relation_shares(w[0], torch.zeros(2, 2, 3, dtype=torch.long))
+    with pytest.raises(ValueError, match="does not match"):
+        relation_shares(w, torch.zeros(2, 2, 4, dtype=torch.long))
+    with pytest.raises(ValueError, match="must lie in"):
+        relation_shares(w, torch.full((2, 2, 3), 3))
+    with pytest.raises(ValueError, match="shares must be"):
+        best_heads(torch.rand(3))
+
+
+# ----------------------------------------------------------------------------- the registry
+def test_registry_specs_are_consistent():
+    assert {"ch1-h1", "ch1-h2", "ch1-h4", "ch1-h8"} <= set(tasks.SHIPPED)
+    for name, spec in tasks.SHIPPED.items():
+        task = spec.make_task()
+        config = spec.encoder_config()
+        assert spec.name == name
+        assert config.vocab_size == task.vocab_size and config.max_len == task.seq_len
+        assert config.pad_token_id is None  # every token id is real and must keep its gradient
+        assert config.type_vocab_size == 2  # the mark is a token type
+        assert len(spec.seeds) >= 3
+        assert tasks.TrainedSpec.from_dict(json.loads(json.dumps(spec.to_dict()))) == spec
+    ch1 = [tasks.SHIPPED[f"ch1-h{h}"] for h in (1, 2, 4, 8)]
+    # the comparison is fair: only num_heads differs
+    for spec in ch1:
+        assert len(spec.seeds) >= 5
+        assert spec.model | {"num_heads": 1} == ch1[0].model
+        assert (spec.steps, spec.batch_size, spec.lr, spec.task) == (
+            ch1[0].steps, ch1[0].batch_size, ch1[0].lr, ch1[0].task)
+
+
+def test_every_shipped_family_has_files_and_loads():
+    for name, spec in tasks.SHIPPED.items():
+        w_path, m_path = tasks.weight_files(spec)
+        assert w_path.is_file() and m_path.is_file(), f"{name}: run `make train`"
+        info = tasks.trained_info(name)
+        assert info["seeds"] == list(spec.seeds)
+        assert len(info["accuracy"]) == len(spec.seeds) == len(info["curves"])
+        model = tasks.load_trained(name, spec.seeds[-1])
+        assert not model.training
+        assert model.config.num_heads == spec.model["num_heads"]
+
+
+def test_shipped_weights_are_small():
+    total = sum(p.stat().st_size for p in tasks.WEIGHTS_DIR.glob("*.safetensors"))
+    assert total < 8 * 2**20, f"shipped weights take {total / 2**20:.1f} MiB"
+
+
+def test_load_trained_errors(tmp_path):
+    with pytest.raises(ValueError, match="no shipped model named"):
+        tasks.load_trained("ch1-h3")
+    with pytest.raises(ValueError, match="has no seed"):
+        tasks.load_trained("ch1-h1", seed=99)
+    with pytest.raises(FileNotFoundError, match="make train"):
+        tasks.load_trained("ch1-h1", directory=tmp_path)
