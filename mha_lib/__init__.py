@@ -34,6 +34,7 @@ _SUBMODULES = ("attention", "model", "tasks", "train", "pruning", "cost", "pretr
 _EXPORTS = {
     "head_importance": "pruning",
     "load_bert": "pretrained",
+    "load_trained": "tasks",
 }
 
 __all__ = ["__version__", "default_device", "set_seed", "MultiHeadAttention", "attention", *_EXPORTS,
