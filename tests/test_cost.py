@@ -357,3 +357,23 @@ def test_cpu_peak_fallback_through_chrome_trace_agrees():
     direct = cost._cpu_peak_from_profile(prof)
     fallback = cost._cpu_peak_from_profile(NoKineto())
     assert direct == fallback >= MiB
+
+
+def test_chapter3_gqa_weights_are_current():
+    """The GQA/MQA models chapter 3 ships were trained from today's chapter-1 recipe."""
+    import importlib.util
+
+    from mha_lib import tasks
+
+    path = Path(__file__).resolve().parents[1] / "scripts" / "train_ch3.py"
+    module_spec = importlib.util.spec_from_file_location("train_ch3", path)
+    train_ch3 = importlib.util.module_from_spec(module_spec)
+    module_spec.loader.exec_module(train_ch3)
+    for spec in train_ch3.gqa_specs():
+        info = tasks.trained_info(spec)  # raises ValueError when the stored spec differs (stale)
+        assert info["seeds"] == list(spec.seeds)
+        model = tasks.load_trained(spec)
+        attn = model.encoder.blocks[0].attn
+        assert (attn.num_heads, attn.num_kv_heads) == (8, spec.model["num_kv_heads"])
+        # the recorded accuracy reproduces from the shipped float16 weights
+        assert abs(tasks.evaluate(model, spec.make_task()) - info["accuracy"][0]) < 1e-3
