@@ -15,7 +15,7 @@ fails on a time.
 Reference point (Michel et al. 2019, Table 4, BERT with 50% of heads pruned, whole model):
 +1.9% examples/s at batch 1 and +17.5% at batch 16 and 64, on a GPU.
 
-Usage:  python benchmarks/bench_pruning.py [--repeats 5] [--sweep] [--json out.json]
+Usage:  python benchmarks/bench_pruning.py [--repeats 5] [--threads N] [--sweep] [--json out.json]
 """
 from __future__ import annotations
 
@@ -23,6 +23,8 @@ import argparse
 import json
 import os
 import sys
+
+import torch
 
 from mha_lib.cost import environment_string
 from mha_lib.pruning import measure_pruning_speedup
@@ -35,10 +37,14 @@ def main() -> int:
                         help="keep timing each variant until it has run this long in total")
     parser.add_argument("--sweep", action="store_true", help="keep 6, 4 and 2 of 8 heads (default: 4)")
     parser.add_argument("--device", default="cpu")
+    parser.add_argument("--threads", type=int, default=None,
+                        help="torch CPU threads (default: torch's default; on a busy machine 1 is steadier)")
     parser.add_argument("--json", help="also write the rows to this JSON file")
     args = parser.parse_args()
 
     keep = (6, 4, 2) if args.sweep else (4,)
+    if args.threads is not None:
+        torch.set_num_threads(args.threads)
     print(environment_string(args.device))
     print("MultiHeadAttention(512, 8), L=256; whole model = Encoder, 1 block, d_ff 2048; fastest of >= "
           f"{args.repeats} interleaved runs (>= {args.min_seconds} s per variant)")

@@ -896,6 +896,7 @@ def measure_pruning_speedup(
     d_ff: Optional[int] = None,
     repeats: int = 5,
     min_seconds: float = 0.5,
+    warmup: int = 1,
     seed: int = 0,
     device: Union[str, torch.device] = "cpu",
 ) -> List[dict]:
@@ -907,7 +908,8 @@ def measure_pruning_speedup(
     ``Encoder`` of ``whole_model_layers`` blocks (MLP width ``d_ff``, default 4·d_model).
     Self-attention forward passes (fast SDPA path, no weights returned) are timed,
     interleaved with the unpruned reference in the same loop; the fastest of at least
-    ``repeats`` runs (more, until each variant has run ``min_seconds``) is kept. Ratios of
+    ``repeats`` runs (more, until each variant has run ``min_seconds``), after ``warmup``
+    untimed runs of each, is kept. Ratios of
     process CPU time are reported too: other jobs on a shared machine inflate wall time
     but not this process's CPU time. Ratios, not absolute times, are the result: they survive a
     shared, noisy CPU far better.
@@ -928,8 +930,8 @@ def measure_pruning_speedup(
 
     if any(not 0 <= k <= num_heads for k in keep_heads):
         raise ValueError(f"keep_heads {list(keep_heads)} must lie in [0, num_heads={num_heads}]")
-    if repeats < 1:
-        raise ValueError(f"repeats must be >= 1, got {repeats}")
+    if repeats < 1 or warmup < 0:
+        raise ValueError(f"repeats must be >= 1 and warmup >= 0, got repeats={repeats}, warmup={warmup}")
     d_ff = 4 * d_model if d_ff is None else d_ff
     device = torch.device(device)
     torch.manual_seed(seed)
@@ -958,9 +960,9 @@ def measure_pruning_speedup(
                 return fn
 
             (t_ref, t_pruned), (c_ref, c_pruned) = _best_times(
-                [run(ref_attn, x), run(attn, x)], repeats, min_seconds)
+                [run(ref_attn, x), run(attn, x)], repeats, min_seconds, warmup)
             (m_ref, m_pruned), (mc_ref, mc_pruned) = _best_times(
-                [run(ref_model, ids), run(model, ids)], repeats, min_seconds)
+                [run(ref_model, ids), run(model, ids)], repeats, min_seconds, warmup)
             f_ref = pruned_attention_flops(B, seq_len, d_model, num_heads, num_heads)
             f_kept = pruned_attention_flops(B, seq_len, d_model, num_heads, keep)
             mlp = 2 * 2 * B * seq_len * d_model * d_ff
