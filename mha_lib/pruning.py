@@ -6,7 +6,7 @@ modules (:class:`~mha_lib.model.Encoder`, :class:`~mha_lib.model.TokenClassifier
 the pretrained :class:`~mha_lib.pretrained.BertEncoder`):
 
 * :func:`head_importance` -- Michel et al. 2019's gradient score
-  I_h = E_x |dL(x)/d xi_h|, one forward and one backward pass per batch;
+  ``I_h = E_x |dL(x)/d xi_h|``, one forward and one backward pass per batch;
 * :func:`single_head_ablation` -- the metric with one head masked, for every head;
 * :func:`attention_confidence`, :func:`positional_offsets`, :func:`head_attention_stats`
   -- Voita et al. 2019's confidence and positional-head criterion;
@@ -237,7 +237,7 @@ def head_importance(
     head_mask: Optional[Tensor] = None,
     normalize: bool = True,
 ) -> Tensor:
-    r"""Head importance of Michel et al. 2019: I_h = E_x |dL(x)/d xi_h|.
+    r"""Head importance of Michel et al. 2019: ``I_h = E_x |dL(x)/d xi_h|``.
 
     For each batch, every layer gets a per-example gate ``xi`` of shape (B, H_l), filled
     with the current ``head_mask`` values (1 by default) and requiring grad. The model runs
@@ -248,14 +248,14 @@ def head_importance(
     examples, then (``normalize=True``) each layer's vector is divided by its l2 norm, as
     in the paper.
 
-    How this differs from the paper's code (github.com/pmichel31415/are-16-heads-really-
-    better-than-1, and transformers' old bertology example): that code takes the gradient
-    of a *batch* loss with respect to each head's context vectors and sums
-    |<dL/d ctx_{h,t}, ctx_{h,t}>| over every token t, then divides by the token count: the
-    absolute value is taken per token. Here it is taken per example, on the exact
-    derivative dL(x)/d xi_h of that example's loss, which is the quantity the paper's
-    formula states. The two rankings are usually close, but the numbers differ: per-token
-    absolute values cannot cancel between tokens of one sentence, per-example ones can.
+    How this differs from the paper's code (and from transformers' old bertology example,
+    which follows it; https://github.com/pmichel31415/are-16-heads-really-better-than-1):
+    that code takes the gradient of a *batch* loss with respect to each head's context
+    vectors and sums ``|<dL/d ctx_{h,t}, ctx_{h,t}>|`` over every token t, then divides by
+    the token count: the absolute value is taken per token. Here it is taken per example,
+    on the exact derivative dL(x)/d xi_h of that example's loss, which is the quantity the
+    paper's formula states. The two can rank heads differently: per-token absolute values
+    cannot cancel between the tokens of one example, per-example ones can.
 
     Args:
         model: see :func:`attention_layers`. Run in eval mode (dropout off) during the
