@@ -106,7 +106,7 @@ def test_save_and_load_round_trip(tmp_path, one_thread):
         tasks.load_trained(stale, 0, directory=tmp_path)
 
 
-def test_shipped_weights_reproduce_their_recorded_accuracy():
+def test_shipped_weights_reproduce_their_recorded_accuracy(one_thread):
     # Every shipped model, evaluated now, gives the accuracy recorded when it was saved. The
     # tolerance covers a few argmax ties that another CPU may break the other way.
     for name, spec in SHIPPED.items():
