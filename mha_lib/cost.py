@@ -28,10 +28,10 @@ Notation (as in ``mha_lib.attention``):
 
 Sources:
     Vaswani et al. 2017, "Attention Is All You Need" (multi-head attention; Table 3 configurations).
-    Shazeer 2019, "Fast Transformer Decoding: One Write-Head is All You Need" (multi-query attention,
-        the KV cache as the decoding bottleneck).
-    Ainslie et al. 2023, "GQA: Training Generalized Multi-Query Transformer Models from Multi-Head
-        Checkpoints" (grouped-query attention).
+    Shazeer 2019, "Fast Transformer Decoding: One Write-Head is All You Need" (multi-query
+    attention, the KV cache as the decoding bottleneck).
+    Ainslie et al. 2023, "GQA: Training Generalized Multi-Query Transformer Models from
+    Multi-Head Checkpoints" (grouped-query attention).
 """
 from __future__ import annotations
 
@@ -650,15 +650,17 @@ def measure_peak_memory(fn: Callable[[], object], *, device=None) -> int:
 
 @contextlib.contextmanager
 def _quiet_stderr():
-    """Silence file descriptor 2 (C++ writes bypass sys.stderr); only around profiler start/stop."""
-    try:
-        fd = sys.stderr.fileno()
-    except (AttributeError, OSError, ValueError):  # e.g. a replaced sys.stderr without a descriptor
-        fd = 2
+    """Silence file descriptor 2, where C++ writes go; only around profiler start/stop.
+
+    Always fd 2, not ``sys.stderr.fileno()``: in a Jupyter kernel the latter is a saved copy of
+    the terminal's stderr, while the C++ library writes to fd 2, which the kernel forwards into
+    the notebook.
+    """
+    fd = 2
     try:
         sys.stderr.flush()
         saved = os.dup(fd)
-    except OSError:
+    except (OSError, ValueError):
         yield
         return
     try:
