@@ -11,7 +11,8 @@ What is measured (CPU unless CUDA is present; fp32; eval; torch.inference_mode()
    and reported as ratios to H=1 on the same path, beside the peak memory and the fraction of
    the measured matmul peak.
 2. One decode step with a KV cache of 4096 positions, batch 4, d_model=512, H=8, for
-   num_kv_heads 8 (MHA), 2 (GQA) and 1 (MQA): seconds per token as a ratio to MHA, and the cache
+   num_kv_heads 8 (MHA), 2 (GQA) and 1 (MQA), on both paths, timed round-robin by
+   ``cost.sweep_decode``: seconds per token as a ratio to MHA on the same path, and the cache
    bytes (measured = formula).
 
 Nothing here has a pass/fail target: it prints numbers to compare across machines. The book's
@@ -61,12 +62,14 @@ def main() -> int:
               f"{cost.format_bytes(r.map_bytes):>10} {r.flop_per_s / peak:>8.1%}")
 
     print("\n2. one decode step, KV cache of 4096 positions, B=4, d_model=512, H=8")
-    decode = {kv: cost.measure_decode_step(d_model=512, num_heads=8, num_kv_heads=kv, context_len=4096,
-                                           batch=4, device=device, repeats=args.repeats)
-              for kv in (8, 2, 1)}
-    print(f"{'num_kv_heads':>12} {'ms/token':>9} {'x MHA':>6} {'cache':>10} {'formula':>10}")
-    for kv, r in decode.items():
-        print(f"{kv:>12} {r.seconds_per_token * 1e3:>9.3g} {r.seconds_per_token / decode[8].seconds_per_token:>6.2f} "
+    steps = cost.sweep_decode(d_model=512, num_heads=8, num_kv_heads=[8, 2, 1], context_len=4096, batch=4,
+                              need_weights=(False, True), device=device, repeats=args.repeats)
+    mha = {r.need_weights: r.seconds_per_token for r in steps if r.num_kv_heads == 8}
+    print(f"{'path':>9} {'num_kv_heads':>12} {'ms/token':>9} {'x MHA':>6} {'cache':>10} {'formula':>10}")
+    for r in steps:
+        path = "explicit" if r.need_weights else "SDPA"
+        print(f"{path:>9} {r.num_kv_heads:>12} {r.seconds_per_token * 1e3:>9.3g} "
+              f"{r.seconds_per_token / mha[r.need_weights]:>6.2f} "
               f"{cost.format_bytes(r.cache_bytes):>10} {cost.format_bytes(r.formula_bytes):>10}")
     return 0
 
