@@ -277,13 +277,18 @@ def test_case2_masks_in_half_precision(dtype, need_weights, device):
 def test_no_large_fill_constants_in_code():
     """The whole kind of fault: the code has no numeric literal like -1e9, 1e4 or 10000 to fill
     masked scores with (docstrings may mention them), and no finfo(...).min fill."""
+    import importlib
     import inspect
     import io
     import tokenize
 
-    import mha_lib.attention as mod
-
-    tokens = list(tokenize.generate_tokens(io.StringIO(inspect.getsource(mod)).readline))
+    # NOT ``import mha_lib.attention as mod``: the package rebinds ``mha_lib.attention`` to the
+    # function, so that would scan only the function's source.
+    mod = importlib.import_module("mha_lib.attention")
+    assert inspect.ismodule(mod)
+    source = inspect.getsource(mod)
+    assert "class MultiHeadAttention" in source and "def build_attention_mask" in source
+    tokens = list(tokenize.generate_tokens(io.StringIO(source).readline))
     numbers = [float(t.string.replace("_", "")) for t in tokens if t.type == tokenize.NUMBER and "j" not in t.string]
     assert numbers and max(abs(n) for n in numbers) < 1e4
     names = [t.string for t in tokens if t.type == tokenize.NAME]
