@@ -420,6 +420,9 @@ class TrainedSpec:
         seeds: the seeds trained; seed k sets the initialisation and the training stream.
         eval_every: steps between learning-curve points; eval_sequences: sequences in the
             small fixed set used for the curves (the final accuracy uses :func:`evaluate`).
+        tied_heads: when True, every head of every block shares head 0's W^Q, W^K and W^V
+            (:func:`mha_lib.analysis.tie_heads`, kept tied during training); chapter 2 uses
+            it to show that tied heads are one narrow head.
     """
 
     name: str
@@ -434,6 +437,7 @@ class TrainedSpec:
     seeds: Tuple[int, ...] = (0, 1, 2, 3, 4)
     eval_every: int = 100
     eval_sequences: int = 256
+    tied_heads: bool = False
 
     def make_task(self) -> PrevMarkedTask:
         """The task object."""
@@ -452,7 +456,13 @@ class TrainedSpec:
         """A freshly initialised :class:`~mha_lib.model.TokenClassifier` (uses torch's global RNG)."""
         from .model import TokenClassifier
 
-        return TokenClassifier(self.encoder_config(), self.make_task().num_classes)
+        model = TokenClassifier(self.encoder_config(), self.make_task().num_classes)
+        if self.tied_heads:  # chapter 2: every head shares head 0's W^Q, W^K, W^V (kept tied in training)
+            from .analysis import tie_heads
+
+            for block in model.encoder.blocks:
+                tie_heads(block.attn)
+        return model
 
     def to_dict(self) -> dict:
         d = asdict(self)
@@ -496,6 +506,11 @@ SHIPPED: Dict[str, TrainedSpec] = {
     for s in [
         *(_spec(f"ch1-h{h}", h) for h in (1, 2, 4, 8, 16, 32)),
         _spec("ch4-l3h8", 8, num_layers=3, seeds=(0, 1, 2)),
+        # chapter 2, section 4: 4 tied heads vs one head of width d_model/4 (3 of 4 heads pruned at init)
+        TrainedSpec(name="ch2-tied-h4", version=1, task=_TASK, model=dict(_MODEL, num_heads=4), tied_heads=True,
+                    **_RECIPE),
+        TrainedSpec(name="ch2-narrow-h4", version=1, task=_TASK,
+                    model=dict(_MODEL, num_heads=4, pruned_heads={"0": [1, 2, 3]}), **_RECIPE),
     ]
 }
 
