@@ -275,7 +275,10 @@ def head_importance(
 
     Raises:
         ValueError: no batches; ``loss_fn`` returning a shape other than (B,); a loss or
-            gradient that is NaN or infinite; a ``head_mask`` of the wrong shape.
+            gradient that is NaN or infinite; a ``head_mask`` of the wrong shape; losses that
+            do not depend on any layer's gates (``loss_fn`` did not pass ``head_mask`` on to
+            the model). A layer whose gates are used but get a zero gradient is not an error:
+            its scores are 0.
     """
     layers = attention_layers(model)
     n, H = num_heads_grid(model)
@@ -303,6 +306,17 @@ def head_importance(
                 if not torch.isfinite(losses).all():
                     raise ValueError(f"loss_fn returned non-finite losses: {losses.detach().cpu().tolist()}")
                 grads = torch.autograd.grad(losses.sum(), gates, allow_unused=True)
+            # None (the gate never entered the graph) is not the same as a zero gradient (it
+            # did, and the loss happens not to move with it): the first means loss_fn dropped
+            # the mask, and the scores would be zeros that look like real ones.
+            if any(a.kept_heads for a in layers) and all(
+                g is None for a, g in zip(layers, grads) if a.kept_heads
+            ):
+                raise ValueError(
+                    "no layer's head gates received a gradient: loss_fn's losses do not depend on "
+                    "the head_mask it was given. The likely cause: loss_fn must pass head_mask to the "
+                    "model, e.g. model(..., head_mask=head_mask)"
+                )
             for i, (a, g) in enumerate(zip(layers, grads)):
                 if g is None or not a.kept_heads:
                     continue

@@ -137,6 +137,31 @@ def test_importance_bad_inputs():
         head_importance(model, data(), token_classification_loss, head_mask=torch.ones(3, 4))
 
 
+def test_importance_raises_when_loss_fn_drops_the_head_mask():
+    """A loss_fn that never passes head_mask on used to give all-zero scores silently."""
+    model = make()
+    with pytest.raises(ValueError, match="loss_fn must pass head_mask to the model"):
+        head_importance(model, data(), lambda m, b, g: token_classification_loss(m, b, None))
+
+
+def test_importance_zero_gradient_is_not_an_error():
+    """Gates that enter the graph but do not move the loss (grad 0, not None) give 0 scores."""
+    model = make()
+
+    def flat_loss(m, b, gates):  # uses every gate, with derivative exactly 0
+        return token_classification_loss(m, b, None) + sum(0.0 * g.sum(1) for g in gates)
+
+    imp = head_importance(model, data(), flat_loss)
+    assert torch.equal(imp, torch.zeros(TINY["num_layers"], TINY["num_heads"]))
+
+    def one_layer(m, b, gates):  # only layer 1's gates reach the model: layer 0 scores 0
+        return token_classification_loss(m, b, [torch.ones_like(gates[0]), gates[1]])
+
+    imp = head_importance(model, data(), one_layer, normalize=False)
+    assert torch.equal(imp[0], torch.zeros(TINY["num_heads"]))
+    assert bool((imp[1] > 0).all())
+
+
 # ----------------------------------------------------------------------------- ablation
 def test_single_head_ablation_matches_direct_masking():
     model = make()
