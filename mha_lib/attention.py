@@ -33,6 +33,8 @@ Papers followed:
 from __future__ import annotations
 
 import math
+import numbers
+import operator
 import warnings
 from typing import Iterable, Optional, Sequence, Tuple
 
@@ -46,6 +48,44 @@ __all__ = ["attention", "build_attention_mask", "MultiHeadAttention"]
 _SDPA_HAS_GQA = tuple(int(p) for p in torch.__version__.split("+")[0].split(".")[:2]) >= (2, 5)
 
 KVCache = Tuple[Tensor, Tensor]
+
+
+def _as_int(value, name: str) -> int:
+    """``value`` as a Python int, or a ValueError naming it.
+
+    Accepts Python ints, numpy integers and 0-d integer tensors. Rejects bools (``True`` is not
+    head 1), floats (even 2.0: a float index is usually a bug upstream), strings and anything
+    else, instead of truncating them silently as ``int()`` would.
+    """
+    is_bool = isinstance(value, bool) or type(value).__name__ in ("bool_", "bool") or (
+        isinstance(value, Tensor) and value.dtype == torch.bool
+    )
+    if not is_bool and not (isinstance(value, Tensor) and value.dim() != 0):
+        try:
+            return operator.index(value)
+        except TypeError:
+            pass
+    raise ValueError(f"{name} must be an integer (int, numpy integer or 0-d integer tensor), got {value!r}")
+
+
+def _as_head_indices(heads, name: str = "heads") -> list:
+    """An iterable of head indices -> list of Python ints; ValueError naming a bad one."""
+    if isinstance(heads, (str, bytes, numbers.Number)) or (isinstance(heads, Tensor) and heads.dim() == 0):
+        raise ValueError(
+            f"{name} must be an iterable of head indices, e.g. [1] or {{1, 2}}; got the single value {heads!r}"
+        )
+    try:
+        items = list(heads)
+    except TypeError:
+        raise ValueError(f"{name} must be an iterable of head indices, got {heads!r}") from None
+    return [_as_int(h, f"{name}: head index") for h in items]
+
+
+def _check_dropout(value, name: str = "dropout") -> float:
+    """A float in [0, 1), or a ValueError naming ``value`` (also for bools, strings and NaN)."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not 0.0 <= float(value) < 1.0:
+        raise ValueError(f"{name} must be a float in [0, 1), got {value!r}")
+    return float(value)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -326,8 +366,10 @@ class MultiHeadAttention(nn.Module):
     ``attention`` and returns the weights. Both take their mask from ``build_attention_mask``.
 
     Raises:
-        ValueError: ``num_heads`` <= 0, ``d_model`` not divisible by ``num_heads``, ``num_kv_heads``
-            not dividing ``num_heads``, ``dropout`` outside [0, 1), or out-of-range ``pruned_heads``.
+        ValueError: ``d_model``, ``num_heads`` or ``num_kv_heads`` not a positive integer (Python
+            and numpy integers are accepted, bools and floats are not), ``d_model`` not divisible
+            by ``num_heads``, ``num_kv_heads`` not dividing ``num_heads``, ``dropout`` not a
+            number in [0, 1), or ``pruned_heads`` out of range or not integers.
 
     Example:
         >>> mha = MultiHeadAttention(64, 8, num_kv_heads=2)
@@ -349,9 +391,15 @@ class MultiHeadAttention(nn.Module):
     ) -> None:
         super().__init__()
         num_kv_heads = num_heads if num_kv_heads is None else num_kv_heads
+        sizes = {}
         for name, value in (("d_model", d_model), ("num_heads", num_heads), ("num_kv_heads", num_kv_heads)):
-            if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+            try:
+                sizes[name] = _as_int(value, name)
+            except ValueError:
+                sizes[name] = 0
+            if sizes[name] <= 0:
                 raise ValueError(f"{name} must be a positive integer, got {value!r}")
+        d_model, num_heads, num_kv_heads = sizes["d_model"], sizes["num_heads"], sizes["num_kv_heads"]
         if d_model % num_heads != 0:
             raise ValueError(
                 f"d_model={d_model} is not divisible by num_heads={num_heads}: "
@@ -362,8 +410,9 @@ class MultiHeadAttention(nn.Module):
                 f"num_kv_heads={num_kv_heads} must divide num_heads={num_heads} "
                 f"(each key/value head serves a group of num_heads // num_kv_heads query heads)"
             )
-        if not 0.0 <= dropout < 1.0:
-            raise ValueError(f"dropout must be in [0, 1), got {dropout}")
+        dropout = _check_dropout(dropout)
+        if not isinstance(bias, bool):
+            raise ValueError(f"bias must be True or False, got {bias!r}")
 
         self.d_model = d_model
         self.head_dim = d_model // num_heads
@@ -636,17 +685,21 @@ class MultiHeadAttention(nn.Module):
         replaced by smaller ones, so build a new optimizer afterwards.
 
         Args:
-            heads: ORIGINAL head indices (0 .. original_num_heads - 1). Heads already pruned are
-                ignored, so pruning is idempotent: ``prune_heads({1})`` then ``prune_heads({1, 2})``
-                prunes 1 and 2.
+            heads: an iterable of ORIGINAL head indices (0 .. original_num_heads - 1): Python
+                ints, numpy integers or 0-d integer tensors. Heads already pruned are ignored,
+                so pruning is idempotent: ``prune_heads({1})`` then ``prune_heads({1, 2})``
+                prunes 1 and 2. A bare int is rejected (write ``prune_heads([1])``), so that
+                a typo never prunes a different set than meant.
 
         Raises:
-            ValueError: an index outside [0, original_num_heads).
+            ValueError: an index outside [0, original_num_heads); a bool or non-integer index
+                (e.g. ``1.5`` or ``True``, never truncated); ``heads`` a single value, not an
+                iterable. Nothing is pruned when it raises.
 
         Pruning every head is allowed: the output is then W^O's bias, broadcast to
         (B, L, d_model), and ``weights`` have shape (B, 0, L, S).
         """
-        heads = {int(h) for h in heads}
+        heads = set(_as_head_indices(heads))
         bad = sorted(h for h in heads if not 0 <= h < self.original_num_heads)
         if bad:
             raise ValueError(

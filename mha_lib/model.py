@@ -38,7 +38,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from .attention import MultiHeadAttention
+from .attention import MultiHeadAttention, _as_head_indices, _as_int, _check_dropout
 
 __all__ = [
     "EncoderConfig",
@@ -101,26 +101,26 @@ class EncoderConfig:
 
     def __post_init__(self):
         for name in ("vocab_size", "d_model", "num_heads", "num_layers", "d_ff", "max_len"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
-                raise ValueError(f"EncoderConfig.{name} must be a positive int, got {value!r}")
+            setattr(self, name, self._positive_int(name, getattr(self, name)))
         if self.d_model % self.num_heads:
             raise ValueError(
                 f"EncoderConfig: d_model={self.d_model} is not divisible by num_heads={self.num_heads}"
             )
-        if self.num_kv_heads is not None and (
-            not isinstance(self.num_kv_heads, int)
-            or self.num_kv_heads <= 0
-            or self.num_heads % self.num_kv_heads
-        ):
-            raise ValueError(
-                f"EncoderConfig: num_kv_heads={self.num_kv_heads!r} must be a positive divisor of "
-                f"num_heads={self.num_heads}"
-            )
+        if self.num_kv_heads is not None:
+            kv = self._positive_int("num_kv_heads", self.num_kv_heads)
+            if self.num_heads % kv:
+                raise ValueError(
+                    f"EncoderConfig: num_kv_heads={self.num_kv_heads!r} must be a positive divisor of "
+                    f"num_heads={self.num_heads}"
+                )
+            self.num_kv_heads = kv
         for name in ("dropout", "attention_dropout"):
             value = getattr(self, name)
-            if value is not None and not (0.0 <= float(value) < 1.0):
-                raise ValueError(f"EncoderConfig.{name} must be in [0, 1), got {value!r}")
+            if value is not None or name == "dropout":
+                setattr(self, name, _check_dropout(value, f"EncoderConfig.{name}"))
+        for name in ("norm_first", "embedding_norm", "final_norm", "bias"):
+            if not isinstance(getattr(self, name), bool):
+                raise ValueError(f"EncoderConfig.{name} must be True or False, got {getattr(self, name)!r}")
         if self.activation not in _ACTIVATIONS:
             raise ValueError(
                 f"EncoderConfig.activation={self.activation!r} is not one of {sorted(_ACTIVATIONS)}"
@@ -129,44 +129,77 @@ class EncoderConfig:
             raise ValueError(
                 f"EncoderConfig.positional={self.positional!r} is not one of {list(_POSITIONALS)}"
             )
-        if not (isinstance(self.layer_norm_eps, (int, float)) and self.layer_norm_eps > 0):
-            raise ValueError(f"EncoderConfig.layer_norm_eps must be > 0, got {self.layer_norm_eps!r}")
-        if isinstance(self.type_vocab_size, bool) or not isinstance(self.type_vocab_size, int) or (
-            self.type_vocab_size < 0
-        ):
+        eps = self.layer_norm_eps
+        if isinstance(eps, bool) or not isinstance(eps, (int, float)) or not (math.isfinite(eps) and eps > 0):
+            raise ValueError(f"EncoderConfig.layer_norm_eps must be a finite number > 0, got {eps!r}")
+        self.layer_norm_eps = float(eps)
+        try:
+            self.type_vocab_size = _as_int(self.type_vocab_size, "EncoderConfig.type_vocab_size")
+        except ValueError:
+            self.type_vocab_size = -1
+        if self.type_vocab_size < 0:
             raise ValueError(
                 f"EncoderConfig.type_vocab_size must be an int >= 0, got {self.type_vocab_size!r}"
             )
-        if self.pad_token_id is not None and not (0 <= self.pad_token_id < self.vocab_size):
-            raise ValueError(
-                f"EncoderConfig.pad_token_id={self.pad_token_id!r} is outside [0, vocab_size={self.vocab_size})"
-            )
+        if self.pad_token_id is not None:
+            pad = self.pad_token_id
+            try:
+                pad = _as_int(pad, "EncoderConfig.pad_token_id")
+            except ValueError:
+                raise ValueError(f"EncoderConfig.pad_token_id must be an int or None, got {pad!r}") from None
+            if not 0 <= pad < self.vocab_size:
+                raise ValueError(
+                    f"EncoderConfig.pad_token_id={pad!r} is outside [0, vocab_size={self.vocab_size})"
+                )
+            self.pad_token_id = pad
         self.pruned_heads = self._normalise_pruned(self.pruned_heads)
 
-    def _normalise_pruned(self, pruned) -> dict:
-        # JSON turns int keys into strings; accept both, store {int: sorted list of int}.
+    @staticmethod
+    def _positive_int(name: str, value) -> int:
+        try:
+            out = _as_int(value, f"EncoderConfig.{name}")
+        except ValueError:
+            out = 0
+        if out <= 0:
+            raise ValueError(f"EncoderConfig.{name} must be a positive int, got {value!r}")
+        return out
+
+    def _layer_index(self, layer, where: str) -> int:
+        """A layer key as an int in range(num_layers): ints, or digit strings (JSON keys)."""
+        if isinstance(layer, str) and layer.strip().isdigit():
+            layer_i = int(layer)
+        else:
+            try:
+                layer_i = _as_int(layer, f"{where}: layer")
+            except ValueError:
+                raise ValueError(f"{where}: layer {layer!r} is not an integer layer index") from None
+        if not 0 <= layer_i < self.num_layers:
+            raise ValueError(f"{where}: layer {layer!r} is outside range(num_layers={self.num_layers})")
+        return layer_i
+
+    def _checked_heads_to_prune(self, pruned, where: str) -> dict:
+        """Validate ``{layer: [heads]}`` completely; return ``{int layer: sorted int heads}``.
+
+        Raises ValueError naming the first bad layer or head; changes nothing.
+        """
         if not isinstance(pruned, Mapping):
-            raise ValueError(f"EncoderConfig.pruned_heads must be a dict {{layer: [heads]}}, got {pruned!r}")
+            raise ValueError(f"{where} must be a dict {{layer: [heads]}}, got {pruned!r}")
         out = {}
         for layer, heads in pruned.items():
-            try:
-                layer_i = int(layer)
-                heads_i = sorted({int(h) for h in heads})
-            except (TypeError, ValueError):
-                raise ValueError(f"EncoderConfig.pruned_heads has a bad entry {layer!r}: {heads!r}") from None
-            if not 0 <= layer_i < self.num_layers:
-                raise ValueError(
-                    f"EncoderConfig.pruned_heads: layer {layer!r} is outside range(num_layers={self.num_layers})"
-                )
+            layer_i = self._layer_index(layer, where)
+            heads_i = sorted(set(_as_head_indices(heads, f"{where}[{layer!r}]")))
             bad = [h for h in heads_i if not 0 <= h < self.num_heads]
             if bad:
                 raise ValueError(
-                    f"EncoderConfig.pruned_heads: layer {layer_i} heads {bad} are outside "
-                    f"range(num_heads={self.num_heads})"
+                    f"{where}: layer {layer_i} heads {bad} are outside range(num_heads={self.num_heads})"
                 )
-            if heads_i:
-                out[layer_i] = heads_i
-        return dict(sorted(out.items()))
+            out[layer_i] = sorted(set(out.get(layer_i, [])) | set(heads_i))
+        return out
+
+    def _normalise_pruned(self, pruned) -> dict:
+        # JSON turns int keys into strings; accept both, store {int: sorted list of int}.
+        out = self._checked_heads_to_prune(pruned, "EncoderConfig.pruned_heads")
+        return dict(sorted((k, v) for k, v in out.items() if v))
 
     @property
     def head_dim(self) -> int:
@@ -579,18 +612,18 @@ class Encoder(_SaveLoadMixin, nn.Module):
         ``config.pruned_heads``, so :meth:`save_pretrained` output loads back. Michel et
         al. 2019: masking a head with ``head_mask`` and pruning it give the same output.
 
+        Atomic: every layer and head index is checked before anything is pruned, so on an
+        error no layer is pruned and ``config.pruned_heads`` is unchanged.
+
         Raises:
-            ValueError: on a layer outside range(num_layers) (heads are checked by
-                MultiHeadAttention.prune_heads).
+            ValueError: a layer outside range(num_layers), a head outside
+                range(num_heads), a bool or non-integer index (e.g. ``1.5``), or a layer's
+                heads given as a single value instead of a list; the message names it.
         """
-        for layer, heads in heads_to_prune.items():
-            layer_i = int(layer)
-            if not 0 <= layer_i < self.config.num_layers:
-                raise ValueError(
-                    f"prune_heads: layer {layer!r} is outside range(num_layers={self.config.num_layers})"
-                )
+        checked = self.config._checked_heads_to_prune(heads_to_prune, "prune_heads")
+        for layer_i, heads in checked.items():
             attn = self.blocks[layer_i].attn
-            attn.prune_heads([int(h) for h in heads])
+            attn.prune_heads(heads)
             pruned = sorted(int(h) for h in attn.pruned_heads)
             if pruned:
                 self.config.pruned_heads[layer_i] = pruned

@@ -214,3 +214,34 @@ def test_pruned_parameters_keep_device_dtype_and_train():
     x = torch.randn(2, 4, 32, dtype=torch.float64)
     m(x)[0].sum().backward()
     assert all(p.grad is not None for p in m.parameters())
+
+
+# ------------------------------------------------------------------------------------------
+# Head indices must be integers: never truncated, never a bool (reviewer's repro_06)
+# ------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("bad", [[1.5], [True], [2.0], ["1"], [torch.tensor(1.0)], [torch.tensor([1])]])
+def test_prune_heads_rejects_non_integer_indices(bad):
+    m = make_mha(32, 8)
+    before = {k: v.clone() for k, v in m.state_dict().items()}
+    with pytest.raises(ValueError, match="integer.*got"):
+        m.prune_heads(bad)
+    assert m.pruned_heads == set() and m.num_heads == 8
+    assert all(torch.equal(before[k], v) for k, v in m.state_dict().items())
+    with pytest.raises(ValueError, match="integer.*got"):
+        MultiHeadAttention(32, 8, pruned_heads=bad)
+
+
+def test_prune_heads_accepts_numpy_and_tensor_integers():
+    np = pytest.importorskip("numpy")
+    m = make_mha(32, 8)
+    m.prune_heads([np.int64(1), torch.tensor(2), 3])
+    assert m.pruned_heads == {1, 2, 3} and all(type(h) is int for h in m.pruned_heads)
+
+
+def test_prune_heads_bare_int_is_an_error_not_a_guess():
+    m = make_mha(32, 8)
+    with pytest.raises(ValueError, match=r"iterable of head indices.*\[1\].*single value 1"):
+        m.prune_heads(1)
+    assert m.num_heads == 8

@@ -289,6 +289,18 @@ def test_config_json_round_trip():
         (dict(pruned_heads={5: [0]}), "layer 5"),
         (dict(pad_token_id=99), "pad_token_id=99"),
         (dict(layer_norm_eps=0), "layer_norm_eps"),
+        (dict(layer_norm_eps=float("inf")), "layer_norm_eps.*inf"),
+        (dict(layer_norm_eps=float("nan")), "layer_norm_eps.*nan"),
+        (dict(pad_token_id=-1), "pad_token_id=-1"),
+        (dict(pad_token_id=1.5), "pad_token_id.*1.5"),
+        (dict(pad_token_id=True), "pad_token_id.*True"),
+        (dict(norm_first="no"), "norm_first.*'no'"),
+        (dict(dropout="0.1"), "dropout.*'0.1'"),
+        (dict(dropout=None), "dropout.*None"),
+        (dict(num_kv_heads=True), "num_kv_heads.*True"),
+        (dict(pruned_heads={0: [1.5]}), "1.5"),
+        (dict(pruned_heads={0: [True]}), "True"),
+        (dict(pruned_heads={0: 1}), "single value 1"),
     ],
 )
 def test_bad_config_raises(overrides, match):
@@ -315,3 +327,34 @@ def test_bad_inputs_raise():
         model.prune_heads({7: [0]})
     with pytest.raises(ValueError, match="num_classes"):
         TokenClassifier(EncoderConfig(**TINY), 0)
+
+
+@pytest.mark.parametrize(
+    "bad,match",
+    [
+        ({0: [1], 1: [7]}, r"layer 1 heads \[7\]"),  # layer 0 is fine, layer 1 is not
+        ({0: [0], 9: [0]}, "layer 9"),
+        ({0: [1], 1: [2.9]}, "2.9"),
+        ({0: [1], 1: [True]}, "True"),
+        ({0: [1], "x": [0]}, "layer 'x'"),
+        ({0: [1], 1: 2}, "single value 2"),
+    ],
+)
+def test_encoder_prune_heads_is_atomic(bad, match):
+    """Every layer and head is checked before anything is pruned (reviewer's repro_02)."""
+    model = make()
+    before = {k: v.clone() for k, v in model.state_dict().items()}
+    with pytest.raises(ValueError, match=match):
+        model.prune_heads(bad)
+    assert model.heads_per_layer == [4, 4] and model.config.pruned_heads == {}
+    assert all(torch.equal(before[k], v) for k, v in model.state_dict().items())
+
+
+def test_numpy_integers_are_integers():
+    np = pytest.importorskip("numpy")
+    cfg = EncoderConfig(**{**TINY, "d_model": np.int64(16), "num_heads": np.int32(4)}, pad_token_id=np.int64(1))
+    assert type(cfg.d_model) is int and type(cfg.pad_token_id) is int
+    json.dumps(cfg.to_dict())  # still JSON-able
+    model = make()
+    model.prune_heads({np.int64(1): [np.int64(0)]})
+    assert model.config.pruned_heads == {1: [0]}
