@@ -37,8 +37,9 @@ _EXPORTS = {
     "load_trained": "tasks",
 }
 
-__all__ = ["__version__", "default_device", "set_seed", "MultiHeadAttention", "attention", *_EXPORTS,
-           *(m for m in _SUBMODULES if m != "attention")]
+# Names only: listing the submodules here would make ``from mha_lib import *`` import the
+# ones that need extras (viz, pretrained). Submodules stay reachable as ``mha_lib.viz`` etc.
+__all__ = ["__version__", "default_device", "set_seed", "MultiHeadAttention", "attention", *_EXPORTS]
 
 
 def __getattr__(name: str):

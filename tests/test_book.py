@@ -205,6 +205,7 @@ def test_import_needs_only_torch_and_numpy():
         "before = set(sys.modules)\n"
         "import mha_lib\n"
         "mha_lib.MultiHeadAttention, mha_lib.set_seed, mha_lib.default_device\n"
+        "from mha_lib import *\n"
         "new = {m.split('.')[0] for m in set(sys.modules) - before}\n"
         "extra = sorted(new - set(sys.stdlib_module_names) - {'mha_lib'})\n"
         "assert not extra, extra\n"
