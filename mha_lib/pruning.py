@@ -656,6 +656,9 @@ def pruning_schedule(
     every layer together by their (per-layer normalised) importance. Step k has
     ``round(k * fraction_per_step * N)`` heads pruned in all, N = num_layers * H, so the
     fractions on a curve are exact, until ``max_fraction`` (or the per-layer floor) stops it.
+    Values of k whose count is no larger than the previous step's are skipped, so every
+    returned step prunes at least one more head and there are at most N + 1 steps: a
+    ``fraction_per_step`` below 1/N gives one more head per step.
 
     Args:
         scores: higher = more important. Either a (num_layers, H) tensor, a fixed ranking
@@ -677,7 +680,8 @@ def pruning_schedule(
 
     Raises:
         ValueError: fractions out of range, a negative ``min_heads_per_layer``, scores not
-            2-D, or a callable returning another shape.
+            2-D, an ``initial_mask`` not 2-D or not of the scores' shape, or a callable
+            returning another shape than ``initial_mask``.
     """
     if not 0.0 < fraction_per_step <= 1.0:
         raise ValueError(f"fraction_per_step must be in (0, 1], got {fraction_per_step}")
@@ -695,16 +699,25 @@ def pruning_schedule(
         raise ValueError(
             f"scores must be a (num_layers, H) tensor or a callable, got {getattr(scores, 'shape', type(scores))}"
         )
+    if initial_mask is not None:
+        if not isinstance(initial_mask, Tensor) or initial_mask.dim() != 2:
+            raise ValueError(
+                f"initial_mask must be a (num_layers, H) tensor, got "
+                f"{tuple(initial_mask.shape) if isinstance(initial_mask, Tensor) else type(initial_mask).__name__}"
+            )
+        if not rescore and tuple(initial_mask.shape) != tuple(scores.shape):
+            raise ValueError(
+                f"initial_mask has shape {tuple(initial_mask.shape)} but scores has shape "
+                f"{tuple(scores.shape)}; both are (num_layers, H) grids"
+            )
     mask = (torch.ones(scores.shape) if initial_mask is None else initial_mask).detach().float().cpu().clone()
-    if mask.dim() != 2:
-        raise ValueError(f"initial_mask must be (num_layers, H), got {tuple(mask.shape)}")
 
     def get_scores(current: Tensor) -> Tensor:
         s = scores(current.clone()) if rescore else scores
         if not isinstance(s, Tensor) or tuple(s.shape) != tuple(mask.shape):
             raise ValueError(
-                f"scores must be a (num_layers, H) tensor of shape {tuple(mask.shape)}, got "
-                f"{tuple(s.shape) if isinstance(s, Tensor) else type(s).__name__}"
+                f"scores(mask) must return a (num_layers, H) tensor of the initial_mask's shape "
+                f"{tuple(mask.shape)}, got {tuple(s.shape) if isinstance(s, Tensor) else type(s).__name__}"
             )
         return s.detach().float().cpu()
 
@@ -715,15 +728,29 @@ def pruning_schedule(
     steps = [PruningStep(0, mask.clone(), None)]
     limit = math.floor(max_fraction * N + 1e-9)
     current_scores = first
+    rate = fraction_per_step * N  # heads per step, possibly < 1
+
+    def target_at(k: int) -> int:
+        return min(math.floor(k * rate + 0.5 + 1e-9), limit)
+
     k = 0
-    while True:
+    while True:  # every pass prunes >= 1 head or stops: at most N passes
         k += 1
-        target = min(math.floor(k * fraction_per_step * N + 0.5 + 1e-9), limit)
         pruned_now = int((mask == 0).sum())
-        if target <= pruned_now:
-            if target >= limit:
+        if target_at(k) <= pruned_now:
+            if target_at(k) >= limit:
                 break
-            continue
+            # Jump straight to the first k whose target exceeds pruned_now (a tiny fraction
+            # would otherwise loop ~1/fraction times). floor(k*rate + 0.5) > p  <=>
+            # k*rate >= p + 0.5, up to rounding, which the two loops below settle.
+            k = max(k, math.ceil((pruned_now + 0.5 - 1e-9) / rate))
+            while target_at(k) <= pruned_now and target_at(k) < limit:
+                k += 1
+            while k > 1 and target_at(k - 1) > pruned_now:
+                k -= 1
+            if target_at(k) <= pruned_now:
+                break
+        target = target_at(k)
         if k > 1 and rescore:
             current_scores = get_scores(mask)
         s = current_scores.clone()

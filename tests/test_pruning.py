@@ -265,6 +265,37 @@ def test_schedule_floor_per_layer_and_ties():
     assert (steps[-1].mask.sum(1) == 1).all()
 
 
+def test_schedule_tiny_fraction_is_bounded_one_head_per_step():
+    """fraction_per_step=1e-9 used to loop ~1e9 times; now each step prunes one more head."""
+    scores = torch.arange(24.0).reshape(3, 8)
+    steps = pruning_schedule(scores, fraction_per_step=1e-9)  # returns at once
+    assert [s.num_pruned for s in steps] == list(range(25))
+    assert steps[1].pruned == {0: [0]} and steps[-1].num_pruned == 24
+    steps = pruning_schedule(scores, fraction_per_step=1e-12, max_fraction=0.25, min_heads_per_layer=1)
+    assert [s.num_pruned for s in steps] == list(range(7))
+
+
+@pytest.mark.parametrize("fraction", [0.01, 0.03, 0.1, 0.15, 0.3, 0.7, 1.0])
+def test_schedule_counts_are_round_k_fraction_n(fraction):
+    """Skipping k's with no new head keeps the documented counts round(k * fraction * N)."""
+    import math
+
+    scores = torch.rand(3, 5, generator=torch.Generator().manual_seed(0))
+    got = [s.num_pruned for s in pruning_schedule(scores, fraction_per_step=fraction)]
+    want = sorted({min(math.floor(k * fraction * 15 + 0.5 + 1e-9), 15) for k in range(0, 2000)})
+    assert got == want
+
+
+def test_schedule_initial_mask_shape_error_names_initial_mask():
+    scores = torch.rand(3, 8)
+    with pytest.raises(ValueError, match=r"initial_mask has shape \(2, 8\) but scores has shape \(3, 8\)"):
+        pruning_schedule(scores, initial_mask=torch.ones(2, 8))
+    with pytest.raises(ValueError, match=r"initial_mask must be a \(num_layers, H\) tensor, got \(24,\)"):
+        pruning_schedule(scores, initial_mask=torch.ones(24))
+    with pytest.raises(ValueError, match=r"scores\(mask\) must return .* initial_mask's shape \(2, 8\)"):
+        pruning_schedule(lambda m: scores, initial_mask=torch.ones(2, 8))
+
+
 def test_schedule_rescored_calls_back_with_current_mask():
     calls = []
 
