@@ -36,6 +36,8 @@ Sources:
 from __future__ import annotations
 
 import contextlib
+import math
+import numbers
 import os
 import platform
 import statistics
@@ -84,9 +86,14 @@ DType = Union[torch.dtype, str]
 
 
 def _check_int(name: str, value, *, minimum: int) -> int:
-    """An int >= minimum (bools and floats are refused, so 2.5 heads never rounds silently)."""
-    if isinstance(value, bool) or not isinstance(value, int):
+    """An int >= minimum (bools and floats are refused, so 2.5 heads never rounds silently).
+
+    Any integral number counts (``numbers.Integral``: int, numpy integers); it is returned as
+    a Python int.
+    """
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
         raise ValueError(f"{name} must be an integer, got {value!r}")
+    value = int(value)
     if value < minimum:
         kind = "positive" if minimum == 1 else "non-negative"
         raise ValueError(f"{name} must be {kind}, got {value}")
@@ -110,6 +117,13 @@ def _check_heads(d_model, num_heads, num_kv_heads) -> tuple[int, int, int, int]:
             f"head serves a group of num_heads // num_kv_heads query heads"
         )
     return d_model, num_heads, num_kv_heads, d_model // num_heads
+
+
+def _check_distinct(name: str, values: list) -> None:
+    """A sweep times each configuration once: refuse a repeated value instead of dropping it."""
+    repeated = sorted({v for v in values if values.count(v) > 1})
+    if repeated:
+        raise ValueError(f"{name} lists {repeated} more than once ({values}); each configuration is timed once")
 
 
 _DTYPE_NAMES = {
@@ -144,15 +158,44 @@ def bytes_per_element(dtype: DType) -> int:
 
 
 def format_bytes(n: float, digits: int = 3) -> str:
-    """``n`` bytes in binary units with ``digits`` significant digits, e.g. ``'512 KiB'``, ``'1.5 GiB'``."""
+    """``n`` bytes in binary units with ``digits`` significant digits.
+
+    Examples: ``'512 KiB'``, ``'1.5 GiB'``, ``'1000 MiB'``. A value of 1000 to 1023.x of a
+    unit keeps its integer part (``'1000 B'``, ``'1023 KiB'``) rather than switching to
+    scientific notation (so it may show more than ``digits`` digits); one that rounds to 1024
+    is written in the next unit (``'1 KiB'``).
+
+    Args:
+        n: a number of bytes (int or float; negative values get a leading ``-``).
+        digits: significant digits, an int >= 1.
+
+    Returns:
+        A string such as ``'1.5 GiB'`` (units B, KiB, MiB, GiB, TiB, PiB; powers of 1024).
+
+    Raises:
+        ValueError: ``n`` not a real number, or NaN or infinite; ``digits`` not an int >= 1.
+    """
+    if isinstance(n, bool) or not isinstance(n, numbers.Real):
+        raise ValueError(f"n must be a number of bytes, got {n!r}")
+    if not math.isfinite(n):
+        raise ValueError(f"n must be a finite number of bytes, got {n!r}")
+    digits = _check_int("digits", digits, minimum=1)
     if n < 0:
         return "-" + format_bytes(-n, digits)
     units = ["B", "KiB", "MiB", "GiB", "TiB", "PiB"]
+    n = float(n)
     i = 0
     while n >= 1024 and i < len(units) - 1:
         n /= 1024
         i += 1
-    return f"{n:.{digits}g} {units[i]}"
+    text = f"{n:.{digits}g}"
+    if "e" in text:  # 1000..1023.x (or beyond the last unit): %g would write e.g. "1e+03"
+        text = f"{n:.0f}"
+        if text == "1024" and i < len(units) - 1:
+            n /= 1024
+            i += 1
+            text = f"{n:.{digits}g}"
+    return f"{text} {units[i]}"
 
 
 # ---------------------------------------------------------------------------------------------
@@ -852,7 +895,8 @@ def sweep_heads(*, d_model: int, num_heads: Sequence[int], batch: int, seq_len: 
         A list of ``AttentionBenchmark``, H-major, in the order given.
 
     Raises:
-        ValueError: bad sizes (as ``attention_flops``), an empty sweep, bad repeats/warmup.
+        ValueError: bad sizes (as ``attention_flops``), an empty sweep, a value listed twice
+            (each configuration is timed once), bad repeats/warmup.
     """
     from .attention import MultiHeadAttention
 
@@ -860,6 +904,8 @@ def sweep_heads(*, d_model: int, num_heads: Sequence[int], batch: int, seq_len: 
     paths = [bool(p) for p in need_weights]
     if not heads or not paths:
         raise ValueError(f"nothing to sweep: num_heads={heads}, need_weights={paths}")
+    _check_distinct("num_heads", heads)
+    _check_distinct("need_weights", paths)
     for H in heads:
         _check_heads(d_model, H, num_kv_heads)
     _check_int("batch", batch, minimum=1)
@@ -973,13 +1019,16 @@ def sweep_decode(*, d_model: int, num_heads: int, num_kv_heads: Sequence[int], c
         A list of ``DecodeBenchmark``, H_kv-major, in the order given.
 
     Raises:
-        ValueError: bad sizes (as ``attention_flops``), an empty sweep, bad repeats/warmup.
+        ValueError: bad sizes (as ``attention_flops``), an empty sweep, a value listed twice
+            (each configuration is timed once), bad repeats/warmup.
     """
     from .attention import MultiHeadAttention
 
     kvs, paths = list(num_kv_heads), [bool(p) for p in need_weights]
     if not kvs or not paths:
         raise ValueError(f"nothing to sweep: num_kv_heads={kvs}, need_weights={paths}")
+    _check_distinct("num_kv_heads", kvs)
+    _check_distinct("need_weights", paths)
     for H_kv in kvs:
         _, H, _, hd = _check_heads(d_model, num_heads, H_kv)
     _check_int("context_len", context_len, minimum=1)

@@ -212,6 +212,49 @@ def test_bytes_per_element_and_format_bytes():
     assert cost.format_bytes(100) == "100 B"
 
 
+@pytest.mark.parametrize(
+    "n, text",
+    [
+        (999, "999 B"), (999.6, "1000 B"), (1000, "1000 B"), (1023, "1023 B"), (1023.4, "1023 B"),
+        (1023.9, "1 KiB"), (1024, "1 KiB"), (1000 * 1024, "1000 KiB"), (2**20 - 1, "1 MiB"),
+        (1000 * MiB, "1000 MiB"), (1023 * MiB, "1023 MiB"), (-1000, "-1000 B"), (2000 * 2**50, "2000 PiB"),
+        (0, "0 B"), (10**7, "9.54 MiB"),
+    ],
+)
+def test_format_bytes_never_writes_scientific_notation(n, text):
+    """1000..1023.x of a unit used to come out as '1e+03 B'."""
+    assert cost.format_bytes(n) == text
+
+
+def test_format_bytes_rejects_non_numbers():
+    for bad, match in ((float("nan"), "finite"), (float("inf"), "finite"), ("10", "'10'"), (True, "True"),
+                       (None, "None")):
+        with pytest.raises(ValueError, match=match):
+            cost.format_bytes(bad)
+    with pytest.raises(ValueError, match="digits must be positive, got 0"):
+        cost.format_bytes(10, digits=0)
+
+
+def test_numpy_integers_are_integers():
+    np = pytest.importorskip("numpy")
+    assert cost.attention_params(np.int64(512), np.int32(8)) == cost.attention_params(512, 8)
+    assert cost.attention_flops(np.int64(2), 4, d_model=np.int64(8), num_heads=2).total == \
+        cost.attention_flops(2, 4, d_model=8, num_heads=2).total
+    assert cost.format_bytes(np.int64(1000)) == "1000 B"
+    with pytest.raises(ValueError, match="must be an integer"):
+        cost.attention_params(np.float64(512.0), 8)
+
+
+def test_sweeps_refuse_repeated_configurations():
+    """sweep_heads(num_heads=[2, 2]) used to return one result for two requested."""
+    with pytest.raises(ValueError, match=r"num_heads lists \[2\] more than once"):
+        cost.sweep_heads(d_model=16, num_heads=[2, 2], batch=1, seq_len=4, repeats=1, warmup=0, memory=False)
+    with pytest.raises(ValueError, match=r"need_weights lists \[True\] more than once"):
+        cost.sweep_heads(d_model=16, num_heads=[2], need_weights=[True, 1], batch=1, seq_len=4)
+    with pytest.raises(ValueError, match=r"num_kv_heads lists \[1\] more than once"):
+        cost.sweep_decode(d_model=16, num_heads=4, num_kv_heads=[1, 2, 1], context_len=4)
+
+
 # ---------------------------------------------------------------------------- bad input
 @pytest.mark.parametrize(
     "call, match",
