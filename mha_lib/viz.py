@@ -34,7 +34,9 @@ import io
 import itertools
 import json
 import math
+import numbers
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any, Callable, Dict, Hashable, List, Mapping, Optional, Sequence, Tuple
@@ -191,7 +193,25 @@ def _panels(
     return rows, tokens, key_tokens
 
 
+def _check_colour_limits(vmin: Any, vmax: Any) -> None:
+    """vmin a finite number, vmax None or a finite number (NaN would give a blank or garbled map)."""
+    for name, v in (("vmin", vmin), ("vmax", vmax)):
+        if v is None and name == "vmax":
+            continue
+        if isinstance(v, bool) or not isinstance(v, numbers.Real) or not math.isfinite(v):
+            raise ValueError(f"{name} must be a finite number, got {v!r}")
+
+
+def _check_cell(cell: Any) -> None:
+    """cell None (automatic) or an int >= 1 (pixels per attention entry)."""
+    if cell is None:
+        return
+    if isinstance(cell, bool) or not isinstance(cell, numbers.Integral) or cell < 1:
+        raise ValueError(f"cell must be a positive int (pixels per attention entry) or None, got {cell!r}")
+
+
 def _value_range(rows: List[List[Panel]], vmin: float, vmax: Optional[float]) -> Tuple[float, float]:
+    _check_colour_limits(vmin, vmax)
     if vmax is None:
         vmax = max(float(a.max()) for row in rows for _, a in row)
     if not (math.isfinite(vmin) and math.isfinite(vmax)) or vmax <= vmin:
@@ -274,7 +294,9 @@ def plot_heads(
     Args:
         weights: attention probabilities, float, as a torch tensor or NumPy array of shape
             (H, L, S) for one layer, or (layers, H, L, S), or a sequence of per-layer
-            (H_l, L, S) / (1, H_l, L, S) tensors (ragged after pruning).
+            (H_l, L, S) / (1, H_l, L, S) tensors (ragged after pruning). A 4-D tensor is
+            ALWAYS read as (layers, H, L, S): the (B, H, L, S) weights of one batched layer
+            must be indexed first, ``weights[b]``, or each batch row would be drawn as a layer.
         tokens: L query token strings (row labels).
         key_tokens: S key token strings (column labels); default ``tokens`` when S == L.
         layer: index of the first layer, used only for labels (0-based).
@@ -283,7 +305,7 @@ def plot_heads(
         ncols: heads per row for a single layer (default 4, or 8 above 16 heads).
             Several layers always give one row per layer.
         cmap: a matplotlib colormap name; the default viridis is colourblind-safe.
-        vmin, vmax: colour range; ``vmax=None`` uses the largest weight shown.
+        vmin, vmax: colour range, finite numbers; ``vmax=None`` uses the largest weight shown.
         title: figure title.
         panel_inches: size of one panel in inches (default grows with L: 1.7 to 3.2 for up to
             4 columns, 1.1 to 2.0 for more).
@@ -294,7 +316,8 @@ def plot_heads(
 
     Raises:
         ValueError: wrong rank, layers with different (L, S), 0 heads, non-finite weights,
-            ``tokens``/``key_tokens`` whose length is not L/S, or a bad ``layer``/``ncols``.
+            ``tokens``/``key_tokens`` whose length is not L/S, a bad ``layer``/``ncols``, or
+            a NaN or infinite ``vmin``/``vmax``.
 
     Example:
         >>> fig = plot_heads(torch.rand(4, 5, 5).softmax(-1), list("abcde"))  # doctest: +SKIP
@@ -503,18 +526,22 @@ def render_heads_png(
     Args:
         weights, tokens, key_tokens, layer, head_labels, ncols, cmap, vmin, vmax, title:
             as for :func:`plot_heads`.
-        cell: pixels per attention entry (default: about 176 px per panel, 4 to 24 px).
+        cell: pixels per attention entry, an int >= 1 (default: about 176 px per panel,
+            4 to 24 px).
 
     Returns:
         PNG bytes (RGB). About 10-60 KB for 12 heads of 16 tokens.
 
     Raises:
-        ValueError: as :func:`plot_heads`, or an unknown ``cmap``.
+        ValueError: as :func:`plot_heads`, an unknown ``cmap``, or a ``cell`` that is not
+            a positive int.
     """
     rows, tokens, key_tokens = _panels(weights, tokens, key_tokens, layer=layer,
                                        head_labels=head_labels, ncols=ncols)
+    _check_cell(cell)
     vmin, vmax = _value_range(rows, vmin, vmax)
-    return _png(_draw_frame(rows, tokens, key_tokens, cmap=cmap, vmin=vmin, vmax=vmax, cell=cell, title=title))
+    return _png(_draw_frame(rows, tokens, key_tokens, cmap=cmap, vmin=vmin, vmax=vmax, cell=int(cell) if cell else cell,
+                            title=title))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -568,18 +595,32 @@ def layer_frames(attentions: Sequence[Any], tokens: Sequence[str], *, batch_inde
         attentions: per-layer weights, each (B, H_l, L, L) (what
             ``model(..., output_attentions=True).attentions`` returns) or (H_l, L, L).
         tokens: the L token strings of sequence ``batch_index``.
-        batch_index: which sequence of the batch to show.
+        batch_index: which sequence of the batch to show, an int in [-B, B) (negative
+            counts from the end); ignored for (H_l, L, L) layers.
         title: format string for each frame's title; ``{layer}`` is the 0-based layer.
 
+    Returns:
+        ``{layer: Frame}``, layers 0, 1, ... in order; each frame holds that layer's
+        (H_l, L, L) weights.
+
     Raises:
-        ValueError: no layers, or a layer whose rank is not 3 or 4.
+        ValueError: no layers, a layer whose rank is not 3 or 4, or a ``batch_index`` that
+            is not an int or is out of range for a layer's batch size B.
     """
     if attentions is None or len(attentions) == 0:
         raise ValueError("attentions is empty: run the model with output_attentions=True")
+    if isinstance(batch_index, bool) or not isinstance(batch_index, numbers.Integral):
+        raise ValueError(f"batch_index must be an int, got {batch_index!r}")
     frames = {}
     for i, a in enumerate(attentions):
-        ndim = len(getattr(a, "shape", np.shape(a)))
+        shape = tuple(getattr(a, "shape", np.shape(a)))
+        ndim = len(shape)
         if ndim == 4:
+            if not -shape[0] <= batch_index < shape[0]:
+                raise ValueError(
+                    f"batch_index {batch_index} is out of range for attentions[{i}] of shape {shape} "
+                    f"(batch size {shape[0]})"
+                )
             a = a[batch_index]
         elif ndim != 3:
             raise ValueError(f"attentions[{i}] must be (B, H, L, L) or (H, L, L); got rank {ndim}")
@@ -622,6 +663,8 @@ class AttentionExplorer:
         if value not in frames:
             raise ValueError(f"value {value!r} is not one of the frame keys {self.values}")
         self._compute = compute
+        _check_cell(cell)
+        _check_colour_limits(vmin, vmax)
         self._style = dict(cmap=cmap, vmin=vmin, vmax=vmax, cell=cell, ncols=ncols)
         _lut(cmap)  # fail now on an unknown colormap
         self.sentence = sentence
@@ -951,6 +994,19 @@ def _bertviz_layers(weights: Any, tokens: Sequence[str]) -> Tuple[list, List[str
     return [torch.from_numpy(np.round(a, 4)) for a in out], tokens
 
 
+def _checked_indices(name: str, values: Any, n: int, what: str) -> List[int]:
+    """A list of ints in [0, n), or a ValueError naming ``name`` and the bad values."""
+    if isinstance(values, (str, bytes)) or not isinstance(values, Iterable):
+        raise ValueError(f"{name} must be a list of ints, got {values!r}")
+    values = list(values)
+    if any(isinstance(v, bool) or not isinstance(v, numbers.Integral) for v in values):
+        raise ValueError(f"{name} must be a list of ints, got {values!r}")
+    bad = [int(v) for v in values if not 0 <= v < n]
+    if bad:
+        raise ValueError(f"{name} {bad} out of range: the weights have {n} {what} (0 to {n - 1})")
+    return [int(v) for v in values]
+
+
 def bertviz_view(
     weights: Any,
     tokens: Sequence[str],
@@ -972,11 +1028,15 @@ def bertviz_view(
 
     Args:
         weights: a sequence of per-layer (1, H, L, L) tensors (``output_attentions=True``),
-            or a (layers, H, L, L) / (H, L, L) tensor or array. Same H in every layer.
+            or a (layers, H, L, L) / (H, L, L) tensor or array. Same H in every layer. A 4-D
+            tensor is ALWAYS read as (layers, H, L, L): the (B, H, L, L) weights of one
+            batched layer must be indexed first, ``weights[b]``, or each batch row would be
+            shown as a layer.
         tokens: the L token strings.
         kind: ``"head"`` (one layer, lines between tokens) or ``"model"`` (every layer x head).
-        layer, heads: head view only: the layer and heads selected at first (0-based).
-        include_layers: layers to include (default all).
+        layer, heads: head view only: the layer and heads selected at first (0-based ints,
+            in range).
+        include_layers: layers to include, 0-based ints in range (default all).
         display: show it now (IPython ``display``) and return None.
 
     Returns:
@@ -985,7 +1045,8 @@ def bertviz_view(
 
     Raises:
         ValueError: no attentions, a batch above 1, L != S, a token count that is not L,
-            ragged head counts, non-finite weights, or an unknown ``kind``.
+            ragged head counts, non-finite weights, an unknown ``kind``, or a ``layer``,
+            ``heads`` or ``include_layers`` entry out of range (naming it).
         ImportError: bertviz missing (``pip install "mha_lib[viz]"``).
     """
     if kind not in ("head", "model"):
@@ -998,6 +1059,11 @@ def bertviz_view(
     from IPython.display import HTML
     from IPython.display import display as ipy_display
 
+    n_layers, n_heads = len(layers), layers[0].shape[1]
+    if include_layers is not None:
+        include_layers = _checked_indices("include_layers", include_layers, n_layers, "layers")
+    if heads is not None:
+        heads = _checked_indices("heads", heads, n_heads, "heads per layer")
     if kind == "head":
         if layer is not None and not 0 <= layer < len(layers):
             raise ValueError(f"layer {layer} is out of range for {len(layers)} layers")

@@ -348,3 +348,50 @@ def test_bertviz_view_rejects_a_token_count_mismatch_and_bad_kind():
         viz.bertviz_view(per_layer(), TOKENS, kind="neuron")
     with pytest.raises(ValueError, match="layer 5 is out of range for 2 layers"):
         viz.bertviz_view(per_layer(), TOKENS, layer=5)
+
+
+# --- out-of-range indices and bad colour/cell arguments (reviewer's cases) ------------------------
+def test_bertviz_view_rejects_out_of_range_include_layers_and_heads():
+    layers = [softmax_weights(1, 4, 5, 5, seed=i) for i in range(2)]
+    with pytest.raises(ValueError, match=r"include_layers \[3\] out of range: the weights have 2 layers"):
+        viz.bertviz_view(layers, TOKENS, include_layers=[0, 3])
+    with pytest.raises(ValueError, match=r"include_layers \[3\] out of range"):
+        viz.bertviz_view(layers, TOKENS, kind="model", include_layers=[3])
+    with pytest.raises(ValueError, match=r"heads \[7\] out of range: the weights have 4 heads per layer"):
+        viz.bertviz_view(layers, TOKENS, heads=[1, 7])
+    with pytest.raises(ValueError, match=r"heads \[-1\] out of range"):
+        viz.bertviz_view(layers, TOKENS, heads=[-1])
+    with pytest.raises(ValueError, match="heads must be a list of ints"):
+        viz.bertviz_view(layers, TOKENS, heads=[1.5])
+    assert "<" in viz.bertviz_view(layers, TOKENS, heads=[0, 3], include_layers=[1]).data
+
+
+def test_layer_frames_rejects_an_out_of_range_batch_index():
+    attentions = [softmax_weights(2, 4, 5, 5, seed=i) for i in range(3)]
+    with pytest.raises(ValueError, match=r"batch_index 5 is out of range for attentions\[0\].*batch size 2"):
+        viz.layer_frames(attentions, TOKENS, batch_index=5)
+    with pytest.raises(ValueError, match="batch_index must be an int"):
+        viz.layer_frames(attentions, TOKENS, batch_index=1.0)
+    frames = viz.layer_frames(attentions, TOKENS, batch_index=-1)  # counts from the end, as documented
+    assert torch.equal(frames[2].weights, attentions[2][1])
+
+
+@pytest.mark.parametrize("cell", [0, -3, 2.5, True])
+def test_render_and_explorer_reject_a_cell_that_is_not_a_positive_int(cell):
+    w = softmax_weights(2, 5, 5)
+    with pytest.raises(ValueError, match="cell must be a positive int"):
+        viz.render_heads_png(w, TOKENS, cell=cell)
+    with pytest.raises(ValueError, match="cell must be a positive int"):
+        viz.attention_explorer({1: (w, TOKENS)}, cell=cell)
+
+
+@pytest.mark.parametrize("kw, name", [(dict(vmin=float("nan")), "vmin"), (dict(vmax=float("nan")), "vmax"),
+                                      (dict(vmax=float("inf")), "vmax"), (dict(vmin="0"), "vmin")])
+def test_nan_colour_limits_are_refused(kw, name):
+    w = softmax_weights(2, 5, 5)
+    for call in (viz.plot_heads, viz.render_heads_png):
+        with pytest.raises(ValueError, match=f"{name} must be a finite number"):
+            call(w, TOKENS, **kw)
+    with pytest.raises(ValueError, match=f"{name} must be a finite number"):
+        viz.attention_explorer({1: (w, TOKENS)}, **kw)
+    assert png_size(viz.render_heads_png(w, TOKENS, cell=1)) > (0, 0)  # the smallest cell still draws
