@@ -196,6 +196,15 @@ def default_cache_dir() -> Path:
     return Path(os.environ.get("MHA_LIB_CACHE", Path.home() / ".cache" / "mha_lib" / "checkpoints"))
 
 
+def _resolve_spec(spec: Union[str, TrainedSpec]) -> TrainedSpec:
+    """A TrainedSpec, or the shipped one of that name; the same ValueError as ``tasks.load_trained``."""
+    if isinstance(spec, TrainedSpec):
+        return spec
+    if not isinstance(spec, str) or spec not in SHIPPED:
+        raise ValueError(f"no shipped model named {spec!r}; known: {sorted(SHIPPED)}")
+    return SHIPPED[spec]
+
+
 def _spec_hash(spec: TrainedSpec) -> str:
     text = json.dumps(spec.to_dict(), sort_keys=True)
     return hashlib.sha256(text.encode()).hexdigest()[:12]
@@ -234,6 +243,11 @@ def train_spec(
 
     Returns:
         a :class:`TrainResult`.
+
+    Raises:
+        ValueError: ``spec`` is neither a :class:`~mha_lib.tasks.TrainedSpec` nor a name in
+            :data:`mha_lib.tasks.SHIPPED` (the message lists the known names), or a bad
+            recipe value (as :func:`train`).
     """
     from dataclasses import replace
 
@@ -241,7 +255,7 @@ def train_spec(
 
     from .model import load_state_dict_checked
 
-    spec = SHIPPED[spec] if isinstance(spec, str) else spec
+    spec = _resolve_spec(spec)
     if steps is not None:
         spec = replace(spec, steps=steps)
     device = torch.device(device) if device is not None else default_device()

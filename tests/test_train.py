@@ -55,6 +55,15 @@ def test_train_rejects_bad_arguments(kwargs, match):
         train.train(TINY.build(), task, device="cpu", progress=False, **args)
 
 
+@pytest.mark.parametrize("spec", ["ch9", None, 3])
+def test_train_spec_unknown_name_is_a_clear_value_error(spec, tmp_path):
+    """train_spec("ch9", 0) used to raise a bare KeyError('ch9')."""
+    with pytest.raises(ValueError, match=r"no shipped model named .*; known: \[") as info:
+        train.train_spec(spec, 0, cache_dir=tmp_path, progress=False)
+    assert repr(spec) in str(info.value) and "'ch1-h4'" in str(info.value)
+    assert not any(tmp_path.iterdir())  # failed before anything was written
+
+
 def test_train_rejects_wrong_number_of_classes():
     with pytest.raises(ValueError, match="num_classes"):
         train.train(TINY.build(), PrevMarkedTask(vocab_size=5), steps=1, batch_size=2, lr=1e-3, device="cpu",
