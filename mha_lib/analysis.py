@@ -177,6 +177,7 @@ class HeadFinding(NamedTuple):
 
     @property
     def label(self) -> str:
+        """The head's label, ``"L{layer}.H{head}"`` (0-based, as :func:`head_label`), a str."""
         return head_label(self.layer, self.head)
 
 
@@ -342,6 +343,11 @@ def _check_weights(mha, x: Tensor, weights: Tensor) -> None:
 def value_norms(mha, x: Tensor) -> Tensor:
     """``||f_h(x_j)||``: how long a vector each key would send through each head at weight 1.
 
+    ``f_h(x) = (x W^V_h + b^V_h) W^O_h`` is the transformed value vector of Kobayashi,
+    Kuribayashi, Yokoi and Inui 2020, "Attention is Not Only a Weight: Analyzing Transformers
+    with Vector Norms" (EMNLP, eq. 5); its norm is what their norm-based analysis weighs the
+    attention weights by.
+
     Args:
         mha: a :class:`mha_lib.attention.MultiHeadAttention` (pruned or GQA heads are fine).
         x: (B, S, d_model), the key/value input the module sees (for a pre-LN block, the
@@ -415,7 +421,8 @@ def encoder_norm_maps(encoder, input_ids: Tensor, *, combine_heads: bool = False
 
     Runs ``encoder(input_ids, output_attentions=True, output_hidden_states=True, ...)`` and, for
     each block, rebuilds the attention input (the block's input; LayerNorm-ed first for pre-LN
-    blocks) to compute :func:`norm_weighted_attention`.
+    blocks) to compute :func:`norm_weighted_attention`, the norm-based maps of Kobayashi et al.
+    2020, "Attention is Not Only a Weight: Analyzing Transformers with Vector Norms" (EMNLP).
 
     Args:
         encoder: an :class:`mha_lib.model.Encoder` (or ``BertEncoder``) in eval mode.

@@ -207,6 +207,10 @@ def attention_params(d_model: int, num_heads: int, num_kv_heads: Optional[int] =
                      bias: bool = True) -> int:
     """Number of parameters (weights + biases) of one ``MultiHeadAttention`` layer.
 
+    The layer is multi-head attention as defined by Vaswani et al. 2017, "Attention Is All You
+    Need" (section 3.2.2): per-head projections of size d_model x hd with hd = d_model / H,
+    concatenated and projected back by W^O. GQA/MQA follow Ainslie et al. 2023 and Shazeer 2019.
+
     W^Q is (H*hd, d_model), W^K and W^V are (H_kv*hd, d_model) each, W^O is (d_model, H*hd), with
     hd = d_model // H. Because H*hd = d_model, plain MHA has ``4*d_model**2 + 4*d_model``
     parameters (with bias) for EVERY H: more heads do not mean more parameters. GQA/MQA shrink
@@ -273,6 +277,9 @@ def attention_flops(batch: int, q_len: int, kv_len: Optional[int] = None, *, d_m
                     num_heads: int, num_kv_heads: Optional[int] = None,
                     kv_proj_len: Optional[int] = None) -> AttentionFlops:
     """Matmul FLOPs of one ``MultiHeadAttention`` forward pass, by term.
+
+    The terms are the matmuls of Vaswani et al. 2017, "Attention Is All You Need" (section
+    3.2): the Q, K, V projections, the scores ``Q K^T``, the weighted sum of the values, and W^O.
 
     Convention: 2 FLOPs per multiply-add; matmuls only (bias adds, scaling, masking, softmax are
     O(B*H*L*S) or O(B*L*d_model) elementwise work and are not counted), as

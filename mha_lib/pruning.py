@@ -102,13 +102,34 @@ def attention_layers(model: nn.Module) -> List[MultiHeadAttention]:
 
 
 def num_heads_grid(model: nn.Module) -> Tuple[int, int]:
-    """(num_layers, H): the shape of the head grid, H = the most heads any layer had before pruning."""
+    """(num_layers, H): the shape of the head grid, H = the most heads any layer had before pruning.
+
+    Args:
+        model: see :func:`attention_layers`.
+
+    Returns:
+        A tuple of two ints ``(num_layers, H)``.
+
+    Raises:
+        ValueError: if the model holds no MultiHeadAttention (from :func:`attention_layers`).
+    """
     layers = attention_layers(model)
     return len(layers), max(a.original_num_heads for a in layers)
 
 
 def kept_mask(model: nn.Module) -> Tensor:
-    """Grid mask of the heads that exist: (num_layers, H) float32, 1 = kept, 0 = pruned (or absent)."""
+    """Grid mask of the heads that exist: (num_layers, H) float32, 1 = kept, 0 = pruned (or absent).
+
+    Args:
+        model: see :func:`attention_layers`.
+
+    Returns:
+        A (num_layers, H) float32 CPU tensor indexed by original head numbers; a layer with
+        fewer than H heads before pruning has 0 in the columns it never had.
+
+    Raises:
+        ValueError: if the model holds no MultiHeadAttention (from :func:`attention_layers`).
+    """
     layers = attention_layers(model)
     n, H = num_heads_grid(model)
     mask = torch.zeros(n, H)
@@ -175,7 +196,18 @@ def heads_to_mask(model: nn.Module, heads: Mapping[int, Iterable[int]]) -> Tenso
 
 
 def mask_to_heads(mask: Tensor) -> dict:
-    """Grid mask (num_layers, H) -> ``{layer: [heads with mask 0]}``, layers with none omitted."""
+    """Grid mask (num_layers, H) -> ``{layer: [heads with mask 0]}``, layers with none omitted.
+
+    Args:
+        mask: a (num_layers, H) tensor of any dtype; 0 marks a dropped head.
+
+    Returns:
+        A dict from layer (int) to the sorted list of its head numbers (ints) whose mask is 0,
+        what :func:`prune_heads` takes.
+
+    Raises:
+        ValueError: ``mask`` is not a 2-D tensor (naming its shape or type).
+    """
     if not isinstance(mask, Tensor) or mask.dim() != 2:
         raise ValueError(f"mask must be a (num_layers, H) tensor, got {getattr(mask, 'shape', type(mask))}")
     return {
@@ -550,6 +582,13 @@ def head_attention_stats(
     attentions_fn: Callable[[nn.Module, Any], Tuple[Sequence[Tensor], Optional[Tensor]]],
 ) -> HeadStats:
     """Confidence and positional statistics of every head, pooled over a data set.
+
+    The two criteria of Voita, Talbot, Moiseev, Sennrich and Titov 2019, "Analyzing
+    Multi-Head Self-Attention: Specialized Heads Do the Heavy Lifting, the Rest Can Be
+    Pruned" (ACL): a head's confidence is the mean over tokens of its largest attention
+    weight, and a head is positional when one relative offset is its most-attended key for
+    most tokens (at least 90% of them in the paper). See :func:`attention_confidence` and
+    :func:`positional_offsets` for the per-batch versions.
 
     Args:
         model: see :func:`attention_layers`.

@@ -81,9 +81,26 @@ class TrainResult:
 
 
 def lr_at(step: int, steps: int, lr: float, warmup: float) -> float:
-    """Learning rate at optimiser step ``step`` (0-based) of ``steps``: linear warm-up from
-    lr/steps_w to ``lr`` over the first ``steps_w = max(1, round(warmup * steps))`` steps,
-    then cosine decay to 0 at the end."""
+    """Learning rate at optimiser step ``step`` (0-based) of ``steps``: warm-up, then cosine decay.
+
+    Linear warm-up from ``lr / steps_w`` to ``lr`` over the first
+    ``steps_w = max(1, round(warmup * steps))`` steps, then cosine decay to 0 at the end:
+    ``lr * (1 + cos(pi * p)) / 2`` with p the fraction of the decay steps done. The cosine
+    curve is the one of SGDR (Loshchilov and Hutter 2017, "SGDR: Stochastic Gradient Descent
+    with Warm Restarts", ICLR), used once, without restarts.
+
+    Args:
+        step: the optimiser step, an int, 0-based.
+        steps: the number of steps of the run, an int >= 1.
+        lr: the peak learning rate (a float, the optimiser's units).
+        warmup: fraction of ``steps`` spent warming up, in [0, 1).
+
+    Returns:
+        The learning rate, a float in (0, ``lr``] during warm-up and [0, ``lr``] after.
+
+    This function raises no error itself and does not check its arguments: :func:`train`
+    checks them before use.
+    """
     steps_w = max(1, round(warmup * steps))
     if step < steps_w:
         return lr * (step + 1) / steps_w
@@ -113,13 +130,18 @@ def train(
 ) -> TrainResult:
     """Train ``model`` on ``task`` for exactly ``steps`` AdamW steps.
 
+    The optimiser is AdamW (Loshchilov and Hutter 2019, "Decoupled Weight Decay
+    Regularization", ICLR), ``torch.optim.AdamW``; the learning rate follows :func:`lr_at`
+    (linear warm-up, then the cosine decay of SGDR, Loshchilov and Hutter 2017).
+
     Every step draws ``batch_size`` fresh sequences from ``task`` (a
     :class:`~mha_lib.tasks.PrevMarkedTask`) with the generator of ``seed``, and minimises the
     mean cross-entropy over labelled positions. The model is *not* re-initialised: build it
     after ``mha_lib.set_seed(seed)`` (or use :func:`train_spec`, which does).
 
     Args:
-        model: a :class:`~mha_lib.model.TokenClassifier` whose classes match the task.
+        model: a :class:`~mha_lib.model.TokenClassifier` whose classes match the task; it
+            maps (B, L) long token ids to (B, L, num_classes) float logits.
         task: the task.
         steps: number of optimiser steps, >= 1.
         batch_size: sequences per step, >= 1.

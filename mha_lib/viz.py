@@ -253,6 +253,10 @@ def _alt_text(rows: List[List[Panel]], tokens: List[str], key_tokens: List[str],
 class HeadsFigure(Figure):
     """A matplotlib Figure that carries its alt text into notebooks and the HTML book.
 
+    What :func:`plot_heads` returns: one (L, S) heat-map Axes per head, drawn from float
+    weights (float64 after conversion), in rows of heads per layer, plus a colour bar.
+    ``fig.alt_text`` (a str) describes it; :meth:`to_png` gives PNG bytes.
+
     ``fig.alt_text`` holds the description. Displayed in a notebook, the figure is an
     ``<img alt="...">`` (text/html, what Jupyter Book, JupyterLab, Colab and VS Code show),
     plus image/png, plus the alt text as text/plain (no memory address, so nbval-stable).
@@ -636,6 +640,10 @@ def _has_stack() -> bool:
 class AttentionExplorer:
     """A slider over attention frames; see :func:`attention_explorer` (which builds one).
 
+    Each frame holds float weights of shape (H, L, S) for one layer, (layers, H, L, S), or a
+    per-layer sequence of (H_l, L, S), with L query and S key token strings; frames are
+    rendered once, as PNG bytes, with one colour range over all of them.
+
     Attributes:
         widget: the ``VBox`` to display (displaying the explorer displays it).
         slider: the ``SelectionSlider`` over the frame keys.
@@ -757,8 +765,20 @@ class AttentionExplorer:
     def set_sentence(self, sentence: str) -> bool:
         """Recompute every frame for ``sentence`` (needs ``compute``); True when the maps changed.
 
-        The frame on screen is redrawn first, then the others. An empty sentence, or an exception from ``compute`` or from rendering, leaves the
-        frames, the slider and the text box as they were and explains itself in ``message``.
+        The frame on screen is redrawn first, then the others. An empty sentence, or an
+        exception from ``compute`` or from rendering, leaves the frames, the slider and the
+        text box as they were and explains itself in ``message`` (no exception reaches the
+        caller: a reader's typo must not break the page).
+
+        Args:
+            sentence: the text to show; ``compute(value, sentence)`` is called once per
+                slider value and must return a frame whose weights are (H, L, S) floats.
+
+        Returns:
+            True when every frame was recomputed and shown, False when the state was kept.
+
+        Raises:
+            ValueError: the explorer was built without ``compute``.
         """
         if self._compute is None:
             raise ValueError("this explorer has no compute callback: pass compute=... to attention_explorer")
