@@ -225,7 +225,8 @@ def build_attention_mask(
         float values. ``empty_rows`` is None or a bool tensor broadcastable to (B, H, L, 1), True
         for query rows whose keys were ALL blocked. For those rows key 0 is unblocked in
         ``mask`` (so every backend's softmax stays finite, values and gradients) and the caller
-        must zero their weights and outputs. This one guard works on CPU and CUDA, in fp32, fp16
+        must zero their weights and outputs. With S = 0 (no keys) every row is empty and
+        ``mask`` has a last dimension of size 0. This one guard works on CPU and CUDA, in fp32, fp16
         and bf16, and needs no "-1e9" fill constant (which overflows to -inf in fp16).
 
     Raises:
@@ -267,6 +268,8 @@ def build_attention_mask(
     empty_rows = torch.isneginf(mask).all(dim=-1, keepdim=True)  # (B|1, H|1, L|1, 1)
     if not bool(empty_rows.any()):
         return mask, None
+    if S == 0:  # no keys at all: every row is empty, and there is no key 0 to unblock
+        return mask, empty_rows
     first_key = torch.zeros(S, dtype=torch.bool, device=device)
     first_key[0] = True
     mask = mask.masked_fill(empty_rows & first_key, 0.0)

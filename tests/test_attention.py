@@ -663,3 +663,27 @@ def test_mha_lib_attention_is_the_function_whatever_the_import_order(code):
 
     check = code + "; from mha_lib.attention import attention as f; assert a is b is f, (a, b)"
     subprocess.run([sys.executable, "-c", check], check=True, capture_output=True)
+
+
+@pytest.mark.parametrize("mask_kind", ["none", "is_causal", "key_padding_mask", "attn_mask", "all"])
+@BOTH_PATHS
+def test_zero_keys_gives_bias_not_an_error(mask_kind, need_weights):
+    """S = 0 (no keys) with any mask: zero weights, zero head output, out = W^O's bias."""
+    B, L, d, H = 2, 3, 16, 4
+    m = make_mha(d, H)
+    q, kv = randn(B, L, d), randn(B, 0, d, seed=1)
+    kw = {}
+    if mask_kind in ("is_causal", "all"):
+        kw["is_causal"] = True
+    if mask_kind in ("key_padding_mask", "all"):
+        kw["key_padding_mask"] = torch.zeros(B, 0, dtype=torch.bool)
+    if mask_kind in ("attn_mask", "all"):
+        kw["attn_mask"] = torch.zeros(L, 0)
+    out, w = m(q, kv, need_weights=need_weights, **kw)
+    torch.testing.assert_close(out, m.out_proj.bias.expand(B, L, d))
+    head_out, _ = m.head_outputs(q, kv, need_weights=need_weights, **kw)
+    assert head_out.shape == (B, H, L, d // H) and (head_out == 0).all()
+    if need_weights:
+        assert w.shape == (B, H, L, 0)
+    o, w2 = attention(randn(B, H, L, 4), randn(B, H, 0, 4), randn(B, H, 0, 4), is_causal=True)
+    assert o.shape == (B, H, L, 4) and (o == 0).all() and w2.shape == (B, H, L, 0)
