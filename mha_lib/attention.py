@@ -132,7 +132,8 @@ def attention(
 
     Raises:
         ValueError: on tensors that are not 4-D, mismatched batch/head/feature sizes, H_kv not
-            dividing H, or a mask of the wrong shape or dtype or holding NaN / +inf.
+            dividing H, q/k/v of different dtypes (or not floating point), or a mask of the
+            wrong shape or dtype or holding NaN / +inf.
     """
     if q.dim() != 4 or k.dim() != 4 or v.dim() != 4:
         raise ValueError(
@@ -148,6 +149,11 @@ def attention(
         )
     if H_kv == 0 or H % H_kv != 0:
         raise ValueError(f"attention: k/v have {H_kv} heads, which must divide q's {H} heads")
+    if not q.is_floating_point() or k.dtype != q.dtype or v.dtype != q.dtype:
+        raise ValueError(
+            f"attention: q, k, v must share one floating-point dtype, got q {q.dtype}, k {k.dtype}, "
+            f"v {v.dtype}; cast them first (e.g. k.to(q.dtype))"
+        )
     if not 0.0 <= dropout_p <= 1.0:
         raise ValueError(f"dropout_p must be in [0, 1], got {dropout_p}")
     if H_kv != H:  # GQA / MQA: query head i reads key/value head i // (H // H_kv)
@@ -503,8 +509,9 @@ class MultiHeadAttention(nn.Module):
             out is the output bias broadcast (zeros without bias) and weights is (B, 0, L, S).
 
         Raises:
-            ValueError: wrong input shapes, masks of the wrong shape or dtype, float masks with
-                NaN or +inf, a wrong head_mask or past_kv.
+            ValueError: wrong input shapes, query/key/value of different dtypes, masks of the
+                wrong shape or dtype, float masks with NaN or +inf, a head_mask that is not a
+                float tensor of the right shape (a list is rejected), or a wrong past_kv.
         """
         # MultiHead(Q, K, V) = Concat(head_1, ..., head_H) W^O: the heads first (right below) ...
         head_out, weights, present_kv = self._attend_heads(
@@ -648,6 +655,11 @@ class MultiHeadAttention(nn.Module):
             )
         if key.shape[1] != value.shape[1]:
             raise ValueError(f"key and value lengths differ: key {tuple(key.shape)}, value {tuple(value.shape)}")
+        if key.dtype != query.dtype or value.dtype != query.dtype:
+            raise ValueError(
+                f"query, key and value must share one dtype, got query {query.dtype}, key {key.dtype}, "
+                f"value {value.dtype}; cast them first (e.g. key.to(query.dtype))"
+            )
 
     def _check_past_kv(self, past_kv, B: int) -> KVCache:
         if not isinstance(past_kv, (tuple, list)) or len(past_kv) != 2:
@@ -665,6 +677,11 @@ class MultiHeadAttention(nn.Module):
 
     def _head_mask_4d(self, head_mask: Tensor, B: int, dtype: torch.dtype) -> Tensor:
         H = self.num_heads
+        if not isinstance(head_mask, Tensor):
+            raise ValueError(
+                f"head_mask must be a float tensor of shape (H,) = ({H},) or (B, H), got a "
+                f"{type(head_mask).__name__} ({head_mask!r}); wrap it: torch.tensor(..., dtype=torch.float32)"
+            )
         if not head_mask.is_floating_point():
             raise ValueError(f"head_mask must be floating point (1 keep, 0 drop), got dtype {head_mask.dtype}")
         if tuple(head_mask.shape) == (H,):

@@ -687,3 +687,46 @@ def test_zero_keys_gives_bias_not_an_error(mask_kind, need_weights):
         assert w.shape == (B, H, L, 0)
     o, w2 = attention(randn(B, H, L, 4), randn(B, H, 0, 4), randn(B, H, 0, 4), is_causal=True)
     assert o.shape == (B, H, L, 4) and (o == 0).all() and w2.shape == (B, H, L, 0)
+
+
+@pytest.mark.parametrize(
+    "kwargs,match",
+    [
+        (dict(dropout="0.1"), "dropout.*'0.1'"),
+        (dict(dropout=None), "dropout.*None"),
+        (dict(dropout=float("nan")), "dropout.*nan"),
+        (dict(dropout=True), "dropout.*True"),
+        (dict(bias="no"), "bias.*'no'"),
+    ],
+)
+def test_constructor_bad_types_raise_value_error(kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        MultiHeadAttention(8, 2, **kwargs)
+
+
+def test_constructor_accepts_numpy_integers():
+    np = pytest.importorskip("numpy")
+    m = MultiHeadAttention(np.int64(16), np.int32(4), num_kv_heads=np.int64(2))
+    assert (m.d_model, m.num_heads, m.num_kv_heads, m.head_dim) == (16, 4, 2, 4)
+    assert all(type(v) is int for v in (m.d_model, m.num_heads, m.num_kv_heads, m.head_dim))
+    assert m(randn(1, 3, 16))[0].shape == (1, 3, 16)
+
+
+def test_head_mask_list_is_a_clear_error():
+    m = make_mha(8, 2)
+    with pytest.raises(ValueError, match="head_mask must be a float tensor.*list"):
+        m(randn(1, 3, 8), head_mask=[1.0, 0.0])
+
+
+def test_dtype_mismatch_names_the_dtypes():
+    m = make_mha(8, 2)
+    x = randn(1, 3, 8)
+    with pytest.raises(ValueError, match="query torch.float32, key torch.float64"):
+        m(x, x.double())
+    with pytest.raises(ValueError, match="value torch.float64"):
+        m(x, x, x.double())
+    q = randn(1, 2, 3, 4)
+    with pytest.raises(ValueError, match="q torch.float16, k torch.float32"):
+        attention(q.half(), q, q)
+    with pytest.raises(ValueError, match="v torch.float64"):
+        attention(q, q, q.double())
