@@ -718,8 +718,13 @@ def _read_meta(path) -> dict:
     if not (os.path.isfile(cfg_path) and os.path.isfile(w_path)):
         found = sorted(os.listdir(path)) if os.path.isdir(path) else "no such folder"
         raise ValueError(f"no mha_lib model in {path}: need {CONFIG_NAME} and {WEIGHTS_NAME}, found {found}")
-    with open(cfg_path, encoding="utf-8") as f:
-        meta = json.load(f)
+    try:
+        with open(cfg_path, encoding="utf-8") as f:
+            meta = json.load(f)
+    except (json.JSONDecodeError, UnicodeDecodeError) as err:
+        raise ValueError(f"{cfg_path} is not valid JSON: {err}") from None
+    if not isinstance(meta, dict):
+        raise ValueError(f"{cfg_path} must hold a JSON object, got {type(meta).__name__}")
     if meta.get("format") != "mha_lib" or meta.get("model_class") not in _CLASSES:
         raise ValueError(
             f"{cfg_path} is not an mha_lib model config (format={meta.get('format')!r}, "

@@ -145,28 +145,79 @@ def _download(repo_id: str) -> str:
 
 
 # ----------------------------------------------------------------------------- config + weights
-def _read_json(path: str) -> Optional[dict]:
+def _read_json(path: str, kind: type = dict):
+    """The JSON value in ``path`` (None when the file is absent).
+
+    Raises:
+        ValueError: the file is not valid JSON, or its top level is not a ``kind``
+            (dict: a JSON object; list: a JSON array); the message names the file.
+    """
     if not os.path.isfile(path):
         return None
-    with open(path, encoding="utf-8") as f:
-        return json.load(f)
+    try:
+        with open(path, encoding="utf-8") as f:
+            value = json.load(f)
+    except (json.JSONDecodeError, UnicodeDecodeError) as err:
+        raise ValueError(f"{path} is not valid JSON: {err}") from None
+    if not isinstance(value, kind):
+        what = "a JSON object {...}" if kind is dict else "a JSON array [...]"
+        raise ValueError(f"{path} must hold {what}, got {type(value).__name__}: {str(value)[:80]}")
+    return value
+
+
+def _read_safetensors(path: str) -> dict:
+    """All tensors of a safetensors file; ValueError naming the path when it is not one."""
+    safe_open = _require("safetensors").safe_open
+    try:
+        with safe_open(path, framework="pt") as f:
+            return {k: f.get_tensor(k) for k in f.keys()}
+    except Exception as err:  # safetensors raises its own SafetensorError (and OSError, ...)
+        raise ValueError(f"{path} is not a readable safetensors file: {type(err).__name__}: {err}") from err
+
+
+_REQUIRED_BERT_KEYS = ("vocab_size", "hidden_size", "num_attention_heads", "num_hidden_layers",
+                       "intermediate_size", "max_position_embeddings")
 
 
 def bert_config_to_encoder_config(hf: dict, source: str = "config.json") -> EncoderConfig:
     """Translate a transformers ``BertConfig`` dict into an :class:`EncoderConfig`.
 
     BERT = post-LN, learned absolute positions, token types, LayerNorm on embeddings, no
-    final norm (Devlin et al. 2019).
+    final norm (Devlin et al. 2019, "BERT: Pre-training of Deep Bidirectional Transformers
+    for Language Understanding", section 3 and appendix A).
+
+    Args:
+        hf: the parsed ``config.json`` (a dict).
+        source: how to name the file in error messages.
+
+    Returns:
+        The :class:`EncoderConfig` (``norm_first=False``, ``positional="learned"``).
 
     Raises:
-        ValueError: a model_type other than "bert", relative position embeddings, or an
-            activation mha_lib does not have; the message names what was found.
+        ValueError: ``hf`` not a dict; a required key (``vocab_size``, ``hidden_size``,
+            ``num_attention_heads``, ``num_hidden_layers``, ``intermediate_size``,
+            ``max_position_embeddings``) missing or not an integer; a model_type other than
+            "bert"; ``is_decoder: true`` (this encoder is bidirectional, it has no causal
+            self-attention or cross-attention); relative position embeddings; an activation
+            mha_lib does not have; or a value EncoderConfig rejects. The message names
+            ``source`` and what was found.
     """
+    if not isinstance(hf, dict):
+        raise ValueError(f"{source}: expected a JSON object, got {type(hf).__name__}")
     model_type = hf.get("model_type")
     if model_type != "bert":
         raise ValueError(
             f"{source}: model_type={model_type!r} (architectures={hf.get('architectures')}) is not a "
             f"BERT checkpoint; load_bert reads model_type 'bert' (BERT, MiniLM, sentence-transformers' BERTs)"
+        )
+    missing = [k for k in _REQUIRED_BERT_KEYS if hf.get(k) is None]
+    if missing:
+        raise ValueError(f"{source}: missing required key(s) {missing} of a BERT config")
+    if hf.get("is_decoder") or hf.get("add_cross_attention"):
+        raise ValueError(
+            f"{source}: is_decoder={hf.get('is_decoder')!r}, add_cross_attention="
+            f"{hf.get('add_cross_attention')!r}; mha_lib's BERT encoder is bidirectional (no causal "
+            f"self-attention, no cross-attention), so it cannot reproduce a BERT decoder"
         )
     pos = hf.get("position_embedding_type", "absolute")
     if pos != "absolute":
@@ -174,27 +225,38 @@ def bert_config_to_encoder_config(hf: dict, source: str = "config.json") -> Enco
     act = hf.get("hidden_act", "gelu")
     if act not in _HF_ACTIVATIONS:
         raise ValueError(f"{source}: hidden_act={act!r} is not one of {sorted(_HF_ACTIVATIONS)}")
-    dropout = float(hf.get("hidden_dropout_prob", 0.1))
-    return EncoderConfig(
-        vocab_size=int(hf["vocab_size"]),
-        d_model=int(hf["hidden_size"]),
-        num_heads=int(hf["num_attention_heads"]),
-        num_layers=int(hf["num_hidden_layers"]),
-        d_ff=int(hf["intermediate_size"]),
-        max_len=int(hf["max_position_embeddings"]),
-        dropout=dropout,
-        attention_dropout=float(hf.get("attention_probs_dropout_prob", dropout)),
-        norm_first=False,
-        activation=_HF_ACTIVATIONS[act],
-        layer_norm_eps=float(hf.get("layer_norm_eps", 1e-12)),
-        positional="learned",
-        type_vocab_size=int(hf.get("type_vocab_size", 2)),
-        embedding_norm=True,
-        final_norm=False,
-        pad_token_id=hf.get("pad_token_id", 0),
-        bias=True,
-        pruned_heads=dict(hf.get("pruned_heads") or {}),
-    )
+    sizes = {}
+    for key in _REQUIRED_BERT_KEYS + ("type_vocab_size",):
+        value = hf.get(key, 2)  # only type_vocab_size can be absent here; BERT's default is 2
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise ValueError(f"{source}: {key}={value!r} must be an integer")
+        sizes[key] = value
+    try:
+        dropout = float(hf.get("hidden_dropout_prob", 0.1))
+        attention_dropout = float(hf.get("attention_probs_dropout_prob", dropout))
+        eps = float(hf.get("layer_norm_eps", 1e-12))
+        return EncoderConfig(
+            vocab_size=sizes["vocab_size"],
+            d_model=sizes["hidden_size"],
+            num_heads=sizes["num_attention_heads"],
+            num_layers=sizes["num_hidden_layers"],
+            d_ff=sizes["intermediate_size"],
+            max_len=sizes["max_position_embeddings"],
+            dropout=dropout,
+            attention_dropout=attention_dropout,
+            norm_first=False,
+            activation=_HF_ACTIVATIONS[act],
+            layer_norm_eps=eps,
+            positional="learned",
+            type_vocab_size=sizes["type_vocab_size"],
+            embedding_norm=True,
+            final_norm=False,
+            pad_token_id=hf.get("pad_token_id", 0),
+            bias=True,
+            pruned_heads=dict(hf.get("pruned_heads") or {}),
+        )
+    except (TypeError, ValueError) as err:
+        raise ValueError(f"{source}: {err}") from None
 
 
 def map_bert_state_dict(state: dict, num_layers: int) -> Tuple[dict, List[str]]:
@@ -518,6 +580,27 @@ class BertEncoder(Encoder):
                     shutil.copyfile(src, os.path.join(path, name))
         return str(path)
 
+    @classmethod
+    def from_pretrained(cls, path, map_location: Union[str, torch.device] = "cpu") -> "BertEncoder":
+        """A :class:`BertEncoder` (with its tokenizer) from ``path``: ``load_bert(path)[0]``.
+
+        Unlike :meth:`Encoder.from_pretrained <mha_lib.model.Encoder.from_pretrained>`,
+        which returns a plain :class:`~mha_lib.model.Encoder`, this reads the tokenizer and
+        pooling files too, so ``path`` may be a folder written by :meth:`save_pretrained`,
+        a transformers BERT checkpoint folder, or a hub id (see :func:`load_bert`).
+
+        Args:
+            path: as ``name_or_path`` of :func:`load_bert`.
+            map_location: device for the model.
+
+        Returns:
+            The :class:`BertEncoder`, in eval mode (float32).
+
+        Raises:
+            ValueError: as :func:`load_bert`; also when ``path`` has no tokenizer files.
+        """
+        return load_bert(path, verbose=False, device=map_location)[0]
+
 
 # ----------------------------------------------------------------------------- load_bert
 def load_bert(name_or_path: Optional[Union[str, os.PathLike]] = None, *, verbose: bool = True,
@@ -542,45 +625,55 @@ def load_bert(name_or_path: Optional[Union[str, os.PathLike]] = None, *, verbose
     Raises:
         ValueError: "no checkpoint in <path>: found [...]" when config.json or
             model.safetensors is missing (``pytorch_model.bin`` is never unpickled); a
-            non-BERT model_type (naming it); a tensor missing, unknown or of the wrong shape
-            (naming the key).
+            config.json (or other JSON file) that is not valid JSON, not a JSON object, or
+            lacks a required key (naming the file and the key); a non-BERT model_type or
+            ``is_decoder: true`` (naming it); a model.safetensors that cannot be read
+            (naming the path); a ``max_seq_length`` in sentence_bert_config.json that is not
+            a positive integer (null falls back to max_position_embeddings); a tensor
+            missing, unknown or of the wrong shape (naming the key).
         ImportError: ``tokenizers`` (or ``huggingface_hub`` for hub ids) missing; the
             message names ``pip install "mha_lib[pretrained]"``.
     """
     folder, source = resolve_checkpoint(name_or_path)
     if verbose:
         print(f"mha_lib.pretrained: loading from {source}")
-    safe_open = _require("safetensors").safe_open
+    _require("safetensors")
     found = sorted(os.listdir(folder))
     st_cfg = _read_json(os.path.join(folder, "sentence_bert_config.json")) or {}
-    modules = _read_json(os.path.join(folder, "modules.json")) or []
+    modules = _read_json(os.path.join(folder, "modules.json"), kind=list) or []
     pooling_cfg = _read_json(os.path.join(folder, "1_Pooling", "config.json")) or {}
     pooling = "cls" if pooling_cfg.get("pooling_mode_cls_token") else (
         "max" if pooling_cfg.get("pooling_mode_max_tokens") else "mean")
-    normalize = any(str(m.get("type", "")).endswith("Normalize") for m in modules)
+    normalize = any(isinstance(m, dict) and str(m.get("type", "")).endswith("Normalize") for m in modules)
 
+    weights_path = os.path.join(folder, "model.safetensors")
     if os.path.isfile(os.path.join(folder, MHA_CONFIG_NAME)):  # saved by BertEncoder.save_pretrained
         meta = _read_meta(folder)
         config = EncoderConfig.from_dict(meta["config"])
-        weights_path = os.path.join(folder, "model.safetensors")
-        with safe_open(weights_path, framework="pt") as f:
-            state = {k: f.get_tensor(k) for k in f.keys()}
+        state = _read_safetensors(weights_path)
     else:
         cfg_path = os.path.join(folder, "config.json")
-        weights_path = os.path.join(folder, "model.safetensors")
         if not (os.path.isfile(cfg_path) and os.path.isfile(weights_path)):
             raise ValueError(
                 f"no checkpoint in {folder}: need config.json and model.safetensors "
                 f"(pickled .bin weights are never loaded), found {found}"
             )
         config = bert_config_to_encoder_config(_read_json(cfg_path), source=cfg_path)
-        with safe_open(weights_path, framework="pt") as f:
-            raw = {k: f.get_tensor(k) for k in f.keys()}
+        raw = _read_safetensors(weights_path)
         state, skipped = map_bert_state_dict(raw, config.num_layers)
         if skipped:
             log.info("mha_lib.pretrained: not used by the encoder: %s", skipped)
 
-    max_length = min(int(st_cfg.get("max_seq_length", config.max_len)), config.max_len)
+    # sentence-transformers' limit; null or absent means "the position table's length".
+    max_seq = st_cfg.get("max_seq_length")
+    if max_seq is None:
+        max_seq = config.max_len
+    elif isinstance(max_seq, bool) or not isinstance(max_seq, int) or max_seq < 1:
+        raise ValueError(
+            f"{os.path.join(folder, 'sentence_bert_config.json')}: max_seq_length={max_seq!r} must be a "
+            f"positive integer or null"
+        )
+    max_length = min(max_seq, config.max_len)
     tokenizer = WordPieceTokenizer.from_folder(folder, max_length, pad_token_id=config.pad_token_id or 0)
     model = BertEncoder(config, tokenizer, pooling=pooling, normalize=normalize, source=source, folder=folder)
     load_state_dict_checked(model, {k: v.float() for k, v in state.items()}, source=weights_path)

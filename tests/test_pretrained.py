@@ -317,3 +317,61 @@ def test_pruned_encoder_saves_and_loads(bert, tmp_path):
         assert all(torch.equal(a, b) for a, b in zip(after.attentions, before.attentions))
     assert again.normalize and again.pooling == "mean" and tok2.max_length == 256
     torch.testing.assert_close(again.sentence_embeddings(SENTENCES), pruned.sentence_embeddings(SENTENCES))
+
+
+# ----------------------------------------------------------------------------- bad checkpoint files
+def _copy_checkpoint(tmp_path, name="ckpt"):
+    d = tmp_path / name
+    shutil.copytree(PKG_DIR, d)
+    return d
+
+
+@pytest.mark.parametrize(
+    "text,match",
+    [
+        ("{x", r"config\.json is not valid JSON"),
+        ("[]", r"config\.json must hold a JSON object.*got list"),
+        (json.dumps({"model_type": "bert"}), r"config\.json: missing required key\(s\) \['vocab_size', 'hidden_size'"),
+        (None, r"config\.json: is_decoder=True"),
+        ("hidden_size_str", r"config\.json: hidden_size='384' must be an integer"),
+    ],
+)
+def test_bad_config_json_names_the_file(tmp_path, text, match):
+    d = _copy_checkpoint(tmp_path)
+    cfg = json.loads((d / "config.json").read_text())
+    if text is None:
+        text = json.dumps({**cfg, "is_decoder": True})
+    elif text == "hidden_size_str":
+        text = json.dumps({**cfg, "hidden_size": "384"})
+    (d / "config.json").write_text(text)
+    with pytest.raises(ValueError, match=match):
+        load_bert(d, verbose=False)
+
+
+def test_corrupt_safetensors_names_the_path(tmp_path):
+    d = _copy_checkpoint(tmp_path)
+    (d / "model.safetensors").write_bytes(b"garbage")
+    with pytest.raises(ValueError, match=r"model\.safetensors is not a readable safetensors file"):
+        load_bert(d, verbose=False)
+
+
+def test_max_seq_length_null_falls_back_and_zero_is_an_error(tmp_path):
+    d = _copy_checkpoint(tmp_path)
+    (d / "sentence_bert_config.json").write_text(json.dumps({"max_seq_length": None}))
+    _, tok = load_bert(d, verbose=False)
+    assert tok.max_length == json.loads((d / "config.json").read_text())["max_position_embeddings"]
+    (d / "sentence_bert_config.json").write_text(json.dumps({"max_seq_length": 0}))
+    with pytest.raises(ValueError, match="max_seq_length=0"):
+        load_bert(d, verbose=False)
+
+
+def test_bert_encoder_from_pretrained_returns_a_bert_encoder(bert, tmp_path):
+    model, _ = bert
+    path = clone(model).save_pretrained(tmp_path / "saved")
+    again = BertEncoder.from_pretrained(path)
+    assert type(again) is BertEncoder and again.tokenizer is not None and not again.training
+    batch = again.tokenize(SENTENCES[:2])
+    with torch.no_grad():
+        torch.testing.assert_close(again(**batch.model_inputs()).last_hidden_state,
+                                   model(**batch.model_inputs()).last_hidden_state)
+    assert type(mha_model.Encoder.from_pretrained(path)) is mha_model.Encoder  # the plain class stays plain
