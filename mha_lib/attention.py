@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import math
 import numbers
+import os
 import operator
 import warnings
 from typing import Iterable, Optional, Sequence, Tuple
@@ -322,9 +323,24 @@ def _to_additive(mask: Tensor, name: str, dtype: torch.dtype, device: torch.devi
             "a score by 1 and nothing is blocked: this is not a keep mask and not a causal mask. "
             "Use a bool mask with True = blocked (e.g. keep == 0), or -inf in a float mask.",
             UserWarning,
-            stacklevel=4,
+            stacklevel=_user_stacklevel(),
         )
     return cast
+
+
+def _user_stacklevel() -> int:
+    """``stacklevel`` for a warning raised here, pointing at the first caller outside mha_lib and torch.
+
+    The mask helpers are reached through ``attention``, ``MultiHeadAttention.forward`` (via
+    nn.Module's call machinery), ``Encoder.forward`` and more, so no fixed number is right.
+    """
+    import sys
+
+    skip = (os.path.dirname(os.path.abspath(__file__)) + os.sep, os.path.dirname(torch.__file__) + os.sep)
+    frame, level = sys._getframe(1), 1  # level 1 = the function that calls warnings.warn
+    while frame is not None and frame.f_code.co_filename.startswith(skip):
+        frame, level = frame.f_back, level + 1
+    return level
 
 
 # ---------------------------------------------------------------------------------------------

@@ -730,3 +730,23 @@ def test_dtype_mismatch_names_the_dtypes():
         attention(q.half(), q, q)
     with pytest.raises(ValueError, match="v torch.float64"):
         attention(q, q, q.double())
+
+
+def test_01_float_mask_warning_points_at_the_callers_line():
+    """The warning names the user's file, whichever entry point reached the mask helper."""
+    from mha_lib.model import Encoder, EncoderConfig
+
+    m = make_mha(8, 2)
+    x, keep01 = randn(1, 3, 8), torch.ones(3, 3).tril()
+    q = randn(1, 2, 3, 4)
+    enc = Encoder(EncoderConfig(vocab_size=5, d_model=8, num_heads=2, num_layers=1, d_ff=8, max_len=3))
+    calls = [
+        lambda: m(x, attn_mask=keep01),
+        lambda: m(x, attn_mask=keep01, need_weights=True),
+        lambda: attention(q, q, q, attn_mask=keep01),
+        lambda: enc(torch.ones(1, 3, dtype=torch.long), attn_mask=keep01),
+    ]
+    for call in calls:
+        with pytest.warns(UserWarning, match="only 0s and 1s") as record:
+            call()
+        assert [r.filename for r in record] == [__file__]
