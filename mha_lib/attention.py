@@ -220,7 +220,9 @@ def build_attention_mask(
             broadcastable to (B, H, L, S), or torch.nn.MultiheadAttention's (B*H, L, S).
         is_causal: query i may attend key j only when j <= i + (S - L). With L == S this is the
             usual lower-triangular mask. With L != S it is aligned BOTTOM-RIGHT (the last query
-            sees every key), as a KV-cache decode step needs and as FlashAttention 2 does. This
+            sees every key), as a KV-cache decode step needs and as FlashAttention-2 does (Dao
+            2023, "FlashAttention-2: Faster Attention with Better Parallelism and Work
+            Partitioning", arXiv:2307.08691, causal masking for L != S). This
             differs from ``F.scaled_dot_product_attention(is_causal=True)``, which aligns
             top-left (query i sees keys 0..i whatever S is).
         batch, heads, q_len, k_len: B, H, L, S.
@@ -394,7 +396,8 @@ class MultiHeadAttention(nn.Module):
         ValueError: ``d_model``, ``num_heads`` or ``num_kv_heads`` not a positive integer (Python
             and numpy integers are accepted, bools and floats are not), ``d_model`` not divisible
             by ``num_heads``, ``num_kv_heads`` not dividing ``num_heads``, ``dropout`` not a
-            number in [0, 1), or ``pruned_heads`` out of range or not integers.
+            number in [0, 1), ``bias`` not a bool, or ``pruned_heads`` out of range or not
+            integers.
 
     Example:
         >>> mha = MultiHeadAttention(64, 8, num_kv_heads=2)
@@ -590,7 +593,24 @@ class MultiHeadAttention(nn.Module):
         return head_out, weights, present_kv
 
     def merge_heads(self, head_out: Tensor) -> Tensor:
-        """Concatenate heads and apply W^O: (B, H, L, hd) -> (B, L, d_model)."""
+        """Concatenate heads and apply W^O: (B, H, L, hd) -> (B, L, d_model).
+
+        Args:
+            head_out: (B, H, L, hd) float, H the CURRENT number of heads (as from
+                :meth:`head_outputs`), in W^O's dtype.
+
+        Returns:
+            (B, L, d_model), ``concat_h(head_h) W^O + b^O`` (Vaswani et al. 2017, section 3.2.2).
+
+        Raises:
+            ValueError: ``head_out`` not 4-D, or its head count or head size not
+                (num_heads, head_dim).
+        """
+        if head_out.dim() != 4 or head_out.shape[1] != self.num_heads or head_out.shape[3] != self.head_dim:
+            raise ValueError(
+                f"head_out must have shape (B, H, L, hd) = (B, {self.num_heads}, L, {self.head_dim}), "
+                f"got {tuple(head_out.shape)}"
+            )
         B, H, L, hd = head_out.shape
         concat = head_out.transpose(1, 2).reshape(B, L, H * hd)  # (B, L, H*hd)
         return self.out_proj(concat)  # (B, L, d_model)
@@ -615,6 +635,10 @@ class MultiHeadAttention(nn.Module):
         Returns:
             ``(head_out, weights)``: head_out (B, H, L, hd), already multiplied by ``head_mask``
             if given (zero for query rows with no allowed key); weights (B, H, L, S) or None.
+
+        Raises:
+            ValueError: as :meth:`forward`: wrong input shapes or dtypes, a bad mask, head_mask
+                or past_kv.
         """
         head_out, weights, _ = self._attend_heads(
             query, key, value, key_padding_mask=key_padding_mask, attn_mask=attn_mask,

@@ -73,10 +73,19 @@ HeadMask = Union[torch.Tensor, Sequence[Optional[torch.Tensor]], None]
 class EncoderConfig:
     """Everything that defines an :class:`Encoder`; JSON-able through ``to_dict``/``from_dict``.
 
+    The fields cover the encoder of Vaswani et al. 2017 ("Attention Is All You Need"), BERT's
+    variant (Devlin et al. 2019, "BERT: Pre-training of Deep Bidirectional Transformers for
+    Language Understanding": post-LN, learned positions, token types, embedding LayerNorm)
+    and the pre-LN placement of Xiong et al. 2020 ("On Layer Normalization in the Transformer
+    Architecture"). Integer fields accept Python and numpy integers (stored as int); bools,
+    floats and strings are rejected rather than converted.
+
     Raises:
-        ValueError: on any out-of-range field, naming the field and its value (e.g.
-            ``d_model=10`` with ``num_heads=3``, an unknown ``activation``, a pruned head
-            index outside ``range(num_heads)``).
+        ValueError: on any out-of-range or wrongly typed field, naming the field and its
+            value (e.g. ``d_model=10`` with ``num_heads=3``, an unknown ``activation``, a
+            pruned head index outside ``range(num_heads)`` or not an integer, ``pad_token_id``
+            outside [0, vocab_size), a non-bool ``norm_first``, a ``layer_norm_eps`` that is
+            not finite and > 0, a ``dropout`` that is not a number in [0, 1)).
     """
 
     vocab_size: int  # number of token ids; input_ids must lie in [0, vocab_size)
@@ -429,14 +438,28 @@ class Encoder(_SaveLoadMixin, nn.Module):
     """Token (+ position, + token-type) embeddings followed by num_layers TransformerBlocks.
 
     The toy models and the pretrained BERT encoder (``mha_lib.pretrained.load_bert``) are
-    both this class; see the module docstring for the settings that differ.
+    both this class; see the module docstring for the settings that differ. It follows the
+    encoder of Vaswani et al. 2017 ("Attention Is All You Need"), with BERT's embeddings
+    and post-LN when configured so (Devlin et al. 2019) and pre-LN otherwise (Xiong et al.
+    2020); ``head_mask`` and ``prune_heads`` follow Michel et al. 2019.
+
+    Shapes and dtypes: ``input_ids`` and ``token_type_ids`` (B, L) integer (long);
+    ``key_padding_mask`` (B, L) bool, True = padding; the output ``last_hidden_state``
+    (B, L, d_model) in the parameters' dtype (float32 unless converted); per-layer
+    attention weights (B, H_l, L, L), H_l the kept heads of layer l.
 
     Args:
-        config: an :class:`EncoderConfig`.
+        config: an :class:`EncoderConfig`; the encoder keeps a deep copy.
+
+    Raises:
+        ValueError: ``config`` is not an :class:`EncoderConfig`. Bad inputs to
+            :meth:`forward` and :meth:`prune_heads` raise ValueError there.
     """
 
     def __init__(self, config: EncoderConfig):
         super().__init__()
+        if not isinstance(config, EncoderConfig):
+            raise ValueError(f"config must be an EncoderConfig, got {type(config).__name__}: {config!r}")
         self.config = copy.deepcopy(config)  # prune_heads edits it; never the caller's object
         config = self.config
         self.token_embedding = nn.Embedding(config.vocab_size, config.d_model, padding_idx=config.pad_token_id)
@@ -680,6 +703,10 @@ class TokenClassifier(_SaveLoadMixin, nn.Module):
 
         Returns:
             :class:`TokenClassifierOutput` with logits (B, L, C) float.
+
+        Raises:
+            ValueError: as :meth:`Encoder.forward`: ids out of range, L > max_len, a non-bool
+                or wrongly shaped key_padding_mask, a bad attn_mask or head_mask.
         """
         enc = self.encoder(
             input_ids,

@@ -36,6 +36,7 @@ import torch
 import torch.nn.functional as F
 
 from .model import CONFIG_NAME as MHA_CONFIG_NAME
+from .attention import _as_int
 from .model import Encoder, EncoderConfig, EncoderOutput, _read_meta, load_state_dict_checked
 
 __all__ = [
@@ -262,6 +263,8 @@ def bert_config_to_encoder_config(hf: dict, source: str = "config.json") -> Enco
 def map_bert_state_dict(state: dict, num_layers: int) -> Tuple[dict, List[str]]:
     """Rename transformers ``BertModel`` tensors to :class:`Encoder` names.
 
+    The names follow transformers' implementation of BERT (Devlin et al. 2019, "BERT:
+    Pre-training of Deep Bidirectional Transformers for Language Understanding").
     Accepts the bare ``BertModel`` names and the ``bert.`` prefix of task models. Skips
     ``embeddings.position_ids`` (a buffer), the pooler and task heads (``cls.*``), which
     an encoder does not use.
@@ -394,15 +397,51 @@ class WordPieceTokenizer:
 
     @property
     def vocab_size(self) -> int:
+        """Number of token ids the tokenizer knows (int; 30522 for BERT's uncased vocabulary).
+
+        Valid ids are ``0 .. vocab_size - 1``, added special tokens included.
+        """
         return self.backend.get_vocab_size()
 
     def tokenize(self, text: str) -> List[str]:
-        """Token strings of one text, without [CLS]/[SEP] and without truncation."""
+        """Token strings of one text, without [CLS]/[SEP] and without truncation.
+
+        Args:
+            text: one str.
+
+        Returns:
+            The word pieces as a list of str, e.g. ``["the", "cat", "##s"]``.
+
+        Raises:
+            ValueError: ``text`` is not a str (naming its type).
+        """
+        if not isinstance(text, str):
+            raise ValueError(f"tokenize takes one str, got {type(text).__name__}: {text!r}"[:200])
         return self._untruncated.encode(text, add_special_tokens=False).tokens
 
     def convert_ids_to_tokens(self, ids) -> List[str]:
-        """Token strings for a sequence of ids."""
-        return [self.backend.id_to_token(int(i)) for i in ids]
+        """Token strings for a sequence of ids.
+
+        Args:
+            ids: an iterable of integer ids (ints, numpy integers or a 1-D integer tensor).
+
+        Returns:
+            One str per id.
+
+        Raises:
+            ValueError: an id that is not an integer or lies outside [0, vocab_size)
+                (naming it).
+        """
+        if isinstance(ids, torch.Tensor):
+            ids = ids.reshape(-1).tolist() if not ids.is_floating_point() else ids.tolist()
+        out = []
+        for i in ids:
+            idx = _as_int(i, "convert_ids_to_tokens: id")
+            token = self.backend.id_to_token(idx) if idx >= 0 else None
+            if token is None:
+                raise ValueError(f"convert_ids_to_tokens: id {idx} is outside [0, vocab_size={self.vocab_size})")
+            out.append(token)
+        return out
 
     def __call__(self, texts, text_pairs=None, *, warn: bool = True) -> TokenBatch:
         """Tokenize, add [CLS]/[SEP], truncate to ``max_length``, pad to the longest.
@@ -469,7 +508,25 @@ class BertEncoder(Encoder):
     """An :class:`mha_lib.model.Encoder` holding a BERT checkpoint, plus text helpers.
 
     It *is* the one Encoder class (same blocks, same forward, same ``head_mask`` and
-    ``prune_heads``); it adds the tokenizer and sentence-transformers' pooling.
+    ``prune_heads``); it adds the tokenizer and sentence-transformers' pooling. BERT:
+    Devlin et al. 2019; pooling: Reimers & Gurevych 2019 (Sentence-BERT).
+
+    Shapes and dtypes: token ids (B, L) long; ``key_padding_mask`` (B, L) bool, True =
+    padding; ``last_hidden_state`` (B, L, d_model) float32 (d_model 384 for
+    all-MiniLM-L6-v2); attention weights per layer (B, H_l, L, L) float32; sentence
+    embeddings (N, d_model) float32.
+
+    Args:
+        config: the :class:`~mha_lib.model.EncoderConfig` (post-LN BERT settings).
+        tokenizer: the :class:`WordPieceTokenizer`.
+        pooling: "mean", "cls" or "max".
+        normalize: L2-normalise pooled embeddings.
+        source: a description of where the weights came from.
+        folder: the checkpoint folder, to copy its tokenizer files on save.
+
+    Raises:
+        ValueError: ``pooling`` not one of "mean", "cls", "max"; a bad ``config`` (as
+            :class:`~mha_lib.model.Encoder`).
 
     Attributes:
         tokenizer: the :class:`WordPieceTokenizer`.
@@ -493,7 +550,16 @@ class BertEncoder(Encoder):
         self._folder = folder
 
     def tokenize(self, texts, text_pairs=None, *, warn: bool = True) -> TokenBatch:
-        """``self.tokenizer(texts, text_pairs)``, on the model's device. See :class:`WordPieceTokenizer`."""
+        """``self.tokenizer(texts, text_pairs)``, on the model's device. See :class:`WordPieceTokenizer`.
+
+        Returns:
+            A :class:`TokenBatch`: input_ids and token_type_ids (B, L) long,
+            key_padding_mask (B, L) bool, on the model's device.
+
+        Raises:
+            ValueError: an empty batch, a non-string text, or ``text_pairs`` of another
+                length (from :class:`WordPieceTokenizer`).
+        """
         return self.tokenizer(texts, text_pairs, warn=warn).to(self.token_embedding.weight.device)
 
     def encode_text(self, texts, text_pairs=None, **forward_kwargs) -> Tuple[EncoderOutput, TokenBatch]:
@@ -508,6 +574,10 @@ class BertEncoder(Encoder):
             ``(output, batch)``: the :class:`EncoderOutput` (last_hidden_state (B, L, d_model),
             attentions per layer (B, H_l, L, L)), and the :class:`TokenBatch` with the token
             strings for labelling plots.
+
+        Raises:
+            ValueError: bad texts (as :meth:`tokenize`), or a bad ``head_mask`` or other
+                argument of :meth:`Encoder.forward`.
         """
         batch = self.tokenize(texts, text_pairs)
         return self(**batch.model_inputs(), **forward_kwargs), batch
@@ -515,9 +585,32 @@ class BertEncoder(Encoder):
     def pool(self, last_hidden_state: torch.Tensor, key_padding_mask: torch.Tensor) -> torch.Tensor:
         """Sentence-transformers' pooling (Reimers & Gurevych 2019), then optional L2 norm.
 
-        Mean: the average of the non-padding token vectors. (B, L, d_model), (B, L) bool
-        -> (B, d_model) float.
+        Mean: the average of the non-padding token vectors; "cls": the first token's vector;
+        "max": the elementwise maximum over non-padding tokens.
+
+        Args:
+            last_hidden_state: (B, L, d_model) float.
+            key_padding_mask: (B, L) bool, True = padding.
+
+        Returns:
+            (B, d_model) float, in ``last_hidden_state``'s dtype; unit L2 norm per row when
+            ``self.normalize``.
+
+        Raises:
+            ValueError: ``last_hidden_state`` not 3-D, or ``key_padding_mask`` not a bool
+                tensor of shape (B, L).
         """
+        if not isinstance(last_hidden_state, torch.Tensor) or last_hidden_state.dim() != 3:
+            raise ValueError(
+                f"last_hidden_state must be (B, L, d_model), got {getattr(last_hidden_state, 'shape', last_hidden_state)}"
+            )
+        if (not isinstance(key_padding_mask, torch.Tensor) or key_padding_mask.dtype != torch.bool
+                or tuple(key_padding_mask.shape) != tuple(last_hidden_state.shape[:2])):
+            raise ValueError(
+                f"key_padding_mask must be a bool tensor of shape (B, L) = {tuple(last_hidden_state.shape[:2])}, "
+                f"got {getattr(key_padding_mask, 'dtype', type(key_padding_mask))} "
+                f"{tuple(getattr(key_padding_mask, 'shape', ()))}"
+            )
         keep = (~key_padding_mask).unsqueeze(-1).to(last_hidden_state.dtype)  # (B, L, 1)
         if self.pooling == "mean":
             pooled = (last_hidden_state * keep).sum(1) / keep.sum(1).clamp(min=1e-9)  # (B, d_model)
@@ -606,6 +699,9 @@ class BertEncoder(Encoder):
 def load_bert(name_or_path: Optional[Union[str, os.PathLike]] = None, *, verbose: bool = True,
               device: Union[str, torch.device] = "cpu") -> Tuple[BertEncoder, WordPieceTokenizer]:
     """Load a BERT-family checkpoint into mha_lib's encoder.
+
+    BERT: Devlin et al. 2019, "BERT: Pre-training of Deep Bidirectional Transformers for
+    Language Understanding" (post-LN encoder, learned positions, token types).
 
     Args:
         name_or_path: a folder with a transformers BERT checkpoint (config.json +

@@ -750,3 +750,9 @@ def test_01_float_mask_warning_points_at_the_callers_line():
         with pytest.warns(UserWarning, match="only 0s and 1s") as record:
             call()
         assert [r.filename for r in record] == [__file__]
+
+
+def test_merge_heads_checks_its_input():
+    m = make_mha(8, 2)
+    with pytest.raises(ValueError, match=r"\(B, 2, L, 4\).*\(1, 3, 5, 4\)"):
+        m.merge_heads(torch.zeros(1, 3, 5, 4))

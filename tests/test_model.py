@@ -358,3 +358,8 @@ def test_numpy_integers_are_integers():
     model = make()
     model.prune_heads({np.int64(1): [np.int64(0)]})
     assert model.config.pruned_heads == {1: [0]}
+
+
+def test_encoder_needs_an_encoder_config():
+    with pytest.raises(ValueError, match="EncoderConfig.*dict"):
+        Encoder(dict(TINY))

@@ -375,3 +375,19 @@ def test_bert_encoder_from_pretrained_returns_a_bert_encoder(bert, tmp_path):
         torch.testing.assert_close(again(**batch.model_inputs()).last_hidden_state,
                                    model(**batch.model_inputs()).last_hidden_state)
     assert type(mha_model.Encoder.from_pretrained(path)) is mha_model.Encoder  # the plain class stays plain
+
+
+def test_text_helpers_reject_bad_input(bert):
+    model, tok = bert
+    with pytest.raises(ValueError, match="one str.*list"):
+        tok.tokenize(["a", "b"])
+    assert tok.convert_ids_to_tokens(torch.tensor([101, 102])) == ["[CLS]", "[SEP]"]
+    with pytest.raises(ValueError, match=f"id {tok.vocab_size} is outside"):
+        tok.convert_ids_to_tokens([101, tok.vocab_size])
+    with pytest.raises(ValueError, match="integer.*1.5"):
+        tok.convert_ids_to_tokens([1.5])
+    h = torch.zeros(2, 3, 384)
+    with pytest.raises(ValueError, match=r"bool tensor of shape \(B, L\) = \(2, 3\)"):
+        model.pool(h, torch.zeros(2, 3))
+    with pytest.raises(ValueError, match="(B, L, d_model)"):
+        model.pool(h[0], torch.zeros(3, dtype=torch.bool))
