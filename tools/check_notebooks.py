@@ -84,7 +84,7 @@ def check(root: Path) -> list[str]:
         if resolve_page(root, entry) is None:
             problems.append(f"{toc_path}: entry {entry!r} names no existing page")
     for path in sorted((root / "chapters").glob("*.ipynb")):
-        problems.extend(notebook_problems(path.relative_to(root) if not path.is_absolute() else path))
+        problems.extend(notebook_problems(path))
     return problems
 
 
