@@ -1,27 +1,33 @@
 """Scaled dot-product attention and multi-head attention.
 
-Read this file top to bottom:
+Read this file top to bottom. The math comes first, the plumbing after:
 
-1. ``attention``: the functional form, softmax(Q K^T / sqrt(d_k) + mask) V, on tensors that are
-   already split into heads.
-2. ``build_attention_mask``: the ONE place where every kind of mask (key padding, attn_mask,
-   causal) becomes a single additive float mask. Both paths of ``MultiHeadAttention`` use it.
-3. ``MultiHeadAttention``: projections, the two attention paths (fused SDPA kernel, or the
-   explicit teaching path that also returns weights), head_mask, GQA/MQA, KV cache, pruning,
-   and ``from_torch``. Its ``forward`` is the entry point: it reads top to bottom, with shapes.
+1. :func:`attention`: softmax(Q K^T / sqrt(d_k) + mask) V on tensors already split into heads.
+2. :class:`MultiHeadAttention`: its ``forward`` is the whole pass on one screen, in the paper's
+   order: project -> split heads -> KV cache -> masks -> attend -> head_mask -> merge -> W^O.
+3. :func:`build_attention_mask`: the ONE place where every kind of mask (key padding,
+   ``attn_mask``, causal) becomes one additive float mask. Both paths use it.
+4. :class:`KVCache`: keys and values of past positions, in a buffer that grows in chunks.
+5. Argument checks, pruning helpers and ``from_torch``: the plumbing.
 
 Notation (used in every shape comment):
     B  batch size          L  query length        S  key/value length
     H  query heads         H_kv  key/value heads  hd  head_dim = d_k = d_model // num_heads
-    d_model  model width
+    G  query heads per key/value head = H // H_kv        d_model  model width
 
 Conventions:
     * Batch first, always: (B, L, d_model).
     * A bool mask means True = blocked (not allowed to attend), as in
       ``torch.nn.MultiheadAttention``. Careful: ``F.scaled_dot_product_attention`` uses the
       opposite polarity (True = keep); that is why our functional form is named ``attention``.
-    * A float mask is ADDED to the scores; ``-inf`` blocks.
+    * A float mask is ADDED to the scores; ``-inf`` blocks, and so does any value at or below
+      half the dtype's most negative number (the Hugging Face idiom ``torch.finfo(dtype).min``).
     * A query row whose keys are all blocked gets zero weights and a zero head output, never NaN.
+    * Arguments are checked once, at the entry (``_check_*`` below); the pass itself has no
+      Python branch on tensor values, so it exports to ONNX unchanged.
+
+Names: ``mha_lib.attention`` is the FUNCTION (the package binds it over the submodule name);
+``from mha_lib.attention import MultiHeadAttention`` imports from this module.
 
 Papers followed:
     Vaswani et al. 2017, "Attention Is All You Need" (scaled dot-product and multi-head attention).
@@ -33,64 +39,27 @@ Papers followed:
 from __future__ import annotations
 
 import math
-import numbers
 import os
-import operator
+import sys
 import warnings
-from typing import Iterable, Optional, Sequence, Tuple
+from typing import Iterable, Optional, Sequence, Tuple, Union
 
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-__all__ = ["attention", "build_attention_mask", "MultiHeadAttention"]
+from . import checks
+
+__all__ = ["attention", "build_attention_mask", "MultiHeadAttention", "KVCache"]
 
 # F.scaled_dot_product_attention grew ``enable_gqa`` in torch 2.5; before that we expand K/V ourselves.
 _SDPA_HAS_GQA = tuple(int(p) for p in torch.__version__.split("+")[0].split(".")[:2]) >= (2, 5)
-
-KVCache = Tuple[Tensor, Tensor]
-
-
-def _as_int(value, name: str) -> int:
-    """``value`` as a Python int, or a ValueError naming it.
-
-    Accepts Python ints, numpy integers and 0-d integer tensors. Rejects bools (``True`` is not
-    head 1), floats (even 2.0: a float index is usually a bug upstream), strings and anything
-    else, instead of truncating them silently as ``int()`` would.
-    """
-    is_bool = isinstance(value, bool) or type(value).__name__ in ("bool_", "bool") or (
-        isinstance(value, Tensor) and value.dtype == torch.bool
-    )
-    if not is_bool and not (isinstance(value, Tensor) and value.dim() != 0):
-        try:
-            return operator.index(value)
-        except TypeError:
-            pass
-    raise ValueError(f"{name} must be an integer (int, numpy integer or 0-d integer tensor), got {value!r}")
-
-
-def _as_head_indices(heads, name: str = "heads") -> list:
-    """An iterable of head indices -> list of Python ints; ValueError naming a bad one."""
-    if isinstance(heads, (str, bytes, numbers.Number)) or (isinstance(heads, Tensor) and heads.dim() == 0):
-        raise ValueError(
-            f"{name} must be an iterable of head indices, e.g. [1] or {{1, 2}}; got the single value {heads!r}"
-        )
-    try:
-        items = list(heads)
-    except TypeError:
-        raise ValueError(f"{name} must be an iterable of head indices, got {heads!r}") from None
-    return [_as_int(h, f"{name}: head index") for h in items]
-
-
-def _check_dropout(value, name: str = "dropout") -> float:
-    """A float in [0, 1), or a ValueError naming ``value`` (also for bools, strings and NaN)."""
-    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not 0.0 <= float(value) < 1.0:
-        raise ValueError(f"{name} must be a float in [0, 1), got {value!r}")
-    return float(value)
+# need_weights=True returns (B, H, L, S) weights; above this many bytes we warn (see _check_forward).
+WEIGHTS_WARN_BYTES = 2**30
 
 
 # ---------------------------------------------------------------------------------------------
-# 1. The functional form
+# 1. The math
 # ---------------------------------------------------------------------------------------------
 
 
@@ -110,21 +79,21 @@ def attention(
     (Vaswani et al. 2017, eq. 1). ``k`` and ``v`` may have fewer heads than ``q``: query head ``i``
     then uses key/value head ``i // (H // H_kv)`` (grouped-query attention, Ainslie et al. 2023;
     H_kv = 1 is multi-query attention, Shazeer 2019), as ``F.scaled_dot_product_attention(...,
-    enable_gqa=True)`` does.
+    enable_gqa=True)`` does. Shared keys and values are never copied per query head.
 
     Args:
-        q: (B, H, L, d_k), floating point.
+        q: (B, H, L, d_k), floating point, d_k >= 1.
         k: (B, H_kv, S, d_k), same dtype; H_kv must divide H.
         v: (B, H_kv, S, d_v), same dtype.
         attn_mask: optional, broadcastable to (B, H, L, S). ``bool``: True = blocked (the OPPOSITE
             of ``F.scaled_dot_product_attention``, which is why this function has another name).
             Floating point: cast to ``q.dtype`` and added to the scores; ``-inf`` blocks. A float
             mask holding only 0s and 1s warns (it is added, so it does not block anything).
-        dropout_p: probability of zeroing an attention weight before it multiplies ``v``. Applied
-            whenever > 0 (like torch's function; pass 0.0 in eval).
-        scale: multiplies the scores; default ``1 / sqrt(d_k)``.
+        dropout_p: probability in [0, 1) of zeroing an attention weight before it multiplies
+            ``v``. Applied whenever > 0 (like torch's function; pass 0.0 in eval).
+        scale: multiplies the scores, a finite number > 0; default ``1 / sqrt(d_k)``.
         is_causal: block key j for query i when j > i + (S - L) (bottom-right aligned, see
-            ``build_attention_mask``). Combined with ``attn_mask`` by OR.
+            :func:`build_attention_mask`). Combined with ``attn_mask`` by OR.
 
     Returns:
         ``(out, weights)``: out (B, H, L, d_v) in ``q.dtype``; weights (B, H, L, S), taken BEFORE
@@ -132,221 +101,46 @@ def attention(
         (that query's output is zero too).
 
     Raises:
-        ValueError: on tensors that are not 4-D, mismatched batch/head/feature sizes, H_kv not
-            dividing H, q/k/v of different dtypes (or not floating point), or a mask of the
-            wrong shape or dtype or holding NaN / +inf.
+        ValueError: on tensors that are not 4-D, mismatched batch/head/feature sizes, d_k = 0,
+            H_kv not dividing H, q/k/v of different dtypes (or not floating point), a mask of the
+            wrong shape or dtype or holding NaN / +inf, ``dropout_p`` outside [0, 1), ``scale``
+            not a finite positive number, or ``is_causal`` not a bool.
     """
-    if q.dim() != 4 or k.dim() != 4 or v.dim() != 4:
-        raise ValueError(
-            f"attention expects 4-D (B, H, L, d_k) tensors, got q {tuple(q.shape)}, "
-            f"k {tuple(k.shape)}, v {tuple(v.shape)}"
-        )
+    if not checks.tracing():
+        _check_attention_args(q, k, v, attn_mask, dropout_p, scale, is_causal)
     B, H, L, d_k = q.shape
-    _, H_kv, S, _ = k.shape
-    if k.shape[0] != B or v.shape[0] != B or k.shape[3] != d_k or v.shape[1:3] != k.shape[1:3]:
-        raise ValueError(
-            f"attention: shapes do not fit together: q {tuple(q.shape)} (B, H, L, d_k), "
-            f"k {tuple(k.shape)} (B, H_kv, S, d_k), v {tuple(v.shape)} (B, H_kv, S, d_v)"
-        )
-    if H_kv == 0 or H % H_kv != 0:
-        raise ValueError(f"attention: k/v have {H_kv} heads, which must divide q's {H} heads")
-    if not q.is_floating_point() or k.dtype != q.dtype or v.dtype != q.dtype:
-        raise ValueError(
-            f"attention: q, k, v must share one floating-point dtype, got q {q.dtype}, k {k.dtype}, "
-            f"v {v.dtype}; cast them first (e.g. k.to(q.dtype))"
-        )
-    if not 0.0 <= dropout_p <= 1.0:
-        raise ValueError(f"dropout_p must be in [0, 1], got {dropout_p}")
-    if H_kv != H:  # GQA / MQA: query head i reads key/value head i // (H // H_kv)
-        k = k.repeat_interleave(H // H_kv, dim=1)  # (B, H, S, d_k)
-        v = v.repeat_interleave(H // H_kv, dim=1)  # (B, H, S, d_v)
-    mask, empty_rows = build_attention_mask(
-        attn_mask=attn_mask, is_causal=is_causal, batch=B, heads=H, q_len=L, k_len=S,
-        dtype=q.dtype, device=q.device,
+    mask, empty_rows = _build_mask(
+        None, attn_mask, is_causal, B, H, L, k.shape[2], q.dtype, q.device
     )
-    scale = d_k**-0.5 if scale is None else scale
-    return _explicit_attention(q, k, v, mask, empty_rows, dropout_p, scale)
+    return _attend(q, k, v, mask, empty_rows, dropout_p, d_k**-0.5 if scale is None else scale)
 
 
-def _explicit_attention(
-    q: Tensor, k: Tensor, v: Tensor, mask: Optional[Tensor], empty_rows: Optional[Tensor],
-    dropout_p: float, scale: float,
-) -> Tuple[Tensor, Tensor]:
+def _attend(q, k, v, mask, empty_rows, dropout_p: float, scale: float) -> Tuple[Tensor, Tensor]:
     """The teaching path: softmax(q k^T * scale + mask) v, step by step.
 
-    q (B, H, L, d_k), k (B, H, S, d_k), v (B, H, S, d_v); mask and empty_rows as returned by
-    ``build_attention_mask``. Returns (out (B, H, L, d_v), weights (B, H, L, S)).
+    q (B, H, L, d_k); k (B, H_kv, S, d_k), v (B, H_kv, S, d_v) with query head i reading key/value
+    head i // G. The G query heads of a group are stacked along the query axis, so that one
+    matmul serves the whole group and K/V are never repeated (no copy for GQA/MQA).
     """
-    scores = (q * scale) @ k.transpose(-2, -1)  # (B, H, L, S); scaling q is cheaper than scores
+    B, H, L, d_k = q.shape
+    H_kv, S = k.shape[1], k.shape[2]
+    if H_kv == 0:  # every head pruned: nothing to attend with
+        return q.new_zeros(B, 0, L, v.shape[3]), q.new_zeros(B, 0, L, S)
+    G = H // H_kv
+    q = q.reshape(B, H_kv, G * L, d_k)  # (B, H_kv, G*L, d_k): a group's queries, one after another
+    scores = ((q * scale) @ k.transpose(-2, -1)).view(B, H, L, S)  # (B, H, L, S)
     if mask is not None:
-        # 0 = allowed, -inf = blocked, other floats = user bias. In place is safe for autograd
-        # (matmul's backward does not need its output) and saves a (B, H, L, S) allocation.
-        scores += mask
-    if scores.requires_grad:
-        weights = scores.softmax(dim=-1)  # (B, H, L, S), rows sum to 1
-    else:  # inference: normalise in place, as torch.nn.MultiheadAttention's fast path does
-        weights = torch.softmax(scores, dim=-1, out=scores)
-    if empty_rows is not None:  # rows whose keys were all blocked: zero, not a 1-hot on key 0
-        weights = weights.masked_fill(empty_rows, 0.0)
+        scores = scores + mask  # 0 = allowed, -inf = blocked, other floats = the user's bias
+    weights = scores.softmax(dim=-1)  # (B, H, L, S), each row sums to 1
+    if empty_rows is not None:
+        weights = weights.masked_fill(empty_rows, 0.0)  # rows with no allowed key: 0, not 1-hot
     dropped = F.dropout(weights, p=dropout_p) if dropout_p > 0 else weights
-    out = dropped @ v  # (B, H, L, d_v); empty rows are already 0 because their weights are
-    return out, weights
+    out = dropped.reshape(B, H_kv, G * L, S) @ v  # (B, H_kv, G*L, d_v)
+    return out.view(B, H, L, v.shape[3]), weights  # (B, H, L, d_v), (B, H, L, S)
 
 
 # ---------------------------------------------------------------------------------------------
-# 2. Masks: one helper for every path
-# ---------------------------------------------------------------------------------------------
-
-
-def build_attention_mask(
-    *,
-    key_padding_mask: Optional[Tensor] = None,
-    attn_mask: Optional[Tensor] = None,
-    is_causal: bool = False,
-    batch: int,
-    heads: int,
-    q_len: int,
-    k_len: int,
-    dtype: torch.dtype,
-    device: torch.device,
-) -> Tuple[Optional[Tensor], Optional[Tensor]]:
-    """Turn every kind of mask into ONE additive float mask, plus a guard for empty rows.
-
-    Masks combine by OR over blocked positions (float masks are summed, and -inf + x = -inf).
-
-    Args:
-        key_padding_mask: (B, S); bool with True = padding (ignored key), or float, added.
-        attn_mask: bool (True = blocked) or float (added; -inf blocks), of any shape
-            broadcastable to (B, H, L, S), or torch.nn.MultiheadAttention's (B*H, L, S).
-        is_causal: query i may attend key j only when j <= i + (S - L). With L == S this is the
-            usual lower-triangular mask. With L != S it is aligned BOTTOM-RIGHT (the last query
-            sees every key), as a KV-cache decode step needs and as FlashAttention-2 does (Dao
-            2023, "FlashAttention-2: Faster Attention with Better Parallelism and Work
-            Partitioning", arXiv:2307.08691, causal masking for L != S). This
-            differs from ``F.scaled_dot_product_attention(is_causal=True)``, which aligns
-            top-left (query i sees keys 0..i whatever S is).
-        batch, heads, q_len, k_len: B, H, L, S.
-        dtype, device: of the scores (the query's dtype).
-
-    Returns:
-        ``(mask, empty_rows)``. ``mask`` is None (nothing blocked) or a float tensor of ``dtype``
-        broadcastable to (B, H, L, S), holding 0 for allowed, -inf for blocked and the user's
-        float values. ``empty_rows`` is None or a bool tensor broadcastable to (B, H, L, 1), True
-        for query rows whose keys were ALL blocked. For those rows key 0 is unblocked in
-        ``mask`` (so every backend's softmax stays finite, values and gradients) and the caller
-        must zero their weights and outputs. With S = 0 (no keys) every row is empty and
-        ``mask`` has a last dimension of size 0. This one guard works on CPU and CUDA, in fp32, fp16
-        and bf16, and needs no "-1e9" fill constant (which overflows to -inf in fp16).
-
-    Raises:
-        ValueError: a mask of the wrong shape; a dtype that is neither bool nor floating; a float
-            mask holding NaN or +inf (also +inf after the cast to ``dtype``, e.g. 1e5 in fp16).
-
-    Warns:
-        UserWarning: a float mask holding only 0s and 1s (with at least one 1). It is added to the
-            scores: a 1 raises that score by 1 and a 0 blocks nothing. It is NOT a keep mask or a
-            causal mask. Use a bool mask with True = blocked (e.g. ``keep == 0``) instead.
-    """
-    B, H, L, S = batch, heads, q_len, k_len
-    parts = []
-    if key_padding_mask is not None:
-        if tuple(key_padding_mask.shape) != (B, S):
-            raise ValueError(
-                f"key_padding_mask must have shape (B, S) = ({B}, {S}), got {tuple(key_padding_mask.shape)}"
-            )
-        parts.append(_to_additive(key_padding_mask, "key_padding_mask", dtype, device)[:, None, None, :])
-    if attn_mask is not None:
-        parts.append(_to_additive(_broadcastable_attn_mask(attn_mask, B, H, L, S), "attn_mask", dtype, device))
-    if is_causal:
-        # keep j <= i + (S - L): bottom-right aligned
-        keep = torch.ones(L, S, dtype=torch.bool, device=device).tril(diagonal=S - L)
-        parts.append(torch.zeros(L, S, dtype=dtype, device=device).masked_fill(~keep, -math.inf))
-    if not parts:
-        return None, None
-
-    mask = parts[0]
-    for part in parts[1:]:
-        mask = mask + part  # OR over blocked positions; broadcasts to the union of the shapes
-    while mask.dim() < 4:
-        mask = mask.unsqueeze(0)  # (.., .., L|1, S|1) -> 4-D
-
-    # Guard for query rows with no allowed key: unblock key 0 so softmax never sees all -inf
-    # (which gives NaN, and NaN gradients), and report the rows so the caller zeroes them.
-    if mask.shape[-1] != S:  # a (.., 1) mask cannot block some keys and not others
-        mask = mask.expand(*mask.shape[:-1], S)
-    empty_rows = torch.isneginf(mask).all(dim=-1, keepdim=True)  # (B|1, H|1, L|1, 1)
-    if not bool(empty_rows.any()):
-        return mask, None
-    if S == 0:  # no keys at all: every row is empty, and there is no key 0 to unblock
-        return mask, empty_rows
-    first_key = torch.zeros(S, dtype=torch.bool, device=device)
-    first_key[0] = True
-    mask = mask.masked_fill(empty_rows & first_key, 0.0)
-    return mask, empty_rows
-
-
-def _broadcastable_attn_mask(attn_mask: Tensor, B: int, H: int, L: int, S: int) -> Tensor:
-    """Check attn_mask's shape; reshape torch's (B*H, L, S) layout to (B, H, L, S)."""
-    shape = tuple(attn_mask.shape)
-    if attn_mask.dim() == 3 and shape[0] == B * H and shape[0] not in (1, H) and shape[1:] == (L, S):
-        return attn_mask.view(B, H, L, S)  # torch.nn.MultiheadAttention's layout
-    target = (B, H, L, S)
-    ok = attn_mask.dim() <= 4 and all(
-        m in (1, t) for m, t in zip(reversed(shape), reversed(target))
-    )
-    if not ok:
-        raise ValueError(
-            f"attn_mask has shape {shape}; it must broadcast to (B, H, L, S) = {target} "
-            f"(e.g. (L, S), (B, 1, L, S), (B, H, L, S)) or be (B*H, L, S) = ({B * H}, {L}, {S})"
-        )
-    return attn_mask
-
-
-def _to_additive(mask: Tensor, name: str, dtype: torch.dtype, device: torch.device) -> Tensor:
-    """bool (True = blocked) or float mask -> float mask of ``dtype``: 0 allowed, -inf blocked."""
-    mask = mask.to(device)
-    if mask.dtype == torch.bool:
-        return torch.zeros(mask.shape, dtype=dtype, device=device).masked_fill(mask, -math.inf)
-    if not mask.is_floating_point():
-        raise ValueError(
-            f"{name} has dtype {mask.dtype}; use bool (True = blocked) or a float mask (added to the scores)"
-        )
-    if bool(torch.isnan(mask).any()):
-        raise ValueError(f"{name} contains NaN; a float mask is added to the scores, use -inf to block")
-    cast = mask.to(dtype)
-    if bool(torch.isposinf(cast).any()):
-        raise ValueError(
-            f"{name} contains +inf (or a value too large for {dtype}, max {torch.finfo(dtype).max:.3g}); "
-            "a float mask is added to the scores, use -inf to block"
-        )
-    if bool(((mask == 0) | (mask == 1)).all()) and bool((mask == 1).any()):
-        warnings.warn(
-            f"float {name} holds only 0s and 1s. A float mask is ADDED to the scores, so a 1 raises "
-            "a score by 1 and nothing is blocked: this is not a keep mask and not a causal mask. "
-            "Use a bool mask with True = blocked (e.g. keep == 0), or -inf in a float mask.",
-            UserWarning,
-            stacklevel=_user_stacklevel(),
-        )
-    return cast
-
-
-def _user_stacklevel() -> int:
-    """``stacklevel`` for a warning raised here, pointing at the first caller outside mha_lib and torch.
-
-    The mask helpers are reached through ``attention``, ``MultiHeadAttention.forward`` (via
-    nn.Module's call machinery), ``Encoder.forward`` and more, so no fixed number is right.
-    """
-    import sys
-
-    skip = (os.path.dirname(os.path.abspath(__file__)) + os.sep, os.path.dirname(torch.__file__) + os.sep)
-    frame, level = sys._getframe(1), 1  # level 1 = the function that calls warnings.warn
-    while frame is not None and frame.f_code.co_filename.startswith(skip):
-        frame, level = frame.f_back, level + 1
-    return level
-
-
-# ---------------------------------------------------------------------------------------------
-# 3. Multi-head attention
+# 2. Multi-head attention
 # ---------------------------------------------------------------------------------------------
 
 
@@ -364,7 +158,7 @@ class MultiHeadAttention(nn.Module):
         num_heads: query heads H (> 0). ``head_dim = d_model // num_heads`` stays fixed even after
             pruning.
         num_kv_heads: key/value heads H_kv; must divide ``num_heads``. Default ``num_heads`` (MHA).
-        dropout: dropout probability on the attention weights, in training mode only.
+        dropout: dropout probability in [0, 1) on the attention weights, in training mode only.
         bias: whether the four projections have biases.
         pruned_heads: original indices of query heads to prune at construction, so a pruned
             module's ``state_dict`` loads into ``MultiHeadAttention(..., pruned_heads=same)``.
@@ -386,11 +180,12 @@ class MultiHeadAttention(nn.Module):
 
     Per-head outputs (for plots and analysis): ``head_out, weights = mha.head_outputs(x,
     need_weights=True)`` gives head_out (B, H, L, hd) and weights (B, H, L, S), and
-    ``mha.merge_heads(head_out)`` equals ``mha(x)[0]``; ``forward`` is exactly these two steps.
+    ``mha.merge_heads(head_out)`` equals ``mha(x)[0]``.
 
     Two paths, same numbers: ``need_weights=False`` runs ``F.scaled_dot_product_attention``
-    (fused kernels on GPU); ``need_weights=True`` runs the explicit softmax(Q K^T / sqrt(hd)) V of
-    ``attention`` and returns the weights. Both take their mask from ``build_attention_mask``.
+    (fused kernels on GPU; plain causal attention passes ``is_causal`` to it and builds no mask
+    tensor, so memory stays O(L) and CUDA may choose its flash kernel); ``need_weights=True``
+    runs the explicit softmax(Q K^T / sqrt(hd)) V of :func:`attention` and returns the weights.
 
     Raises:
         ValueError: ``d_model``, ``num_heads`` or ``num_kv_heads`` not a positive integer (Python
@@ -418,16 +213,9 @@ class MultiHeadAttention(nn.Module):
         pruned_heads: Iterable[int] = (),
     ) -> None:
         super().__init__()
-        num_kv_heads = num_heads if num_kv_heads is None else num_kv_heads
-        sizes = {}
-        for name, value in (("d_model", d_model), ("num_heads", num_heads), ("num_kv_heads", num_kv_heads)):
-            try:
-                sizes[name] = _as_int(value, name)
-            except ValueError:
-                sizes[name] = 0
-            if sizes[name] <= 0:
-                raise ValueError(f"{name} must be a positive integer, got {value!r}")
-        d_model, num_heads, num_kv_heads = sizes["d_model"], sizes["num_heads"], sizes["num_kv_heads"]
+        d_model = checks.positive_int(d_model, "d_model")
+        num_heads = checks.positive_int(num_heads, "num_heads")
+        num_kv_heads = checks.positive_int(num_heads if num_kv_heads is None else num_kv_heads, "num_kv_heads")
         if d_model % num_heads != 0:
             raise ValueError(
                 f"d_model={d_model} is not divisible by num_heads={num_heads}: "
@@ -438,25 +226,18 @@ class MultiHeadAttention(nn.Module):
                 f"num_kv_heads={num_kv_heads} must divide num_heads={num_heads} "
                 f"(each key/value head serves a group of num_heads // num_kv_heads query heads)"
             )
-        dropout = _check_dropout(dropout)
-        if not isinstance(bias, bool):
-            raise ValueError(f"bias must be True or False, got {bias!r}")
-
         self.d_model = d_model
         self.head_dim = d_model // num_heads
-        self.original_num_heads = num_heads
-        self.original_num_kv_heads = num_kv_heads
-        self.num_heads = num_heads
-        self.num_kv_heads = num_kv_heads
-        self.dropout = dropout
-        self.bias = bias
+        self.original_num_heads = self.num_heads = num_heads
+        self.original_num_kv_heads = self.num_kv_heads = num_kv_heads
+        self.dropout = checks.probability(dropout, "dropout")
+        self.bias = checks.flag(bias, "bias")
         self.kept_heads: list[int] = list(range(num_heads))
         self.kept_kv_heads: list[int] = list(range(num_kv_heads))
         self.pruned_heads: set[int] = set()
-        group = num_heads // num_kv_heads
         # Derived from (num_heads, num_kv_heads, pruned_heads), so not saved in the state_dict.
-        self.register_buffer("kv_head_index", torch.arange(num_heads) // group, persistent=False)
-        # True while kv_head_index is i // (H // H_kv), the layout SDPA's enable_gqa assumes.
+        self.register_buffer("kv_head_index", torch.arange(num_heads) // (num_heads // num_kv_heads), persistent=False)
+        # True while kv_head_index is i // (H // H_kv): groups of consecutive query heads.
         self._regular_groups = True
 
         self.q_proj = nn.Linear(d_model, num_heads * self.head_dim, bias=bias)  # W^Q, all heads
@@ -465,6 +246,242 @@ class MultiHeadAttention(nn.Module):
         self.out_proj = nn.Linear(num_heads * self.head_dim, d_model, bias=bias)  # W^O
         self.reset_parameters()
         self.prune_heads(pruned_heads)
+
+    def forward(
+        self,
+        query: Tensor,
+        key: Optional[Tensor] = None,
+        value: Optional[Tensor] = None,
+        *,
+        key_padding_mask: Optional[Tensor] = None,
+        attn_mask: Optional[Tensor] = None,
+        is_causal: bool = False,
+        head_mask: Optional[Tensor] = None,
+        need_weights: bool = False,
+        past_kv: Union["KVCache", Tuple[Tensor, Tensor], None] = None,
+        use_cache: bool = False,
+    ):
+        """Attend from ``query`` to ``key``/``value``. The whole pass, top to bottom.
+
+        Args:
+            query: (B, L, d_model), floating point.
+            key: (B, S_new, d_model); default ``query`` (self-attention).
+            value: (B, S_new, d_model); default ``key``.
+            key_padding_mask: (B, S); bool, True = padding key (ignored), or float (added).
+                S counts the cached keys too: S = S_past + S_new.
+            attn_mask: bool (True = blocked) or float (added to the scores, -inf blocks),
+                broadcastable to (B, H, L, S), or (B*H, L, S) as in torch. A float mask of only
+                0/1 warns: it is added, it blocks nothing. See :func:`build_attention_mask`.
+            is_causal: query i may attend key j only when j <= i + (S - L): bottom-right aligned,
+                so a decode step with a KV cache sees all past keys. (This differs from
+                ``F.scaled_dot_product_attention``, which aligns top-left when L != S.)
+            head_mask: (H,) or (B, H), float, finite, differentiable: xi_h of Michel et al. 2019,
+                multiplying each head's output before W^O (1 keep, 0 drop). Indexed by the
+                CURRENT heads (``kept_heads`` order) after pruning.
+            need_weights: if True, use the explicit path and return per-head weights; if False,
+                use ``F.scaled_dot_product_attention`` (fused kernels) and return None.
+            past_kv: a :class:`KVCache` from a previous call with ``use_cache=True`` (the new
+                keys/values are written into it, in place), or a ``(k, v)`` pair of tensors,
+                each (B, H_kv, S_past, hd) (copied once into a new cache; the pair is untouched).
+            use_cache: if True, also return the cache, now holding S = S_past + S_new positions.
+
+        Returns:
+            ``(out, weights)``, or ``(out, weights, cache)`` with ``use_cache``: out
+            (B, L, d_model) in the query's dtype; weights (B, H, L, S) per head, taken before
+            dropout and head_mask (rows sum to 1, or are all 0 for a query whose keys are all
+            blocked), or None; cache a :class:`KVCache` that unpacks as ``k, v = cache``, each
+            (B, H_kv, S, hd). After pruning every head, out is the output bias broadcast (zeros
+            without bias) and weights is (B, 0, L, S).
+
+        Raises:
+            ValueError: wrong input shapes, query/key/value of different dtypes, masks of the
+                wrong shape or dtype, float masks with NaN or +inf (alone or added together),
+                a head_mask that is not a finite float tensor of the right shape (a list is
+                rejected), a past_kv of the wrong shape, dtype or device, or a flag that is not
+                a bool.
+
+        Warns:
+            UserWarning: ``need_weights=True`` would return more than ``WEIGHTS_WARN_BYTES``.
+        """
+        key = query if key is None else key
+        value = key if value is None else value
+        if not checks.tracing():  # every argument is checked here, once; the pass has no checks
+            self._check_forward(query, key, value, key_padding_mask, attn_mask, is_causal,
+                                head_mask, need_weights, past_kv, use_cache)
+        B, L, _ = query.shape
+
+        # 1. Project, and split d_model into heads of width hd.
+        q, k, v = self._project(query, key, value)  # (B, H, L, hd), (B, H_kv, S_new, hd) x2
+        # 2. KV cache: write the new keys/values after the past ones (no copy of the past).
+        cache = None
+        if past_kv is not None or use_cache:
+            cache = KVCache.wrap(past_kv, like=k).append(k, v)
+            k, v = cache.keys, cache.values  # (B, H_kv, S, hd), S = S_past + S_new
+        S = k.shape[2]
+        # 3. Masks -> one additive float mask; plain causal attention needs none on the fused path.
+        kernel_causal = (is_causal and not need_weights and attn_mask is None and key_padding_mask is None
+                         and (L == S or L == 1 <= S))  # SDPA's top-left causal equals ours there
+        mask, empty_rows = _build_mask(key_padding_mask, attn_mask, is_causal and not kernel_causal,
+                                       B, self.num_heads, L, S, q.dtype, q.device)  # (B|1, H|1, L, S)
+        # 4. Attend: the explicit path keeps the weights, the fused kernel does not.
+        dropout_p = self.dropout if self.training else 0.0
+        if need_weights:
+            head_out, weights = _attend(q, *self._kv_per_group(k, v), mask, empty_rows, dropout_p,
+                                        self.head_dim**-0.5)  # (B, H, L, hd), (B, H, L, S)
+        else:
+            head_out, weights = self._fused(q, k, v, mask, dropout_p, kernel_causal and L == S), None
+            if empty_rows is not None:
+                head_out = head_out.masked_fill(empty_rows, 0.0)  # rows with no allowed key -> 0
+        # 5. head_mask: xi_h * head_h (Michel et al. 2019).
+        if head_mask is not None:
+            head_out = head_out * head_mask.to(head_out.dtype)[..., None, None]  # (B|1, H, 1, 1)
+        if self._return_heads:
+            return head_out, weights
+        # 6. Concatenate the heads and project with W^O.
+        out = self.merge_heads(head_out)  # (B, L, d_model)
+        return (out, weights, cache) if use_cache else (out, weights)
+
+    _return_heads = False  # set for one call by head_outputs
+
+    def head_outputs(self, query: Tensor, key: Optional[Tensor] = None, value: Optional[Tensor] = None,
+                     **kwargs) -> Tuple[Tensor, Optional[Tensor]]:
+        """Per-head outputs: what ``forward`` concatenates and multiplies by W^O.
+
+        Same arguments as :meth:`forward` (except ``use_cache``). ``self.merge_heads(head_out)``
+        equals ``forward``'s ``out``.
+
+        Returns:
+            ``(head_out, weights)``: head_out (B, H, L, hd), already multiplied by ``head_mask``
+            if given (zero for query rows with no allowed key); weights (B, H, L, S) or None.
+
+        Raises:
+            ValueError: as :meth:`forward`, and for ``use_cache``.
+        """
+        if kwargs.get("use_cache"):
+            raise ValueError("head_outputs does not return a cache; call forward with use_cache=True")
+        self._return_heads = True
+        try:
+            return self.forward(query, key, value, **kwargs)
+        finally:
+            del self._return_heads
+
+    def merge_heads(self, head_out: Tensor) -> Tensor:
+        """Concatenate heads and apply W^O: (B, H, L, hd) -> (B, L, d_model).
+
+        Args:
+            head_out: (B, H, L, hd) float, H the CURRENT number of heads (as from
+                :meth:`head_outputs`), in W^O's dtype.
+
+        Returns:
+            (B, L, d_model), ``concat_h(head_h) W^O + b^O`` (Vaswani et al. 2017, section 3.2.2).
+
+        Raises:
+            ValueError: ``head_out`` not 4-D, or its head count or head size not
+                (num_heads, head_dim).
+        """
+        if not checks.tracing() and (
+            head_out.dim() != 4 or head_out.shape[1] != self.num_heads or head_out.shape[3] != self.head_dim
+        ):
+            raise ValueError(
+                f"head_out must have shape (B, H, L, hd) = (B, {self.num_heads}, L, {self.head_dim}), "
+                f"got {tuple(head_out.shape)}"
+            )
+        B, H, L, hd = head_out.shape
+        concat = head_out.transpose(1, 2).reshape(B, L, H * hd)  # (B, L, H*hd)
+        return self.out_proj(concat)  # (B, L, d_model)
+
+    # -- the steps of forward --------------------------------------------------------------------
+
+    def _project(self, query: Tensor, key: Tensor, value: Tensor) -> Tuple[Tensor, Tensor, Tensor]:
+        """Q, K, V projections, split into heads: (B, H, L, hd), (B, H_kv, S, hd), (B, H_kv, S, hd)."""
+        B, L, _ = query.shape
+        S = key.shape[1]
+        H, H_kv, hd = self.num_heads, self.num_kv_heads, self.head_dim
+        if key is query and value is query:
+            # Self-attention: one matmul with [W^Q; W^K; W^V] instead of three (same numbers, faster).
+            qkv = F.linear(query, *_stacked(self.q_proj, self.k_proj, self.v_proj))
+            q, k, v = qkv.split([H * hd, H_kv * hd, H_kv * hd], dim=-1)  # (B, L, H*hd), (B, L, H_kv*hd) x2
+        else:
+            q = self.q_proj(query)  # (B, L, H*hd)
+            if value is key:
+                k, v = F.linear(key, *_stacked(self.k_proj, self.v_proj)).split([H_kv * hd] * 2, dim=-1)
+            else:
+                k, v = self.k_proj(key), self.v_proj(value)  # (B, S, H_kv*hd) each
+        q = q.view(B, L, H, hd).transpose(1, 2)  # (B, H, L, hd)
+        k = k.view(B, S, H_kv, hd).transpose(1, 2)  # (B, H_kv, S, hd)
+        v = v.view(B, S, H_kv, hd).transpose(1, 2)  # (B, H_kv, S, hd)
+        return q, k, v
+
+    def _kv_per_group(self, k: Tensor, v: Tensor) -> Tuple[Tensor, Tensor]:
+        """K/V laid out for :func:`_attend`: as they are while query head i reads KV head i // G;
+        after uneven GQA pruning, one KV head per query head (index_select, a copy)."""
+        if self._regular_groups:
+            return k, v  # (B, H_kv, S, hd)
+        return k.index_select(1, self.kv_head_index), v.index_select(1, self.kv_head_index)  # (B, H, S, hd)
+
+    def _fused(self, q: Tensor, k: Tensor, v: Tensor, mask: Optional[Tensor], dropout_p: float,
+               is_causal: bool) -> Tensor:
+        """F.scaled_dot_product_attention on heads: (B, H, L, hd). Our mask is additive float, so
+        SDPA's opposite bool polarity never comes into play."""
+        B, H, L, hd = q.shape
+        if H == 0:  # every head pruned
+            return q.new_zeros(B, 0, L, hd)
+        gqa = _SDPA_HAS_GQA and self._regular_groups and H != k.shape[1]
+        if not gqa and H != k.shape[1] or not self._regular_groups:
+            k, v = k.index_select(1, self.kv_head_index), v.index_select(1, self.kv_head_index)  # (B, H, S, hd)
+        return F.scaled_dot_product_attention(
+            q, k, v, attn_mask=mask, dropout_p=dropout_p, is_causal=is_causal, scale=hd**-0.5,
+            **({"enable_gqa": True} if gqa else {}),
+        )  # (B, H, L, hd)
+
+    # -- argument checks (run once per call, before the pass) -------------------------------------
+
+    def _check_forward(self, query, key, value, key_padding_mask, attn_mask, is_causal, head_mask,
+                       need_weights, past_kv, use_cache) -> None:
+        for name, flag in (("is_causal", is_causal), ("need_weights", need_weights), ("use_cache", use_cache)):
+            checks.flag(flag, name)
+        for name, t in (("query", query), ("key", key), ("value", value)):
+            if not isinstance(t, Tensor) or t.dim() != 3 or t.shape[-1] != self.d_model:
+                raise ValueError(
+                    f"{name} must have shape (B, L or S, d_model={self.d_model}) (batch first), "
+                    f"got {tuple(t.shape) if isinstance(t, Tensor) else type(t).__name__}"
+                )
+            if not t.is_floating_point():
+                raise ValueError(f"{name} must be floating point, got dtype {t.dtype}")
+        B, L, _ = query.shape
+        if key.shape[0] != B or value.shape[0] != B:
+            raise ValueError(
+                f"batch sizes differ: query {tuple(query.shape)}, key {tuple(key.shape)}, value {tuple(value.shape)}"
+            )
+        if key.shape[1] != value.shape[1]:
+            raise ValueError(f"key and value lengths differ: key {tuple(key.shape)}, value {tuple(value.shape)}")
+        weight = self.q_proj.weight
+        if key.dtype != query.dtype or value.dtype != query.dtype:
+            raise ValueError(
+                f"query, key and value must share one dtype, got query {query.dtype}, "
+                f"key {key.dtype}, value {value.dtype}; cast them first (e.g. key.to(query.dtype))"
+            )
+        if query.dtype != weight.dtype or query.device != weight.device:
+            raise ValueError(
+                f"query is {query.dtype} on {query.device}, but the module's weights are {weight.dtype} on "
+                f"{weight.device}; move one to the other (e.g. mha.to(query.dtype))"
+            )
+        S = key.shape[1]
+        if past_kv is not None:
+            S += _check_past_kv(past_kv, B, self.num_kv_heads, self.head_dim, query.dtype, query.device)
+        H = self.num_heads
+        _check_masks(key_padding_mask, attn_mask, B, H, L, S, query.dtype)
+        if head_mask is not None:
+            _check_head_mask(head_mask, B, H)
+        if need_weights and B * H * L * S * query.element_size() > WEIGHTS_WARN_BYTES:
+            warnings.warn(
+                f"need_weights=True returns per-head weights of shape (B, H, L, S) = ({B}, {H}, {L}, {S}): "
+                f"{B * H * L * S * query.element_size():,} bytes. Pass need_weights=False (the fused path "
+                f"keeps no weights), or run fewer sequences or shorter ones.",
+                UserWarning, stacklevel=_user_stacklevel(),
+            )
+
+    # -- set-up, pruning, interop ----------------------------------------------------------------
 
     def reset_parameters(self) -> None:
         """Initialise as ``torch.nn.MultiheadAttention`` does: Xavier-uniform W^Q, W^K, W^V, zero biases."""
@@ -481,259 +498,17 @@ class MultiHeadAttention(nn.Module):
             f"head_dim={self.head_dim}, dropout={self.dropout}, pruned_heads={sorted(self.pruned_heads)}"
         )
 
-    # -- forward ---------------------------------------------------------------------------------
-
-    def forward(
-        self,
-        query: Tensor,
-        key: Optional[Tensor] = None,
-        value: Optional[Tensor] = None,
-        *,
-        key_padding_mask: Optional[Tensor] = None,
-        attn_mask: Optional[Tensor] = None,
-        is_causal: bool = False,
-        head_mask: Optional[Tensor] = None,
-        need_weights: bool = False,
-        past_kv: Optional[KVCache] = None,
-        use_cache: bool = False,
-    ):
-        """Attend from ``query`` to ``key``/``value``.
-
-        Args:
-            query: (B, L, d_model), floating point.
-            key: (B, S_new, d_model); default ``query`` (self-attention).
-            value: (B, S_new, d_model); default ``key``.
-            key_padding_mask: (B, S); bool, True = padding key (ignored), or float (added).
-                S counts the cached keys too: S = S_past + S_new.
-            attn_mask: bool (True = blocked) or float (added to the scores, -inf blocks),
-                broadcastable to (B, H, L, S), or (B*H, L, S) as in torch. A float mask of only
-                0/1 warns: it is added, it blocks nothing. See ``build_attention_mask``.
-            is_causal: query i may attend key j only when j <= i + (S - L): bottom-right aligned,
-                so a decode step with a KV cache sees all past keys. (This differs from
-                ``F.scaled_dot_product_attention``, which aligns top-left when L != S.)
-            head_mask: (H,) or (B, H), float, differentiable: xi_h of Michel et al. 2019,
-                multiplying each head's output before W^O (1 keep, 0 drop). Indexed by the
-                CURRENT heads (``kept_heads`` order) after pruning.
-            need_weights: if True, use the explicit path and return per-head weights; if False,
-                use ``F.scaled_dot_product_attention`` (fused kernels) and return None.
-            past_kv: optional ``(k, v)`` from a previous call with ``use_cache=True``, each
-                (B, H_kv, S_past, hd). The new keys/values are appended to them.
-            use_cache: if True, also return ``present_kv``.
-
-        Returns:
-            ``(out, weights)``, or ``(out, weights, present_kv)`` with ``use_cache``:
-            out (B, L, d_model); weights (B, H, L, S) per head, taken before dropout and
-            head_mask (rows sum to 1, or are all 0 for a query whose keys are all blocked), or
-            None; present_kv ``(k, v)``, each (B, H_kv, S, hd). After pruning every head,
-            out is the output bias broadcast (zeros without bias) and weights is (B, 0, L, S).
+    def new_kv_cache(self, batch: int, capacity: int, *, dtype: Optional[torch.dtype] = None,
+                     device=None) -> "KVCache":
+        """An empty :class:`KVCache` with room for ``capacity`` positions (no growth until then).
 
         Raises:
-            ValueError: wrong input shapes, query/key/value of different dtypes, masks of the
-                wrong shape or dtype, float masks with NaN or +inf, a head_mask that is not a
-                float tensor of the right shape (a list is rejected), or a wrong past_kv.
+            ValueError: ``batch`` or ``capacity`` not a positive integer.
         """
-        # MultiHead(Q, K, V) = Concat(head_1, ..., head_H) W^O: the heads first (right below) ...
-        head_out, weights, present_kv = self._attend_heads(
-            query, key, value, key_padding_mask=key_padding_mask, attn_mask=attn_mask,
-            is_causal=is_causal, head_mask=head_mask, need_weights=need_weights, past_kv=past_kv,
-        )  # (B, H, L, hd), (B, H, L, S) or None
-        out = self.merge_heads(head_out)  # ... then concatenate and project: (B, L, d_model)
-        if use_cache:
-            return out, weights, present_kv
-        return out, weights
-
-    def _attend_heads(
-        self, query, key, value, *, key_padding_mask, attn_mask, is_causal, head_mask, need_weights, past_kv,
-    ) -> Tuple[Tensor, Optional[Tensor], KVCache]:
-        """The body of forward, up to the per-head outputs (B, H, L, hd)."""
-        key = query if key is None else key
-        value = key if value is None else value
-        self._check_inputs(query, key, value)
-        B, L, _ = query.shape
-        H, H_kv, hd = self.num_heads, self.num_kv_heads, self.head_dim
-
-        q, k, v = self._project(query, key, value)  # (B, H, L, hd), (B, H_kv, S_new, hd) x2
-        if past_kv is not None:
-            past_k, past_v = self._check_past_kv(past_kv, B)
-            k = torch.cat([past_k, k], dim=2)  # (B, H_kv, S, hd), S = S_past + S_new
-            v = torch.cat([past_v, v], dim=2)  # (B, H_kv, S, hd)
-        present_kv = (k, v)
-        S = k.shape[2]
-
-        # One helper turns every mask into one additive mask (+ the rows with no allowed key).
-        mask, empty_rows = build_attention_mask(
-            key_padding_mask=key_padding_mask, attn_mask=attn_mask, is_causal=is_causal,
-            batch=B, heads=H, q_len=L, k_len=S, dtype=q.dtype, device=q.device,
-        )
-        dropout_p = self.dropout if self.training else 0.0
-
-        if H == 0:  # every head pruned: nothing to attend with; W^O maps an empty vector to its bias
-            head_out = q.new_zeros(B, 0, L, hd)
-            weights = q.new_zeros(B, 0, L, S) if need_weights else None
-        elif need_weights:
-            # Teaching path: the explicit softmax(Q K^T / sqrt(hd) + mask) V, which keeps the weights.
-            k, v = self._expand_kv(k), self._expand_kv(v)  # (B, H, S, hd): head i reads kv_head_index[i]
-            head_out, weights = _explicit_attention(q, k, v, mask, empty_rows, dropout_p, hd**-0.5)
-        else:
-            # Fast path: the same math in one fused kernel (flash / memory-efficient on GPU).
-            # Our mask is additive float, so SDPA's opposite bool polarity never comes into play.
-            gqa = _SDPA_HAS_GQA and H != H_kv and self._regular_groups
-            if not gqa:
-                k, v = self._expand_kv(k), self._expand_kv(v)  # (B, H, S, hd)
-            head_out = F.scaled_dot_product_attention(
-                q, k, v, attn_mask=mask, dropout_p=dropout_p, scale=hd**-0.5,
-                **({"enable_gqa": True} if gqa else {}),
-            )  # (B, H, L, hd)
-            if empty_rows is not None:
-                head_out = head_out.masked_fill(empty_rows, 0.0)  # rows with no allowed key -> 0
-            weights = None
-
-        if head_mask is not None:
-            head_out = head_out * self._head_mask_4d(head_mask, B, head_out.dtype)  # xi_h * head_h
-        return head_out, weights, present_kv
-
-    def merge_heads(self, head_out: Tensor) -> Tensor:
-        """Concatenate heads and apply W^O: (B, H, L, hd) -> (B, L, d_model).
-
-        Args:
-            head_out: (B, H, L, hd) float, H the CURRENT number of heads (as from
-                :meth:`head_outputs`), in W^O's dtype.
-
-        Returns:
-            (B, L, d_model), ``concat_h(head_h) W^O + b^O`` (Vaswani et al. 2017, section 3.2.2).
-
-        Raises:
-            ValueError: ``head_out`` not 4-D, or its head count or head size not
-                (num_heads, head_dim).
-        """
-        if head_out.dim() != 4 or head_out.shape[1] != self.num_heads or head_out.shape[3] != self.head_dim:
-            raise ValueError(
-                f"head_out must have shape (B, H, L, hd) = (B, {self.num_heads}, L, {self.head_dim}), "
-                f"got {tuple(head_out.shape)}"
-            )
-        B, H, L, hd = head_out.shape
-        concat = head_out.transpose(1, 2).reshape(B, L, H * hd)  # (B, L, H*hd)
-        return self.out_proj(concat)  # (B, L, d_model)
-
-    def head_outputs(
-        self,
-        query: Tensor,
-        key: Optional[Tensor] = None,
-        value: Optional[Tensor] = None,
-        *,
-        key_padding_mask: Optional[Tensor] = None,
-        attn_mask: Optional[Tensor] = None,
-        is_causal: bool = False,
-        head_mask: Optional[Tensor] = None,
-        need_weights: bool = False,
-        past_kv: Optional[KVCache] = None,
-    ) -> Tuple[Tensor, Optional[Tensor]]:
-        """Per-head outputs: what ``forward`` concatenates and multiplies by W^O.
-
-        Same arguments as ``forward``. ``self.merge_heads(head_out)`` equals ``forward``'s ``out``.
-
-        Returns:
-            ``(head_out, weights)``: head_out (B, H, L, hd), already multiplied by ``head_mask``
-            if given (zero for query rows with no allowed key); weights (B, H, L, S) or None.
-
-        Raises:
-            ValueError: as :meth:`forward`: wrong input shapes or dtypes, a bad mask, head_mask
-                or past_kv.
-        """
-        head_out, weights, _ = self._attend_heads(
-            query, key, value, key_padding_mask=key_padding_mask, attn_mask=attn_mask,
-            is_causal=is_causal, head_mask=head_mask, need_weights=need_weights, past_kv=past_kv,
-        )
-        return head_out, weights
-
-    # -- pieces of forward ------------------------------------------------------------------------
-
-    def _project(self, query: Tensor, key: Tensor, value: Tensor) -> Tuple[Tensor, Tensor, Tensor]:
-        """Q, K, V projections, split into heads: (B, H, L, hd), (B, H_kv, S, hd), (B, H_kv, S, hd)."""
-        B, L, _ = query.shape
-        S = key.shape[1]
-        H, H_kv, hd = self.num_heads, self.num_kv_heads, self.head_dim
-        if key is query and value is query:
-            # Self-attention: one matmul with [W^Q; W^K; W^V] instead of three (same numbers, faster).
-            qkv = F.linear(query, *self._stacked(self.q_proj, self.k_proj, self.v_proj))
-            q, k, v = qkv.split([H * hd, H_kv * hd, H_kv * hd], dim=-1)  # (B, L, H*hd), (B, L, H_kv*hd) x2
-        else:
-            q = self.q_proj(query)  # (B, L, H*hd)
-            if value is key:
-                k, v = F.linear(key, *self._stacked(self.k_proj, self.v_proj)).split([H_kv * hd] * 2, dim=-1)
-            else:
-                k, v = self.k_proj(key), self.v_proj(value)  # (B, S, H_kv*hd) each
-        q = q.view(B, L, H, hd).transpose(1, 2)  # (B, H, L, hd)
-        k = k.view(B, S, H_kv, hd).transpose(1, 2)  # (B, H_kv, S, hd)
-        v = v.view(B, S, H_kv, hd).transpose(1, 2)  # (B, H_kv, S, hd)
-        return q, k, v
-
-    @staticmethod
-    def _stacked(*projs: nn.Linear) -> Tuple[Tensor, Optional[Tensor]]:
-        weight = torch.cat([p.weight for p in projs])
-        bias = None if projs[0].bias is None else torch.cat([p.bias for p in projs])
-        return weight, bias
-
-    def _expand_kv(self, kv: Tensor) -> Tensor:
-        """(B, H_kv, S, hd) -> (B, H, S, hd): query head i gets KV head kv_head_index[i]."""
-        if self._regular_groups and self.num_heads == self.num_kv_heads:
-            return kv  # plain MHA: head i reads KV head i
-        return kv.index_select(1, self.kv_head_index)
-
-    def _check_inputs(self, query: Tensor, key: Tensor, value: Tensor) -> None:
-        for name, t in (("query", query), ("key", key), ("value", value)):
-            if t.dim() != 3 or t.shape[-1] != self.d_model:
-                raise ValueError(
-                    f"{name} must have shape (B, L or S, d_model={self.d_model}) (batch first), "
-                    f"got {tuple(t.shape)}"
-                )
-            if not t.is_floating_point():
-                raise ValueError(f"{name} must be floating point, got dtype {t.dtype}")
-        if key.shape[0] != query.shape[0] or value.shape[0] != query.shape[0]:
-            raise ValueError(
-                f"batch sizes differ: query {tuple(query.shape)}, key {tuple(key.shape)}, value {tuple(value.shape)}"
-            )
-        if key.shape[1] != value.shape[1]:
-            raise ValueError(f"key and value lengths differ: key {tuple(key.shape)}, value {tuple(value.shape)}")
-        if key.dtype != query.dtype or value.dtype != query.dtype:
-            raise ValueError(
-                f"query, key and value must share one dtype, got query {query.dtype}, key {key.dtype}, "
-                f"value {value.dtype}; cast them first (e.g. key.to(query.dtype))"
-            )
-
-    def _check_past_kv(self, past_kv, B: int) -> KVCache:
-        if not isinstance(past_kv, (tuple, list)) or len(past_kv) != 2:
-            raise ValueError("past_kv must be a (k, v) pair, as returned with use_cache=True")
-        past_k, past_v = past_kv
-        for name, t in (("past_kv[0]", past_k), ("past_kv[1]", past_v)):
-            if t.dim() != 4 or (t.shape[0], t.shape[1], t.shape[3]) != (B, self.num_kv_heads, self.head_dim):
-                raise ValueError(
-                    f"{name} must have shape (B, H_kv, S_past, head_dim) = "
-                    f"({B}, {self.num_kv_heads}, S_past, {self.head_dim}), got {tuple(t.shape)}"
-                )
-        if past_k.shape != past_v.shape:
-            raise ValueError(f"past_kv shapes differ: {tuple(past_k.shape)} vs {tuple(past_v.shape)}")
-        return past_k, past_v
-
-    def _head_mask_4d(self, head_mask: Tensor, B: int, dtype: torch.dtype) -> Tensor:
-        H = self.num_heads
-        if not isinstance(head_mask, Tensor):
-            raise ValueError(
-                f"head_mask must be a float tensor of shape (H,) = ({H},) or (B, H), got a "
-                f"{type(head_mask).__name__} ({head_mask!r}); wrap it: torch.tensor(..., dtype=torch.float32)"
-            )
-        if not head_mask.is_floating_point():
-            raise ValueError(f"head_mask must be floating point (1 keep, 0 drop), got dtype {head_mask.dtype}")
-        if tuple(head_mask.shape) == (H,):
-            return head_mask.to(dtype).view(1, H, 1, 1)
-        if tuple(head_mask.shape) == (B, H):
-            return head_mask.to(dtype).view(B, H, 1, 1)
-        raise ValueError(
-            f"head_mask must have shape (H,) = ({H},) or (B, H) = ({B}, {H}) over the current "
-            f"(kept) heads, got {tuple(head_mask.shape)}"
-        )
-
-    # -- pruning -----------------------------------------------------------------------------------
+        w = self.k_proj.weight
+        return KVCache.empty(checks.positive_int(batch, "batch"), self.num_kv_heads, self.head_dim,
+                             checks.positive_int(capacity, "capacity"),
+                             dtype=dtype or w.dtype, device=device or w.device)
 
     @torch.no_grad()
     def prune_heads(self, heads: Iterable[int]) -> None:
@@ -759,12 +534,8 @@ class MultiHeadAttention(nn.Module):
         Pruning every head is allowed: the output is then W^O's bias, broadcast to
         (B, L, d_model), and ``weights`` have shape (B, 0, L, S).
         """
-        heads = set(_as_head_indices(heads))
-        bad = sorted(h for h in heads if not 0 <= h < self.original_num_heads)
-        if bad:
-            raise ValueError(
-                f"head indices {bad} are out of range for original_num_heads={self.original_num_heads}"
-            )
+        heads = set(checks.head_indices(heads, "heads", upper=self.original_num_heads,
+                                       upper_name="original_num_heads"))
         new = heads - self.pruned_heads
         if not new:
             return
@@ -790,8 +561,6 @@ class MultiHeadAttention(nn.Module):
         self.kv_head_index = torch.tensor(new_index, dtype=torch.long, device=self.kv_head_index.device)
         H, H_kv = self.num_heads, self.num_kv_heads
         self._regular_groups = H_kv > 0 and H % H_kv == 0 and new_index == [i // (H // H_kv) for i in range(H)]
-
-    # -- interop -----------------------------------------------------------------------------------
 
     @classmethod
     def from_torch(cls, m: nn.MultiheadAttention) -> "MultiHeadAttention":
@@ -831,6 +600,378 @@ class MultiHeadAttention(nn.Module):
                 new.out_proj.bias.copy_(m.out_proj.bias)
         new.train(m.training)
         return new
+
+
+# ---------------------------------------------------------------------------------------------
+# 3. Masks: one helper for every path
+# ---------------------------------------------------------------------------------------------
+
+
+def build_attention_mask(
+    *,
+    key_padding_mask: Optional[Tensor] = None,
+    attn_mask: Optional[Tensor] = None,
+    is_causal: bool = False,
+    batch: int,
+    heads: int,
+    q_len: int,
+    k_len: int,
+    dtype: torch.dtype,
+    device: torch.device,
+) -> Tuple[Optional[Tensor], Optional[Tensor]]:
+    """Turn every kind of mask into ONE additive float mask, plus a guard for empty rows.
+
+    Masks combine by OR over blocked positions (float masks are summed, and -inf + x = -inf).
+    A float value at or below half of ``dtype``'s most negative number counts as blocked, so
+    Hugging Face's ``torch.finfo(dtype).min`` fill blocks like ``-inf`` (in fp16,
+    ``finfo.min + score`` would otherwise overflow to -inf for scores below about -16, and a row
+    of -inf gives NaN). The construction has no Python branch on tensor values.
+
+    Args:
+        key_padding_mask: (B, S); bool with True = padding (ignored key), or float, added.
+        attn_mask: bool (True = blocked) or float (added; -inf blocks), of any shape
+            broadcastable to (B, H, L, S), or torch.nn.MultiheadAttention's (B*H, L, S).
+        is_causal: query i may attend key j only when j <= i + (S - L). With L == S this is the
+            usual lower-triangular mask. With L != S it is aligned BOTTOM-RIGHT (the last query
+            sees every key), as a KV-cache decode step needs and as FlashAttention-2 does (Dao
+            2023, "FlashAttention-2: Faster Attention with Better Parallelism and Work
+            Partitioning", arXiv:2307.08691, causal masking for L != S). This
+            differs from ``F.scaled_dot_product_attention(is_causal=True)``, which aligns
+            top-left (query i sees keys 0..i whatever S is).
+        batch, heads, q_len, k_len: B, H, L, S.
+        dtype, device: of the scores (the query's dtype).
+
+    Returns:
+        ``(mask, empty_rows)``, both None when no mask is given. Otherwise ``mask`` is a float
+        tensor of ``dtype`` broadcastable to (B, H, L, S), holding 0 for allowed, -inf for
+        blocked and the user's float values; ``empty_rows`` is a bool tensor broadcastable to
+        (B, H, L, 1), True for query rows whose keys were ALL blocked. For those rows key 0 is
+        unblocked in ``mask`` (so every backend's softmax stays finite, values and gradients) and
+        the caller must zero their weights and outputs. With S = 0 (no keys) every row is empty.
+        This one guard works on CPU and CUDA, in fp32, fp16 and bf16, and needs no "-1e9" fill
+        constant (which overflows to -inf in fp16).
+
+    Raises:
+        ValueError: a mask of the wrong shape; a dtype that is neither bool nor floating; a float
+            mask holding NaN or +inf (also +inf after the cast to ``dtype``, e.g. 1e5 in fp16,
+            or when the two float masks add up past ``dtype``'s range).
+
+    Warns:
+        UserWarning: a float mask holding only 0s and 1s (with at least one 1). It is added to the
+            scores: a 1 raises that score by 1 and a 0 blocks nothing. It is NOT a keep mask or a
+            causal mask. Use a bool mask with True = blocked (e.g. ``keep == 0``) instead.
+    """
+    if not checks.tracing():
+        checks.flag(is_causal, "is_causal")
+        _check_masks(key_padding_mask, attn_mask, batch, heads, q_len, k_len, dtype)
+    return _build_mask(key_padding_mask, attn_mask, is_causal, batch, heads, q_len, k_len, dtype, device)
+
+
+def _build_mask(key_padding_mask, attn_mask, is_causal, B, H, L, S, dtype, device):
+    """:func:`build_attention_mask` without the checks (forward has run them already)."""
+    parts = []
+    if key_padding_mask is not None:
+        parts.append(_additive(key_padding_mask.to(device), dtype)[:, None, None, :])  # (B, 1, 1, S)
+    if attn_mask is not None:
+        parts.append(_additive(_attn_mask_4d(attn_mask.to(device), B, H, L, S), dtype))
+    if is_causal:  # keep j <= i + (S - L): bottom-right aligned
+        keep = torch.ones(L, S, dtype=torch.bool, device=device).tril(diagonal=S - L)
+        parts.append(_additive(~keep, dtype))  # (L, S)
+    if not parts:
+        return None, None
+    mask = parts[0]
+    for part in parts[1:]:
+        mask = mask + part  # OR over blocked positions; broadcasts to the union of the shapes
+    mask = mask.reshape((1,) * (4 - mask.dim()) + tuple(mask.shape))  # 4-D
+    mask = mask.expand(*mask.shape[:-1], S)  # a (..., 1) mask: one value for every key
+    mask = mask.masked_fill(mask <= -torch.finfo(dtype).max / 2, -math.inf)  # sums that overflowed
+    # Guard for query rows with no allowed key: unblock key 0 so softmax never sees all -inf
+    # (which gives NaN, and NaN gradients), and report the rows so the caller zeroes them.
+    empty_rows = torch.isneginf(mask).all(dim=-1, keepdim=True)  # (B|1, H|1, L|1, 1)
+    first_key = torch.arange(S, device=device) == 0  # (S,)
+    return mask.masked_fill(empty_rows & first_key, 0.0), empty_rows
+
+
+def _additive(mask: Tensor, dtype: torch.dtype) -> Tensor:
+    """bool (True = blocked) or float mask -> float mask of ``dtype``: 0 allowed, -inf blocked.
+
+    Float values at or below -finfo(dtype).max / 2 (Hugging Face's finfo.min fill among them)
+    become -inf, so that adding a score can never overflow a blocked position into a NaN row."""
+    if mask.dtype == torch.bool:
+        return torch.zeros(mask.shape, dtype=dtype, device=mask.device).masked_fill(mask, -math.inf)
+    mask = mask.to(dtype)
+    return mask.masked_fill(mask <= -torch.finfo(dtype).max / 2, -math.inf)
+
+
+def _attn_mask_4d(attn_mask: Tensor, B: int, H: int, L: int, S: int) -> Tensor:
+    """torch's (B*H, L, S) layout -> (B, H, L, S); any other (checked) shape as it is."""
+    if attn_mask.dim() == 3 and attn_mask.shape[0] == B * H and attn_mask.shape[0] not in (1, H):
+        return attn_mask.view(B, H, L, S)
+    return attn_mask
+
+
+# ---------------------------------------------------------------------------------------------
+# 4. The KV cache
+# ---------------------------------------------------------------------------------------------
+
+
+class KVCache:
+    """Keys and values of past positions, for decoding one token at a time.
+
+    Held in preallocated buffers (B, H_kv, capacity, hd) with a write position ``length``:
+    appending S_new positions writes them in place, so a decode step copies nothing of the
+    past. When the buffer is full it grows by whole chunks of ``chunk`` positions (one copy
+    every ``chunk`` steps). Under autograd (new keys that require grad) it appends by
+    concatenation instead, since in-place writes would break the backward pass.
+
+    ``k, v = cache`` (or ``cache.keys``, ``cache.values``) gives the valid part, each
+    (B, H_kv, length, hd), as views of the buffers. :meth:`MultiHeadAttention.forward` writes
+    into a cache it is given, in place: to branch (e.g. beam search) take :meth:`copy` first.
+
+    Args:
+        keys, values: (B, H_kv, capacity, hd) buffers of one floating dtype and device.
+        length: how many positions hold data (default: all ``capacity``).
+        chunk: growth step in positions (default 256).
+
+    Raises:
+        ValueError: buffers that are not 4-D tensors of one shape, dtype and device, or a length
+            outside [0, capacity].
+    """
+
+    def __init__(self, keys: Tensor, values: Tensor, length: Optional[int] = None, chunk: int = 256):
+        if not (isinstance(keys, Tensor) and isinstance(values, Tensor) and keys.dim() == 4
+                and keys.shape == values.shape and keys.dtype == values.dtype and keys.device == values.device):
+            raise ValueError(
+                "KVCache needs two 4-D tensors (B, H_kv, S, hd) of one shape, dtype and device, got "
+                f"{getattr(keys, 'shape', keys)!r} and {getattr(values, 'shape', values)!r}"
+            )
+        length = keys.shape[2] if length is None else checks.nonnegative_int(length, "length")
+        if length > keys.shape[2]:
+            raise ValueError(f"KVCache length={length} exceeds the buffers' capacity {keys.shape[2]}")
+        self._k, self._v, self.length = keys, values, length
+        self.chunk = checks.positive_int(chunk, "chunk")
+
+    @classmethod
+    def empty(cls, batch: int, num_kv_heads: int, head_dim: int, capacity: int, *,
+              dtype: torch.dtype = torch.float32, device=None) -> "KVCache":
+        """An empty cache with buffers for ``capacity`` positions (bytes: 2 * B * H_kv * capacity
+        * hd * element size)."""
+        shape = (batch, num_kv_heads, capacity, head_dim)
+        return cls(torch.empty(shape, dtype=dtype, device=device),
+                   torch.empty(shape, dtype=dtype, device=device), length=0)
+
+    @classmethod
+    def wrap(cls, past_kv, *, like: Tensor) -> "KVCache":
+        """A cache to append to: ``past_kv`` itself if it is a KVCache, a new one holding a
+        ``(k, v)`` pair's data, or an empty one shaped ``like`` (B, H_kv, *, hd) when None."""
+        if isinstance(past_kv, KVCache):
+            return past_kv
+        if past_kv is None:
+            B, H_kv, _, hd = like.shape
+            return cls.empty(B, H_kv, hd, 0, dtype=like.dtype, device=like.device)
+        k, v = past_kv
+        return cls(k, v).copy()
+
+    @property
+    def keys(self) -> Tensor:
+        """(B, H_kv, length, hd), a view of the key buffer."""
+        return self._k[:, :, : self.length]
+
+    @property
+    def values(self) -> Tensor:
+        """(B, H_kv, length, hd), a view of the value buffer."""
+        return self._v[:, :, : self.length]
+
+    @property
+    def capacity(self) -> int:
+        """Positions the buffers hold before they must grow."""
+        return self._k.shape[2]
+
+    def __iter__(self):
+        return iter((self.keys, self.values))
+
+    def __getitem__(self, index: int) -> Tensor:
+        return (self.keys, self.values)[index]
+
+    def __repr__(self) -> str:
+        B, H_kv, _, hd = self._k.shape
+        return f"KVCache(B={B}, H_kv={H_kv}, hd={hd}, length={self.length}, capacity={self.capacity})"
+
+    def append(self, k: Tensor, v: Tensor) -> "KVCache":
+        """Write (B, H_kv, S_new, hd) keys and values after the current ones; returns ``self``."""
+        n, end = k.shape[2], self.length + k.shape[2]
+        if torch.is_grad_enabled() and (k.requires_grad or v.requires_grad or self._k.requires_grad):
+            self._k, self._v = torch.cat([self.keys, k], 2), torch.cat([self.values, v], 2)
+        else:
+            if end > self.capacity:  # grow by whole chunks: one copy every `chunk` positions
+                grown = -(-end // self.chunk) * self.chunk
+                self._k = torch.cat([self.keys, self._k.new_empty(*k.shape[:2], grown - self.length, k.shape[3])], 2)
+                self._v = torch.cat([self.values, self._v.new_empty(*v.shape[:2], grown - self.length, v.shape[3])], 2)
+            self._k[:, :, self.length:end] = k
+            self._v[:, :, self.length:end] = v
+        self.length = end
+        return self
+
+    def crop(self, length: int) -> "KVCache":
+        """Forget every position from ``length`` on (e.g. to time one decode step again and again
+        at a fixed context length); returns ``self``. Raises ValueError outside [0, length]."""
+        length = checks.nonnegative_int(length, "length")
+        if length > self.length:
+            raise ValueError(f"crop length={length} exceeds the cache's length {self.length}")
+        self.length = length
+        return self
+
+    def copy(self) -> "KVCache":
+        """An independent cache with the same contents (buffers cloned up to ``length``)."""
+        return KVCache(self.keys.clone(), self.values.clone(), chunk=self.chunk)
+
+
+# ---------------------------------------------------------------------------------------------
+# 5. Plumbing: argument checks and pruning helpers
+# ---------------------------------------------------------------------------------------------
+
+
+def _check_attention_args(q, k, v, attn_mask, dropout_p, scale, is_causal) -> None:
+    """The checks of :func:`attention`, in one place."""
+    if not all(isinstance(t, Tensor) for t in (q, k, v)) or q.dim() != 4 or k.dim() != 4 or v.dim() != 4:
+        raise ValueError(
+            f"attention expects 4-D (B, H, L, d_k) tensors, got q {tuple(getattr(q, 'shape', ()))}, "
+            f"k {tuple(getattr(k, 'shape', ()))}, v {tuple(getattr(v, 'shape', ()))}"
+        )
+    B, H, L, d_k = q.shape
+    H_kv = k.shape[1]
+    if k.shape[0] != B or v.shape[0] != B or k.shape[3] != d_k or v.shape[1:3] != k.shape[1:3]:
+        raise ValueError(
+            f"attention: shapes do not fit together: q {tuple(q.shape)} (B, H, L, d_k), "
+            f"k {tuple(k.shape)} (B, H_kv, S, d_k), v {tuple(v.shape)} (B, H_kv, S, d_v)"
+        )
+    if d_k == 0:
+        raise ValueError(f"attention: d_k = 0 (q {tuple(q.shape)}); the scale 1/sqrt(d_k) is undefined")
+    if H_kv == 0 or H % H_kv != 0:
+        raise ValueError(f"attention: k/v have {H_kv} heads, which must divide q's {H} heads")
+    if not q.is_floating_point() or k.dtype != q.dtype or v.dtype != q.dtype:
+        raise ValueError(
+            f"attention: q, k, v must share one floating-point dtype, got q {q.dtype}, k {k.dtype}, "
+            f"v {v.dtype}; cast them first (e.g. k.to(q.dtype))"
+        )
+    checks.probability(dropout_p, "dropout_p")
+    if scale is not None:
+        checks.finite_real(scale, "scale", positive=True)
+    checks.flag(is_causal, "is_causal")
+    _check_masks(None, attn_mask, B, H, L, k.shape[2], q.dtype)
+
+
+def _check_masks(key_padding_mask, attn_mask, B: int, H: int, L: int, S: int, dtype: torch.dtype) -> None:
+    """Shapes, dtypes and values of the two masks; ValueError naming the mask."""
+    largest = 0.0  # the float masks' maxima add up to at most this (they are summed)
+    for name, mask in (("key_padding_mask", key_padding_mask), ("attn_mask", attn_mask)):
+        if mask is None:
+            continue
+        if not isinstance(mask, Tensor):
+            raise ValueError(f"{name} must be a bool or float tensor, got {type(mask).__name__}")
+        shape = tuple(mask.shape)
+        if name == "key_padding_mask" and shape != (B, S):
+            raise ValueError(f"key_padding_mask must have shape (B, S) = ({B}, {S}), got {shape}")
+        if name == "attn_mask" and not _attn_mask_shape_ok(shape, B, H, L, S):
+            raise ValueError(
+                f"attn_mask has shape {shape}; it must broadcast to (B, H, L, S) = {(B, H, L, S)} "
+                f"(e.g. (L, S), (B, 1, L, S), (B, H, L, S)) or be (B*H, L, S) = ({B * H}, {L}, {S})"
+            )
+        if mask.dtype == torch.bool:
+            continue
+        if not mask.is_floating_point():
+            raise ValueError(
+                f"{name} has dtype {mask.dtype}; use bool (True = blocked) or a float mask (added to the scores)"
+            )
+        if bool(torch.isnan(mask).any()):
+            raise ValueError(f"{name} contains NaN; a float mask is added to the scores, use -inf to block")
+        if bool(torch.isposinf(mask.to(dtype)).any()):
+            raise ValueError(
+                f"{name} contains +inf (or a value too large for {dtype}, max {torch.finfo(dtype).max:.3g}); "
+                "a float mask is added to the scores, use -inf to block"
+            )
+        if mask.numel():
+            largest += max(float(mask.float().max()), 0.0)
+        if mask.numel() and bool(((mask == 0) | (mask == 1)).all()) and bool((mask == 1).any()):
+            warnings.warn(
+                f"float {name} holds only 0s and 1s. A float mask is ADDED to the scores, so a 1 raises "
+                "a score by 1 and nothing is blocked: this is not a keep mask and not a causal mask. "
+                "Use a bool mask with True = blocked (e.g. keep == 0), or -inf in a float mask.",
+                UserWarning,
+                stacklevel=_user_stacklevel(),
+            )
+    if largest > torch.finfo(dtype).max:
+        raise ValueError(
+            f"key_padding_mask and attn_mask add up to {largest:.6g}, beyond {dtype}'s max "
+            f"{torch.finfo(dtype).max:.6g}: the sum would be +inf and the softmax NaN"
+        )
+
+
+def _attn_mask_shape_ok(shape: tuple, B: int, H: int, L: int, S: int) -> bool:
+    if len(shape) == 3 and shape[0] == B * H and shape[0] not in (1, H) and shape[1:] == (L, S):
+        return True  # torch.nn.MultiheadAttention's layout
+    return len(shape) <= 4 and all(m in (1, t) for m, t in zip(reversed(shape), reversed((B, H, L, S))))
+
+
+def _check_past_kv(past_kv, B: int, H_kv: int, hd: int, dtype: torch.dtype, device: torch.device) -> int:
+    """Check a KVCache or (k, v) pair against the module; return its length S_past."""
+    if isinstance(past_kv, KVCache):
+        past_k, past_v = past_kv
+    elif isinstance(past_kv, (tuple, list)) and len(past_kv) == 2:
+        past_k, past_v = past_kv
+    else:
+        raise ValueError("past_kv must be a KVCache or a (k, v) pair, as returned with use_cache=True")
+    for name, t in (("past_kv[0]", past_k), ("past_kv[1]", past_v)):
+        if not isinstance(t, Tensor) or t.dim() != 4 or (t.shape[0], t.shape[1], t.shape[3]) != (B, H_kv, hd):
+            raise ValueError(
+                f"{name} must have shape (B, H_kv, S_past, head_dim) = "
+                f"({B}, {H_kv}, S_past, {hd}), got {tuple(getattr(t, 'shape', ()))}"
+            )
+        if t.dtype != dtype or t.device != device:
+            raise ValueError(
+                f"{name} is {t.dtype} on {t.device}, but the query is {dtype} on {device}; "
+                f"a cache must come from the same module in the same dtype (or cast it: k.to(dtype))"
+            )
+    if past_k.shape != past_v.shape:
+        raise ValueError(f"past_kv shapes differ: {tuple(past_k.shape)} vs {tuple(past_v.shape)}")
+    return past_k.shape[2]
+
+
+def _check_head_mask(head_mask, B: int, H: int) -> None:
+    if not isinstance(head_mask, Tensor):
+        raise ValueError(
+            f"head_mask must be a float tensor of shape (H,) = ({H},) or (B, H), got a "
+            f"{type(head_mask).__name__} ({head_mask!r}); wrap it: torch.tensor(..., dtype=torch.float32)"
+        )
+    if not head_mask.is_floating_point():
+        raise ValueError(f"head_mask must be floating point (1 keep, 0 drop), got dtype {head_mask.dtype}")
+    if tuple(head_mask.shape) not in ((H,), (B, H)):
+        raise ValueError(
+            f"head_mask must have shape (H,) = ({H},) or (B, H) = ({B}, {H}) over the current "
+            f"(kept) heads, got {tuple(head_mask.shape)}"
+        )
+    if not bool(torch.isfinite(head_mask).all()):
+        raise ValueError(f"head_mask holds NaN or inf: {head_mask.tolist()}")
+
+
+def _user_stacklevel() -> int:
+    """``stacklevel`` for a warning raised here, pointing at the first caller outside mha_lib and torch.
+
+    The checks are reached through ``attention``, ``MultiHeadAttention.forward`` (via
+    nn.Module's call machinery), ``Encoder.forward`` and more, so no fixed number is right.
+    """
+    skip = (os.path.dirname(os.path.abspath(__file__)) + os.sep, os.path.dirname(torch.__file__) + os.sep)
+    frame, level = sys._getframe(1), 1  # level 1 = the function that calls warnings.warn
+    while frame is not None and frame.f_code.co_filename.startswith(skip):
+        frame, level = frame.f_back, level + 1
+    return level
+
+
+def _stacked(*projs: nn.Linear) -> Tuple[Tensor, Optional[Tensor]]:
+    """Weights (and biases) of several projections stacked, for one fused matmul."""
+    weight = torch.cat([p.weight for p in projs])
+    bias = None if projs[0].bias is None else torch.cat([p.bias for p in projs])
+    return weight, bias
 
 
 def _head_rows(heads: Sequence[int], head_dim: int, device: torch.device) -> Tensor:

@@ -38,7 +38,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from .attention import MultiHeadAttention, _as_head_indices, _as_int, _check_dropout
+from . import checks
+from .attention import MultiHeadAttention
 
 __all__ = [
     "EncoderConfig",
@@ -110,13 +111,13 @@ class EncoderConfig:
 
     def __post_init__(self):
         for name in ("vocab_size", "d_model", "num_heads", "num_layers", "d_ff", "max_len"):
-            setattr(self, name, self._positive_int(name, getattr(self, name)))
+            setattr(self, name, checks.positive_int(getattr(self, name), f"EncoderConfig.{name}"))
         if self.d_model % self.num_heads:
             raise ValueError(
                 f"EncoderConfig: d_model={self.d_model} is not divisible by num_heads={self.num_heads}"
             )
         if self.num_kv_heads is not None:
-            kv = self._positive_int("num_kv_heads", self.num_kv_heads)
+            kv = checks.positive_int(self.num_kv_heads, "EncoderConfig.num_kv_heads")
             if self.num_heads % kv:
                 raise ValueError(
                     f"EncoderConfig: num_kv_heads={self.num_kv_heads!r} must be a positive divisor of "
@@ -126,10 +127,9 @@ class EncoderConfig:
         for name in ("dropout", "attention_dropout"):
             value = getattr(self, name)
             if value is not None or name == "dropout":
-                setattr(self, name, _check_dropout(value, f"EncoderConfig.{name}"))
+                setattr(self, name, checks.probability(value, f"EncoderConfig.{name}"))
         for name in ("norm_first", "embedding_norm", "final_norm", "bias"):
-            if not isinstance(getattr(self, name), bool):
-                raise ValueError(f"EncoderConfig.{name} must be True or False, got {getattr(self, name)!r}")
+            setattr(self, name, checks.flag(getattr(self, name), f"EncoderConfig.{name}"))
         if self.activation not in _ACTIVATIONS:
             raise ValueError(
                 f"EncoderConfig.activation={self.activation!r} is not one of {sorted(_ACTIVATIONS)}"
@@ -138,24 +138,10 @@ class EncoderConfig:
             raise ValueError(
                 f"EncoderConfig.positional={self.positional!r} is not one of {list(_POSITIONALS)}"
             )
-        eps = self.layer_norm_eps
-        if isinstance(eps, bool) or not isinstance(eps, (int, float)) or not (math.isfinite(eps) and eps > 0):
-            raise ValueError(f"EncoderConfig.layer_norm_eps must be a finite number > 0, got {eps!r}")
-        self.layer_norm_eps = float(eps)
-        try:
-            self.type_vocab_size = _as_int(self.type_vocab_size, "EncoderConfig.type_vocab_size")
-        except ValueError:
-            self.type_vocab_size = -1
-        if self.type_vocab_size < 0:
-            raise ValueError(
-                f"EncoderConfig.type_vocab_size must be an int >= 0, got {self.type_vocab_size!r}"
-            )
+        self.layer_norm_eps = checks.finite_real(self.layer_norm_eps, "EncoderConfig.layer_norm_eps", positive=True)
+        self.type_vocab_size = checks.nonnegative_int(self.type_vocab_size, "EncoderConfig.type_vocab_size")
         if self.pad_token_id is not None:
-            pad = self.pad_token_id
-            try:
-                pad = _as_int(pad, "EncoderConfig.pad_token_id")
-            except ValueError:
-                raise ValueError(f"EncoderConfig.pad_token_id must be an int or None, got {pad!r}") from None
+            pad = checks.as_int(self.pad_token_id, "EncoderConfig.pad_token_id")
             if not 0 <= pad < self.vocab_size:
                 raise ValueError(
                     f"EncoderConfig.pad_token_id={pad!r} is outside [0, vocab_size={self.vocab_size})"
@@ -163,50 +149,14 @@ class EncoderConfig:
             self.pad_token_id = pad
         self.pruned_heads = self._normalise_pruned(self.pruned_heads)
 
-    @staticmethod
-    def _positive_int(name: str, value) -> int:
-        try:
-            out = _as_int(value, f"EncoderConfig.{name}")
-        except ValueError:
-            out = 0
-        if out <= 0:
-            raise ValueError(f"EncoderConfig.{name} must be a positive int, got {value!r}")
-        return out
-
-    def _layer_index(self, layer, where: str) -> int:
-        """A layer key as an int in range(num_layers): ints, or digit strings (JSON keys)."""
-        if isinstance(layer, str) and layer.strip().isdigit():
-            layer_i = int(layer)
-        else:
-            try:
-                layer_i = _as_int(layer, f"{where}: layer")
-            except ValueError:
-                raise ValueError(f"{where}: layer {layer!r} is not an integer layer index") from None
-        if not 0 <= layer_i < self.num_layers:
-            raise ValueError(f"{where}: layer {layer!r} is outside range(num_layers={self.num_layers})")
-        return layer_i
-
     def _checked_heads_to_prune(self, pruned, where: str) -> dict:
-        """Validate ``{layer: [heads]}`` completely; return ``{int layer: sorted int heads}``.
-
-        Raises ValueError naming the first bad layer or head; changes nothing.
-        """
-        if not isinstance(pruned, Mapping):
-            raise ValueError(f"{where} must be a dict {{layer: [heads]}}, got {pruned!r}")
-        out = {}
-        for layer, heads in pruned.items():
-            layer_i = self._layer_index(layer, where)
-            heads_i = sorted(set(_as_head_indices(heads, f"{where}[{layer!r}]")))
-            bad = [h for h in heads_i if not 0 <= h < self.num_heads]
-            if bad:
-                raise ValueError(
-                    f"{where}: layer {layer_i} heads {bad} are outside range(num_heads={self.num_heads})"
-                )
-            out[layer_i] = sorted(set(out.get(layer_i, [])) | set(heads_i))
-        return out
+        """Validate ``{layer: [heads]}`` completely (``checks.heads_by_layer``); change nothing."""
+        return checks.heads_by_layer(pruned, where, num_layers=self.num_layers, num_heads=self.num_heads)
 
     def _normalise_pruned(self, pruned) -> dict:
-        # JSON turns int keys into strings; accept both, store {int: sorted list of int}.
+        # JSON turns int keys into strings: only here, digit strings are read back as layers.
+        if isinstance(pruned, Mapping):
+            pruned = {int(k) if isinstance(k, str) and k.isdigit() else k: v for k, v in pruned.items()}
         out = self._checked_heads_to_prune(pruned, "EncoderConfig.pruned_heads")
         return dict(sorted((k, v) for k, v in out.items() if v))
 
@@ -585,18 +535,14 @@ class Encoder(_SaveLoadMixin, nn.Module):
             ValueError: on ids out of range, L > max_len, a non-bool key_padding_mask,
                 or a head_mask of the wrong shape.
         """
-        if key_padding_mask is not None:
-            if not isinstance(key_padding_mask, torch.Tensor) or key_padding_mask.dtype != torch.bool:
-                raise ValueError(
-                    f"key_padding_mask must be a bool tensor (True = padding), got "
-                    f"{getattr(key_padding_mask, 'dtype', type(key_padding_mask))}; from a transformers "
-                    f"attention_mask (1 = keep) pass attention_mask == 0"
-                )
-            if key_padding_mask.shape != input_ids.shape:
-                raise ValueError(
-                    f"key_padding_mask shape {tuple(key_padding_mask.shape)} != input_ids shape "
-                    f"{tuple(input_ids.shape)}"
-                )
+        if key_padding_mask is not None and not checks.tracing() and (
+            not isinstance(key_padding_mask, torch.Tensor) or key_padding_mask.shape != input_ids.shape
+        ):  # its dtype and values are checked by MultiHeadAttention, like every mask
+            raise ValueError(
+                f"key_padding_mask must be a (B, L) tensor like input_ids {tuple(input_ids.shape)} (bool, "
+                f"True = padding, or float, added), got {getattr(key_padding_mask, 'shape', key_padding_mask)!r}; "
+                f"from a transformers attention_mask (1 = keep) pass attention_mask == 0"
+            )
         layer_masks = self._layer_head_masks(head_mask)
         x = self.embed(input_ids, token_type_ids)  # (B, L, d_model)
         hidden_states = [x] if output_hidden_states else None
@@ -673,9 +619,7 @@ class TokenClassifier(_SaveLoadMixin, nn.Module):
 
     def __init__(self, config: EncoderConfig, num_classes: int):
         super().__init__()
-        if isinstance(num_classes, bool) or not isinstance(num_classes, int) or num_classes <= 0:
-            raise ValueError(f"num_classes must be a positive int, got {num_classes!r}")
-        self.num_classes = num_classes
+        self.num_classes = checks.positive_int(num_classes, "num_classes")
         self.encoder = Encoder(config)
         self.readout = nn.Linear(config.d_model, num_classes)
 

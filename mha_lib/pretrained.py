@@ -36,7 +36,7 @@ import torch
 import torch.nn.functional as F
 
 from .model import CONFIG_NAME as MHA_CONFIG_NAME
-from .attention import _as_int
+from . import checks
 from .model import Encoder, EncoderConfig, EncoderOutput, _read_meta, load_state_dict_checked
 
 __all__ = [
@@ -436,7 +436,7 @@ class WordPieceTokenizer:
             ids = ids.reshape(-1).tolist() if not ids.is_floating_point() else ids.tolist()
         out = []
         for i in ids:
-            idx = _as_int(i, "convert_ids_to_tokens: id")
+            idx = checks.as_int(i, "convert_ids_to_tokens: id")
             token = self.backend.id_to_token(idx) if idx >= 0 else None
             if token is None:
                 raise ValueError(f"convert_ids_to_tokens: id {idx} is outside [0, vocab_size={self.vocab_size})")

@@ -46,6 +46,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from . import checks
 from .attention import MultiHeadAttention
 
 __all__ = [
@@ -219,23 +220,8 @@ def mask_to_heads(mask: Tensor) -> dict:
 
 def _validated_heads(model: nn.Module, heads: Mapping[int, Iterable[int]]) -> dict:
     layers = attention_layers(model)
-    if not isinstance(heads, Mapping):
-        raise ValueError(f"heads must be a dict {{layer: [heads]}}, got {type(heads).__name__}")
-    out = {}
-    for layer, hs in heads.items():
-        try:
-            layer_i = int(layer)
-            hs_i = sorted({int(h) for h in hs})
-        except (TypeError, ValueError):
-            raise ValueError(f"bad entry in heads: {layer!r}: {hs!r}") from None
-        if not 0 <= layer_i < len(layers):
-            raise ValueError(f"layer {layer!r} is out of range for num_layers={len(layers)}")
-        H = layers[layer_i].original_num_heads
-        bad = [h for h in hs_i if not 0 <= h < H]
-        if bad:
-            raise ValueError(f"layer {layer_i}: head indices {bad} are out of range for num_heads={H}")
-        out[layer_i] = hs_i
-    return out
+    return checks.heads_by_layer(heads, "heads", num_layers=len(layers),
+                                 num_heads=lambda i: layers[i].original_num_heads)
 
 
 def _batch_size(batch: Any) -> int:

@@ -1,0 +1,176 @@
+"""Argument checks: ONE policy for every public function of mha_lib.
+
+Every check raises ``ValueError`` naming the argument and the offending value, and returns
+the value in a canonical Python type. The policy:
+
+* **Integers** (sizes, indices, seeds): Python ints, numpy integers and 0-d integer tensors are
+  accepted and returned as ``int``. Bools (``True`` is not head 1), floats (even ``2.0``: a float
+  index is usually a bug upstream), strings (``"12"`` is not heads 1 and 2) and None are refused,
+  never truncated as ``int()`` would.
+* **Probabilities** (dropout): a real number in [0, 1); bools and NaN are refused.
+* **Flags**: ``True`` or ``False`` only (``is_causal="no"`` is refused, not counted as True).
+* **Finite reals** (scales, epsilons): int or float, finite; bools refused.
+
+These checks run at the API boundary, before any tensor work, so that forward passes contain
+no Python branch on tensor values and export to ONNX unchanged. :func:`tracing` tells a
+forward pass that an exporter or compiler is running, so that value checks (which would be
+frozen into the graph) are skipped there.
+"""
+from __future__ import annotations
+
+import math
+import numbers
+import operator
+from typing import Any, Dict, Iterable, List, Mapping
+
+import torch
+
+__all__ = [
+    "as_int", "positive_int", "nonnegative_int", "head_indices", "probability", "flag",
+    "finite_real", "heads_by_layer", "tracing",
+]
+
+
+def _is_bool(value: Any) -> bool:
+    return (
+        isinstance(value, bool)
+        or type(value).__name__ in ("bool_", "bool")  # numpy.bool_
+        or (isinstance(value, torch.Tensor) and value.dtype == torch.bool)
+    )
+
+
+def as_int(value: Any, name: str) -> int:
+    """``value`` as a Python int: ints, numpy integers and 0-d integer tensors.
+
+    Raises:
+        ValueError: ``value`` is a bool, a float, a string, None, a tensor with dimensions or
+            anything else without ``__index__``; the message names ``name`` and the value.
+    """
+    if not _is_bool(value) and not (isinstance(value, torch.Tensor) and value.dim() != 0):
+        try:
+            return operator.index(value)
+        except TypeError:
+            pass
+    raise ValueError(f"{name} must be an integer (int, numpy integer or 0-d integer tensor), got {value!r}")
+
+
+def positive_int(value: Any, name: str) -> int:
+    """An integer >= 1 (see :func:`as_int`). Raises ValueError naming ``name`` and the value."""
+    out = _int_or_none(value)
+    if out is None or out < 1:
+        raise ValueError(f"{name} must be a positive integer, got {value!r}")
+    return out
+
+
+def nonnegative_int(value: Any, name: str) -> int:
+    """An integer >= 0 (see :func:`as_int`). Raises ValueError naming ``name`` and the value."""
+    out = _int_or_none(value)
+    if out is None or out < 0:
+        raise ValueError(f"{name} must be a non-negative integer, got {value!r}")
+    return out
+
+
+def _int_or_none(value: Any):
+    try:
+        return as_int(value, "")
+    except ValueError:
+        return None
+
+
+def head_indices(heads: Iterable[Any], name: str = "heads", *, upper: int = None,
+                 upper_name: str = "") -> List[int]:
+    """An iterable of head (or layer) indices -> a list of Python ints, each in [0, upper).
+
+    Args:
+        heads: e.g. ``[1, 5]``, ``{2}``, ``range(3)``, a 1-D integer tensor or numpy array.
+        name: what to call it in an error.
+        upper: exclusive upper bound, or None for no bound.
+        upper_name: what to call the bound in an error, e.g. ``"num_heads"``.
+
+    Raises:
+        ValueError: ``heads`` is a single value (``1``, ``"12"``) rather than an iterable, or an
+            element is not an integer (``1.5``, ``True``, ``"1"``) or lies outside [0, upper).
+            Nothing is truncated.
+    """
+    if isinstance(heads, (str, bytes, numbers.Number)) or heads is None or (
+        isinstance(heads, torch.Tensor) and heads.dim() == 0
+    ):
+        raise ValueError(
+            f"{name} must be an iterable of head indices, e.g. [1] or {{1, 2}}; got the single value {heads!r}"
+        )
+    try:
+        items = list(heads)
+    except TypeError:
+        raise ValueError(f"{name} must be an iterable of head indices, got {heads!r}") from None
+    out = [as_int(h, f"{name}: index") for h in items]
+    if upper is not None:
+        bad = sorted({h for h in out if not 0 <= h < upper})
+        if bad:
+            bound = f"{upper_name}={upper}" if upper_name else str(upper)
+            raise ValueError(f"{name}: indices {bad} are outside range({bound})")
+    return out
+
+
+def heads_by_layer(heads: Any, name: str, *, num_layers: int, num_heads) -> Dict[int, List[int]]:
+    """``{layer: [heads]}`` -> ``{int layer: sorted int heads}``, every index checked.
+
+    Args:
+        heads: a mapping from layer index to an iterable of head indices (see :func:`as_int`
+            and :func:`head_indices`: ``{0: [1.5]}``, ``{0: [True]}``, ``{0.9: [1]}`` and
+            ``{1: "12"}`` are refused, never truncated).
+        name: what to call it in an error.
+        num_layers: layers are in [0, num_layers).
+        num_heads: heads per layer, an int or a callable ``layer -> int``.
+
+    Raises:
+        ValueError: ``heads`` not a mapping, or a layer or head index that is not an integer or
+            out of range; the message names it. Nothing is returned half-checked.
+    """
+    if not isinstance(heads, Mapping):
+        raise ValueError(f"{name} must be a dict {{layer: [heads]}}, got {heads!r}")
+    out: Dict[int, set] = {}
+    for layer, hs in heads.items():
+        layer_i = _int_or_none(layer)
+        if layer_i is None:
+            raise ValueError(f"{name}: layer {layer!r} is not an integer layer index")
+        if not 0 <= layer_i < num_layers:
+            raise ValueError(f"{name}: layer {layer!r} is out of range for num_layers={num_layers}")
+        upper = num_heads(layer_i) if callable(num_heads) else num_heads
+        hs_i = head_indices(hs, f"{name}[{layer!r}]")
+        bad = sorted({h for h in hs_i if not 0 <= h < upper})
+        if bad:
+            raise ValueError(f"{name}: layer {layer_i} heads {bad} are out of range for num_heads={upper}")
+        out.setdefault(layer_i, set()).update(hs_i)
+    return {k: sorted(v) for k, v in sorted(out.items())}
+
+
+def probability(value: Any, name: str) -> float:
+    """A real number in [0, 1) (a dropout rate), as float. ValueError otherwise (bools, NaN, 1.0)."""
+    if _is_bool(value) or not isinstance(value, numbers.Real) or not 0.0 <= float(value) < 1.0:
+        raise ValueError(f"{name} must be a float in [0, 1), got {value!r}")
+    return float(value)
+
+
+def flag(value: Any, name: str) -> bool:
+    """``True`` or ``False`` (numpy bools too). ValueError for anything else, e.g. ``"no"`` or 1."""
+    if isinstance(value, bool) or type(value).__name__ == "bool_":
+        return bool(value)
+    raise ValueError(f"{name} must be True or False, got {value!r}")
+
+
+def finite_real(value: Any, name: str, *, positive: bool = False) -> float:
+    """A finite int or float (``> 0`` when ``positive``), as float. ValueError for NaN, inf, bools."""
+    if _is_bool(value) or not isinstance(value, numbers.Real) or not math.isfinite(float(value)):
+        raise ValueError(f"{name} must be a finite number, got {value!r}")
+    if positive and not float(value) > 0:
+        raise ValueError(f"{name} must be > 0, got {value!r}")
+    return float(value)
+
+
+def tracing() -> bool:
+    """True while torch.onnx, torch.jit or torch.compile traces the code: skip value checks then."""
+    return bool(
+        torch.jit.is_tracing()
+        or torch.onnx.is_in_onnx_export()
+        or (hasattr(torch, "compiler") and torch.compiler.is_compiling())
+    )
