@@ -267,7 +267,7 @@ def tie_heads(mha, source: int = 0):
     if parametrize.is_parametrized(mha.q_proj):
         raise ValueError("this module's projections are already parametrized (tied?)")
     hd = mha.head_dim
-    kv_source = int(mha.kv_head_index[source])
+    kv_source = mha._kv_index[source]  # a list: readable on the meta device too
     for proj, copies, src in ((mha.q_proj, mha.num_heads, source), (mha.k_proj, mha.num_kv_heads, kv_source),
                               (mha.v_proj, mha.num_kv_heads, kv_source)):
         for name in ("weight", "bias"):

@@ -236,7 +236,8 @@ class MultiHeadAttention(nn.Module):
         self.kept_kv_heads: list[int] = list(range(num_kv_heads))
         self.pruned_heads: set[int] = set()
         # Derived from (num_heads, num_kv_heads, pruned_heads), so not saved in the state_dict.
-        self.register_buffer("kv_head_index", torch.arange(num_heads) // (num_heads // num_kv_heads), persistent=False)
+        self._kv_index = [i // (num_heads // num_kv_heads) for i in range(num_heads)]
+        self.register_buffer("kv_head_index", torch.tensor(self._kv_index, dtype=torch.long), persistent=False)
         # True while kv_head_index is i // (H // H_kv): groups of consecutive query heads.
         self._regular_groups = True
 
@@ -541,7 +542,7 @@ class MultiHeadAttention(nn.Module):
             return
         hd = self.head_dim
         keep = [i for i, h in enumerate(self.kept_heads) if h not in new]  # current positions
-        kv_of_kept = self.kv_head_index[keep].tolist()  # current KV head of each kept query head
+        kv_of_kept = [self._kv_index[i] for i in keep]  # current KV head of each kept query head
         keep_kv = sorted(set(kv_of_kept))  # a KV head survives while some query head reads it
         renumber = {old: new_i for new_i, old in enumerate(keep_kv)}
 
@@ -558,6 +559,7 @@ class MultiHeadAttention(nn.Module):
         self.num_heads = len(self.kept_heads)
         self.num_kv_heads = len(self.kept_kv_heads)
         new_index = [renumber[i] for i in kv_of_kept]
+        self._kv_index = new_index  # the buffer's values as a list (readable on the meta device too)
         self.kv_head_index = torch.tensor(new_index, dtype=torch.long, device=self.kv_head_index.device)
         H, H_kv = self.num_heads, self.num_kv_heads
         self._regular_groups = H_kv > 0 and H % H_kv == 0 and new_index == [i // (H // H_kv) for i in range(H)]

@@ -31,8 +31,9 @@ import copy
 import json
 import math
 import os
+import re
 from dataclasses import asdict, dataclass, field, fields
-from typing import Mapping, Optional, Sequence, Union
+from typing import Callable, Mapping, Optional, Sequence, Union
 
 import torch
 import torch.nn.functional as F
@@ -709,26 +710,131 @@ def _read_meta(path) -> dict:
     return meta
 
 
-def load_state_dict_checked(module: nn.Module, state: Mapping[str, torch.Tensor], source: str = "checkpoint"):
-    """Copy ``state`` into ``module``, requiring exactly the same keys and shapes.
+def read_weights(
+    path: Union[str, os.PathLike],
+    expected: Mapping[str, torch.Tensor],
+    *,
+    rename: Optional[Callable[[list], Mapping[str, str]]] = None,
+    prefix: str = "",
+    source: Optional[str] = None,
+) -> dict:
+    """Read a safetensors file into tensors named and shaped as ``expected``, safely.
+
+    The ONE loading path of mha_lib (``load``, ``from_pretrained``, ``load_bert``,
+    ``tasks.load_trained``, the training cache). The file's header (names, shapes, dtypes) is
+    compared with ``expected`` BEFORE any tensor data is read, and ``expected`` is meant to
+    come from a model built on the meta device, so a ``config.json`` asking for sizes its
+    weights do not have is refused without allocating them.
+
+    Args:
+        path: the ``.safetensors`` file.
+        expected: ``{name: tensor}`` with the model's names, shapes and dtypes (a
+            ``state_dict``, e.g. of a model built under ``torch.device("meta")``).
+        rename: optional ``file names -> {file name: model name}`` (names it leaves out are
+            skipped), e.g. to map transformers' BERT names.
+        prefix: read only the file's names that start with it, without the prefix.
+        source: how to name the file in errors (default ``path``).
+
+    Returns:
+        ``{model name: tensor}``, each in ``expected``'s dtype, on the CPU.
 
     Raises:
-        ValueError: naming the first missing, unexpected or wrongly shaped key.
+        ValueError: the file is missing or not a readable safetensors file; a tensor missing,
+            unexpected, of the wrong shape, or of a non-floating dtype (integer, bool, complex)
+            where the model has a float; a tensor holding NaN or inf. The message names the
+            file and the tensor.
     """
-    own = module.state_dict()
-    missing = [k for k in own if k not in state]
-    unexpected = [k for k in state if k not in own]
+    from safetensors import safe_open
+
+    source = str(source or path)
+    try:
+        with safe_open(str(path), framework="pt") as f:
+            names = [k for k in f.keys() if k.startswith(prefix)]
+            stripped = {k: k[len(prefix):] for k in names}
+            mapping = dict(rename(list(stripped.values()))) if rename else {v: v for v in stripped.values()}
+            by_model = {mapping[v]: k for k, v in stripped.items() if v in mapping}
+            header = {m: (tuple(f.get_slice(k).get_shape()), f.get_slice(k).get_dtype()) for m, k in by_model.items()}
+            _compare_header(header, expected, source)
+            state = {m: f.get_tensor(k) for m, k in by_model.items()}
+    except ValueError:
+        raise
+    except Exception as err:  # safetensors' SafetensorError, OSError, ...
+        raise ValueError(f"{source} is not a readable safetensors file: {type(err).__name__}: {err}") from None
+    for name, tensor in state.items():
+        if tensor.is_floating_point() and not bool(torch.isfinite(tensor).all()):
+            bad = int((~torch.isfinite(tensor)).sum())
+            raise ValueError(f"{source}: tensor {name!r} holds {bad} NaN or inf values; refusing to load it")
+        state[name] = tensor.to(expected[name].dtype)
+    return state
+
+
+_FLOAT_DTYPES = {"F16", "BF16", "F32", "F64"}
+
+
+def _compare_header(header: Mapping[str, tuple], expected: Mapping[str, torch.Tensor], source: str) -> None:
+    missing = [k for k in expected if k not in header]
+    unexpected = [k for k in header if k not in expected]
     if missing:
         raise ValueError(f"{source}: missing tensor(s) {missing[:5]}{' ...' if len(missing) > 5 else ''}")
     if unexpected:
         raise ValueError(
             f"{source}: unexpected tensor(s) {unexpected[:5]}{' ...' if len(unexpected) > 5 else ''}"
         )
-    for k, v in own.items():
-        if tuple(state[k].shape) != tuple(v.shape):
-            raise ValueError(
-                f"{source}: tensor {k!r} has shape {tuple(state[k].shape)}, the model expects {tuple(v.shape)}"
-            )
+    for k, t in expected.items():
+        shape, dtype = header[k]
+        if shape != tuple(t.shape):
+            raise ValueError(f"{source}: tensor {k!r} has shape {shape}, the model expects {tuple(t.shape)}")
+        if t.is_floating_point() and dtype not in _FLOAT_DTYPES:
+            raise ValueError(f"{source}: tensor {k!r} has dtype {dtype}; the model needs floating point")
+
+
+def _check_layer_count(path, num_layers: int, pattern: str, source: str) -> None:
+    """Refuse a config whose layer count the file cannot have, before building anything."""
+    from safetensors import safe_open
+
+    try:
+        with safe_open(str(path), framework="pt") as f:
+            found = {int(m.group(1)) for k in f.keys() for m in [re.search(pattern, k)] if m}
+    except Exception as err:
+        raise ValueError(f"{source} is not a readable safetensors file: {type(err).__name__}: {err}") from None
+    if len(found) != num_layers:
+        raise ValueError(f"{source}: the config asks for {num_layers} layers, the file holds {len(found)}")
+
+
+def build_checked(build: Callable[[], nn.Module], path, *, layers: Optional[int] = None,
+                  layer_pattern: str = "", rename=None, prefix: str = "",
+                  source: Optional[str] = None) -> nn.Module:
+    """``build()`` a model and fill it from safetensors ``path``, checking before allocating.
+
+    The layer count (when ``layers`` is given, i.e. when it came from a config file) and then
+    every name and shape are compared with the file first (the
+    model is built on the meta device for that), so nothing the config asks for is
+    allocated unless the file holds it. See :func:`read_weights` for the checks.
+
+    Raises:
+        ValueError: as :func:`read_weights`, or a layer count the file does not have.
+    """
+    source = str(source or path)
+    if not os.path.isfile(path):
+        raise ValueError(f"{source}: no such file")
+    if layers is not None:  # the config came from a file: its layer count is checked first
+        _check_layer_count(path, layers, layer_pattern, source)
+    with torch.device("meta"):
+        skeleton = build()
+    state = read_weights(path, skeleton.state_dict(), rename=rename, prefix=prefix, source=source)
+    model = build()
+    load_state_dict_checked(model, state, source=source)
+    return model
+
+
+def load_state_dict_checked(module: nn.Module, state: Mapping[str, torch.Tensor], source: str = "checkpoint"):
+    """Copy ``state`` into ``module``, requiring exactly the same keys and shapes.
+
+    Raises:
+        ValueError: naming the first missing, unexpected or wrongly shaped key.
+    """
+    _compare_header({k: (tuple(v.shape), "F32" if v.is_floating_point() else str(v.dtype)) for k, v in state.items()},
+                    module.state_dict(), source)
     module.load_state_dict(dict(state), strict=True)
 
 
@@ -741,14 +847,19 @@ def load(path: Union[str, os.PathLike], map_location: str = "cpu") -> nn.Module:
     Raises:
         ValueError: if the files are missing or do not match (naming the key).
     """
-    from safetensors.torch import load_file
-
     meta = _read_meta(path)
-    config = EncoderConfig.from_dict(meta["config"])
-    if meta["model_class"] == "TokenClassifier":
-        model = TokenClassifier(config, int(meta["num_classes"]))
-    else:
-        model = Encoder(config)
-    state = load_file(os.path.join(path, WEIGHTS_NAME), device=str(map_location))
-    load_state_dict_checked(model, state, source=str(path))
-    return model.eval()
+    try:
+        config = EncoderConfig.from_dict(meta["config"])
+        num_classes = checks.positive_int(meta["num_classes"], "num_classes") if meta["model_class"] == "TokenClassifier" else None
+    except (KeyError, TypeError, ValueError) as err:
+        raise ValueError(f"{os.path.join(path, CONFIG_NAME)}: {type(err).__name__}: {err}") from None
+
+    def build():
+        return Encoder(config) if num_classes is None else TokenClassifier(config, num_classes)
+
+    model = build_checked(build, os.path.join(path, WEIGHTS_NAME), layers=config.num_layers,
+                          layer_pattern=_LAYER_PATTERN)
+    return model.to(map_location).eval()
+
+
+_LAYER_PATTERN = r"(?:^|\.)blocks\.(\d+)\."  # an mha_lib encoder's per-layer tensor names

@@ -37,7 +37,8 @@ import torch.nn.functional as F
 
 from .model import CONFIG_NAME as MHA_CONFIG_NAME
 from . import checks
-from .model import Encoder, EncoderConfig, EncoderOutput, _read_meta, load_state_dict_checked
+from .model import _LAYER_PATTERN as _MHA_LAYER_PATTERN
+from .model import Encoder, EncoderConfig, EncoderOutput, _read_meta, build_checked
 
 __all__ = [
     "DEFAULT_MODEL",
@@ -164,16 +165,6 @@ def _read_json(path: str, kind: type = dict):
         what = "a JSON object {...}" if kind is dict else "a JSON array [...]"
         raise ValueError(f"{path} must hold {what}, got {type(value).__name__}: {str(value)[:80]}")
     return value
-
-
-def _read_safetensors(path: str) -> dict:
-    """All tensors of a safetensors file; ValueError naming the path when it is not one."""
-    safe_open = _require("safetensors").safe_open
-    try:
-        with safe_open(path, framework="pt") as f:
-            return {k: f.get_tensor(k) for k in f.keys()}
-    except Exception as err:  # safetensors raises its own SafetensorError (and OSError, ...)
-        raise ValueError(f"{path} is not a readable safetensors file: {type(err).__name__}: {err}") from err
 
 
 _REQUIRED_BERT_KEYS = ("vocab_size", "hidden_size", "num_attention_heads", "num_hidden_layers",
@@ -519,18 +510,20 @@ class BertEncoder(Encoder):
     Args:
         config: the :class:`~mha_lib.model.EncoderConfig` (post-LN BERT settings).
         tokenizer: the :class:`WordPieceTokenizer`.
-        pooling: "mean", "cls" or "max".
+        pooling: a mode of :data:`POOLING_MODES` ("cls", "max", "mean",
+            "mean_sqrt_len_tokens", "weightedmean", "lasttoken"), or a tuple of them, whose
+            vectors are concatenated in that order (as sentence-transformers does).
         normalize: L2-normalise pooled embeddings.
         source: a description of where the weights came from.
         folder: the checkpoint folder, to copy its tokenizer files on save.
 
     Raises:
-        ValueError: ``pooling`` not one of "mean", "cls", "max"; a bad ``config`` (as
+        ValueError: a ``pooling`` mode not in :data:`POOLING_MODES`; a bad ``config`` (as
             :class:`~mha_lib.model.Encoder`).
 
     Attributes:
         tokenizer: the :class:`WordPieceTokenizer`.
-        pooling: "mean", "cls" or "max" (from the checkpoint's ``1_Pooling/config.json``,
+        pooling: a mode or tuple of modes (from the checkpoint's ``1_Pooling/config.json``,
             "mean" when absent).
         normalize: L2-normalise sentence embeddings (``modules.json`` lists Normalize).
         source: where the weights came from (see :func:`resolve_checkpoint`).
@@ -538,13 +531,16 @@ class BertEncoder(Encoder):
 
     _saved_class = "Encoder"  # its weights and config are an Encoder's
 
-    def __init__(self, config: EncoderConfig, tokenizer: WordPieceTokenizer, *, pooling: str = "mean",
+    def __init__(self, config: EncoderConfig, tokenizer: WordPieceTokenizer, *,
+                 pooling: Union[str, Tuple[str, ...]] = "mean",
                  normalize: bool = False, source: str = "", folder: Optional[str] = None):
         super().__init__(config)
-        if pooling not in ("mean", "cls", "max"):
-            raise ValueError(f"pooling={pooling!r} is not one of 'mean', 'cls', 'max'")
+        modes = (pooling,) if isinstance(pooling, str) else tuple(pooling)
+        bad = [m for m in modes if m not in POOLING_MODES]
+        if bad or not modes:
+            raise ValueError(f"pooling={pooling!r}: each mode must be one of {POOLING_MODES}")
         self.tokenizer = tokenizer
-        self.pooling = pooling
+        self.pooling = modes[0] if len(modes) == 1 else modes
         self.normalize = normalize
         self.source = source
         self._folder = folder
@@ -585,15 +581,18 @@ class BertEncoder(Encoder):
     def pool(self, last_hidden_state: torch.Tensor, key_padding_mask: torch.Tensor) -> torch.Tensor:
         """Sentence-transformers' pooling (Reimers & Gurevych 2019), then optional L2 norm.
 
-        Mean: the average of the non-padding token vectors; "cls": the first token's vector;
-        "max": the elementwise maximum over non-padding tokens.
+        "mean": the average of the non-padding token vectors; "mean_sqrt_len_tokens": their sum
+        over sqrt(length); "weightedmean": weighted by position 1..L (Muennighoff 2022,
+        SGPT); "cls": the first token's vector; "max": the elementwise maximum over
+        non-padding tokens; "lasttoken": the last non-padding token. Several modes are
+        concatenated in the configured order, as sentence-transformers' ``Pooling`` does.
 
         Args:
             last_hidden_state: (B, L, d_model) float.
             key_padding_mask: (B, L) bool, True = padding.
 
         Returns:
-            (B, d_model) float, in ``last_hidden_state``'s dtype; unit L2 norm per row when
+            (B, n_modes * d_model) float, in ``last_hidden_state``'s dtype; unit L2 norm per row when
             ``self.normalize``.
 
         Raises:
@@ -611,13 +610,21 @@ class BertEncoder(Encoder):
                 f"got {getattr(key_padding_mask, 'dtype', type(key_padding_mask))} "
                 f"{tuple(getattr(key_padding_mask, 'shape', ()))}"
             )
-        keep = (~key_padding_mask).unsqueeze(-1).to(last_hidden_state.dtype)  # (B, L, 1)
-        if self.pooling == "mean":
-            pooled = (last_hidden_state * keep).sum(1) / keep.sum(1).clamp(min=1e-9)  # (B, d_model)
-        elif self.pooling == "cls":
-            pooled = last_hidden_state[:, 0]
-        else:  # max over real tokens
-            pooled = last_hidden_state.masked_fill(keep == 0, float("-inf")).amax(1)
+        h = last_hidden_state  # (B, L, d_model)
+        keep = (~key_padding_mask).unsqueeze(-1).to(h.dtype)  # (B, L, 1), 1 on real tokens
+        count = keep.sum(1).clamp(min=1e-9)  # (B, 1) real tokens per text
+        position = torch.arange(1, h.shape[1] + 1, dtype=h.dtype, device=h.device).view(1, -1, 1)
+        last = (keep.squeeze(-1) * position.view(1, -1)).argmax(1)  # (B,) index of the last real token
+        vectors = {
+            "cls": lambda: h[:, 0],  # the first token ([CLS]); padding is on the right
+            "max": lambda: h.masked_fill(keep == 0, float("-inf")).amax(1),
+            "mean": lambda: (h * keep).sum(1) / count,
+            "mean_sqrt_len_tokens": lambda: (h * keep).sum(1) / count.sqrt(),
+            "weightedmean": lambda: (h * keep * position).sum(1) / (keep * position).sum(1).clamp(min=1e-9),
+            "lasttoken": lambda: h[torch.arange(h.shape[0], device=h.device), last],
+        }
+        modes = (self.pooling,) if isinstance(self.pooling, str) else self.pooling
+        pooled = torch.cat([vectors[m]() for m in modes], dim=-1)  # (B, len(modes) * d_model)
         return F.normalize(pooled, p=2, dim=-1) if self.normalize else pooled
 
     @torch.no_grad()
@@ -737,16 +744,16 @@ def load_bert(name_or_path: Optional[Union[str, os.PathLike]] = None, *, verbose
     found = sorted(os.listdir(folder))
     st_cfg = _read_json(os.path.join(folder, "sentence_bert_config.json")) or {}
     modules = _read_json(os.path.join(folder, "modules.json"), kind=list) or []
-    pooling_cfg = _read_json(os.path.join(folder, "1_Pooling", "config.json")) or {}
-    pooling = "cls" if pooling_cfg.get("pooling_mode_cls_token") else (
-        "max" if pooling_cfg.get("pooling_mode_max_tokens") else "mean")
-    normalize = any(isinstance(m, dict) and str(m.get("type", "")).endswith("Normalize") for m in modules)
+    pooling, normalize = _sentence_transformers_modules(folder, modules)
 
     weights_path = os.path.join(folder, "model.safetensors")
     if os.path.isfile(os.path.join(folder, MHA_CONFIG_NAME)):  # saved by BertEncoder.save_pretrained
         meta = _read_meta(folder)
-        config = EncoderConfig.from_dict(meta["config"])
-        state = _read_safetensors(weights_path)
+        try:
+            config = EncoderConfig.from_dict(meta["config"])
+        except (KeyError, TypeError, ValueError) as err:
+            raise ValueError(f"{os.path.join(folder, MHA_CONFIG_NAME)}: {type(err).__name__}: {err}") from None
+        rename, layer_pattern = None, _MHA_LAYER_PATTERN
     else:
         cfg_path = os.path.join(folder, "config.json")
         if not (os.path.isfile(cfg_path) and os.path.isfile(weights_path)):
@@ -755,10 +762,13 @@ def load_bert(name_or_path: Optional[Union[str, os.PathLike]] = None, *, verbose
                 f"(pickled .bin weights are never loaded), found {found}"
             )
         config = bert_config_to_encoder_config(_read_json(cfg_path), source=cfg_path)
-        raw = _read_safetensors(weights_path)
-        state, skipped = map_bert_state_dict(raw, config.num_layers)
-        if skipped:
-            log.info("mha_lib.pretrained: not used by the encoder: %s", skipped)
+        layer_pattern = r"(?:^|\.)encoder\.layer\.(\d+)\."
+
+        def rename(names):  # transformers' names -> ours; the pooler and task heads are skipped
+            mapped, skipped = map_bert_state_dict({n: n for n in names}, config.num_layers)
+            if skipped:
+                log.info("mha_lib.pretrained: not used by the encoder: %s", skipped)
+            return {file_name: ours for ours, file_name in mapped.items()}
 
     # sentence-transformers' limit; null or absent means "the position table's length".
     max_seq = st_cfg.get("max_seq_length")
@@ -771,6 +781,46 @@ def load_bert(name_or_path: Optional[Union[str, os.PathLike]] = None, *, verbose
         )
     max_length = min(max_seq, config.max_len)
     tokenizer = WordPieceTokenizer.from_folder(folder, max_length, pad_token_id=config.pad_token_id or 0)
-    model = BertEncoder(config, tokenizer, pooling=pooling, normalize=normalize, source=source, folder=folder)
-    load_state_dict_checked(model, {k: v.float() for k, v in state.items()}, source=weights_path)
+    model = build_checked(
+        lambda: BertEncoder(config, tokenizer, pooling=pooling, normalize=normalize, source=source, folder=folder),
+        weights_path, layers=config.num_layers, layer_pattern=layer_pattern, rename=rename,
+    )  # the config is checked against the file's header before any weight is allocated
     return model.to(device).eval(), tokenizer
+
+
+POOLING_MODES = ("cls", "max", "mean", "mean_sqrt_len_tokens", "weightedmean", "lasttoken")
+# sentence-transformers' older config keys, in the order it concatenates the vectors
+_LEGACY_POOLING_KEYS = {
+    "pooling_mode_cls_token": "cls", "pooling_mode_max_tokens": "max", "pooling_mode_mean_tokens": "mean",
+    "pooling_mode_mean_sqrt_len_tokens": "mean_sqrt_len_tokens",
+    "pooling_mode_weightedmean_tokens": "weightedmean", "pooling_mode_lasttoken": "lasttoken",
+}
+
+
+def _sentence_transformers_modules(folder: str, modules: list) -> Tuple[Union[str, Tuple[str, ...]], bool]:
+    """(pooling, normalize) from a sentence-transformers folder, or a ValueError for a module
+    (Dense, a second Transformer, ...) or pooling mode that load_bert cannot reproduce: the
+    embeddings must equal sentence-transformers', never a silent substitute."""
+    normalize = False
+    for m in modules:
+        kind = str(m.get("type", "")) if isinstance(m, dict) else repr(m)
+        short = kind.rsplit(".", 1)[-1]
+        if short == "Normalize":
+            normalize = True
+        elif short not in ("Transformer", "Pooling"):
+            raise ValueError(
+                f"{os.path.join(folder, 'modules.json')}: module {kind!r} ({m.get('path') if isinstance(m, dict) else m}) "
+                f"is not supported: load_bert reproduces Transformer -> Pooling -> Normalize only, so its sentence "
+                f"embeddings would differ from sentence-transformers'"
+            )
+    cfg_path = os.path.join(folder, "1_Pooling", "config.json")
+    cfg = _read_json(cfg_path) or {}
+    if "pooling_mode" in cfg:
+        modes = cfg["pooling_mode"]
+        modes = (modes,) if isinstance(modes, str) else tuple(modes) if isinstance(modes, list) else (modes,)
+    else:
+        modes = tuple(mode for key, mode in _LEGACY_POOLING_KEYS.items() if cfg.get(key)) or ("mean",)
+    bad = [m for m in modes if m not in POOLING_MODES]
+    if bad or not modes:
+        raise ValueError(f"{cfg_path}: pooling mode(s) {bad or modes!r} not among {POOLING_MODES}")
+    return (modes[0] if len(modes) == 1 else modes), normalize

@@ -540,14 +540,19 @@ def trained_info(spec: Union[str, TrainedSpec], directory: Union[str, Path, None
 
     Raises:
         FileNotFoundError: if the files are missing (run ``make train``).
-        ValueError: if the stored spec differs from the registry's (stale weights).
+        ValueError: the metadata is not valid JSON or lacks ``spec``/``seeds``, or the stored
+            spec differs from the registry's (stale weights); the message names the file.
     """
     spec = _resolve(spec)
     _, meta_path = weight_files(spec, directory)
     if not meta_path.is_file():
         raise FileNotFoundError(f"{meta_path} is missing: run `make train` (scripts/train_all.py)")
-    info = json.loads(meta_path.read_text(encoding="utf-8"))
-    stored = TrainedSpec.from_dict(info["spec"])
+    try:
+        info = json.loads(meta_path.read_text(encoding="utf-8"))
+        stored = TrainedSpec.from_dict(info["spec"])
+        info["seeds"] = [int(s) for s in info["seeds"]]
+    except (json.JSONDecodeError, UnicodeDecodeError, KeyError, TypeError, ValueError) as err:
+        raise ValueError(f"{meta_path} is not valid model metadata: {type(err).__name__}: {err}") from None
     if stored != spec:
         raise ValueError(
             f"{meta_path} was trained with a different spec than mha_lib.tasks.SHIPPED[{spec.name!r}]; "
@@ -573,13 +578,12 @@ def load_trained(
         a float32 TokenClassifier; its weights are the stored float16 values, upcast.
 
     Raises:
-        ValueError: unknown name or seed, stale files (spec mismatch), or tensors that do not
-            fit the model (naming the key).
+        ValueError: unknown name or seed, stale files (spec mismatch), metadata that is not
+            JSON, or a weights file that is unreadable or whose tensors do not fit the model or
+            hold NaN/inf (naming the file and the key).
         FileNotFoundError: the files are missing.
     """
-    from safetensors import safe_open
-
-    from .model import load_state_dict_checked
+    from .model import build_checked
 
     spec = _resolve(spec)
     info = trained_info(spec, directory)
@@ -588,11 +592,8 @@ def load_trained(
         raise ValueError(f"{spec.name} has no seed {seed!r}; shipped seeds: {info['seeds']}")
     weights_path, _ = weight_files(spec, directory)
     prefix = f"seed{seed}/"
-    with safe_open(str(weights_path), framework="pt") as f:
-        state = {k[len(prefix):]: f.get_tensor(k).float() for k in f.keys() if k.startswith(prefix)}
-    model = spec.build()
-    load_state_dict_checked(model, state, source=f"{weights_path}[{prefix}]")
-    return model.to(device).eval()
+    model = build_checked(spec.build, weights_path, prefix=prefix, source=f"{weights_path}[{prefix}]")
+    return model.to(device).eval()  # float32: the stored float16 values, upcast
 
 
 def load_trained_seeds(spec: Union[str, TrainedSpec], **kwargs) -> Dict[int, torch.nn.Module]:

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import warnings
 import math
 import os
 import platform
@@ -273,9 +274,9 @@ def train_spec(
     """
     from dataclasses import replace
 
-    from safetensors.torch import load_file, save_file
+    from safetensors.torch import save_file
 
-    from .model import load_state_dict_checked
+    from .model import build_checked
 
     spec = _resolve_spec(spec)
     if steps is not None:
@@ -285,11 +286,14 @@ def train_spec(
         cache = Path(cache_dir) if cache_dir is not None else default_cache_dir()
         w_path, m_path = _cache_paths(spec, seed, cache, device)
         if w_path.is_file() and m_path.is_file():
-            meta = json.loads(m_path.read_text(encoding="utf-8"))
-            model = spec.build()
-            load_state_dict_checked(model, load_file(str(w_path)), source=str(w_path))
-            return TrainResult(model.to(device).eval(), meta["curve"], meta["accuracy"], meta["seconds"], seed,
-                               meta.get("cpu_seconds", float("nan")), cached=True)
+            try:
+                meta = json.loads(m_path.read_text(encoding="utf-8"))
+                model = build_checked(spec.build, w_path)
+                return TrainResult(model.to(device).eval(), meta["curve"], meta["accuracy"], meta["seconds"],
+                                   seed, meta.get("cpu_seconds", float("nan")), cached=True)
+            except (ValueError, KeyError, TypeError, UnicodeDecodeError) as err:  # a truncated entry
+                warnings.warn(f"ignoring a broken cache entry {w_path.name} ({err}); retraining", UserWarning,
+                              stacklevel=2)
     set_seed(seed)
     model = spec.build()
     result = train(
@@ -310,10 +314,13 @@ def train_spec(
     if cache_dir is not False:
         cache.mkdir(parents=True, exist_ok=True)
         state = {k: v.detach().float().cpu().contiguous() for k, v in result.model.state_dict().items()}
-        save_file(state, str(w_path))
         meta = {"curve": result.curve, "accuracy": result.accuracy, "seconds": result.seconds,
                 "cpu_seconds": result.cpu_seconds}
-        m_path.write_text(json.dumps(meta), encoding="utf-8")
+        # write, then rename: an interrupted run leaves no half-written entry behind
+        save_file(state, str(w_path) + ".tmp")
+        Path(str(m_path) + ".tmp").write_text(json.dumps(meta), encoding="utf-8")
+        os.replace(str(w_path) + ".tmp", w_path)
+        os.replace(str(m_path) + ".tmp", m_path)
     return result
 
 
