@@ -765,7 +765,7 @@ class KVCache:
     @classmethod
     def wrap(cls, past_kv, *, like: Tensor) -> "KVCache":
         """A cache to append to: ``past_kv`` itself if it is a KVCache, a new one holding a
-        ``(k, v)`` pair's data, or an empty one shaped ``like`` (B, H_kv, *, hd) when None."""
+        ``(k, v)`` pair's data, or an empty one shaped like ``like``, (B, H_kv, S, hd), when None."""
         if isinstance(past_kv, KVCache):
             return past_kv
         if past_kv is None:

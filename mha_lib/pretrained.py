@@ -358,8 +358,10 @@ class WordPieceTokenizer:
 
     def __init__(self, backend, max_length: int, pad_token_id: int = 0):
         self.backend = backend
-        self.max_length = int(max_length)
-        self.pad_token_id = int(pad_token_id)
+        self.max_length = checks.positive_int(max_length, "max_length")
+        if self.max_length < 3:  # [CLS] text [SEP], or [CLS] a [SEP] b [SEP] for a pair
+            raise ValueError(f"max_length={max_length} is too short: a pair needs 3 special tokens, so at least 3")
+        self.pad_token_id = checks.nonnegative_int(pad_token_id, "pad_token_id")
         # The file may carry its own truncation/padding (all-MiniLM-L6-v2's: 128, fixed
         # padding); we set ours, and pad to the batch's longest sequence ourselves.
         self.backend.no_padding()
@@ -651,11 +653,15 @@ class BertEncoder(Encoder):
         """
         if isinstance(texts, str):
             texts = [texts]
-        texts = [tuple(s.strip() for s in t) if isinstance(t, (tuple, list)) else str(t).strip() for t in texts]
+        texts = list(texts)
+        for t in texts:  # None is not the text "None"
+            parts = t if isinstance(t, (tuple, list)) else (t,)
+            if not all(isinstance(p, str) for p in parts):
+                raise ValueError(f"texts must be strings (or pairs of strings), got {t!r}")
+        texts = [tuple(s.strip() for s in t) if isinstance(t, (tuple, list)) else t.strip() for t in texts]
         if not texts:
             raise ValueError("texts is empty")
-        if batch_size < 1:
-            raise ValueError(f"batch_size must be >= 1, got {batch_size}")
+        batch_size = checks.positive_int(batch_size, "batch_size")
         out, cut = [], []
         for i in range(0, len(texts), batch_size):
             chunk = texts[i : i + batch_size]
@@ -732,7 +738,7 @@ def load_bert(name_or_path: Optional[Union[str, os.PathLike]] = None, *, verbose
             lacks a required key (naming the file and the key); a non-BERT model_type or
             ``is_decoder: true`` (naming it); a model.safetensors that cannot be read
             (naming the path); a ``max_seq_length`` in sentence_bert_config.json that is not
-            a positive integer (null falls back to max_position_embeddings); a tensor
+            an integer >= 3 (null falls back to max_position_embeddings); a tensor
             missing, unknown or of the wrong shape (naming the key).
         ImportError: ``tokenizers`` (or ``huggingface_hub`` for hub ids) missing; the
             message names ``pip install "mha_lib[pretrained]"``.
@@ -774,10 +780,10 @@ def load_bert(name_or_path: Optional[Union[str, os.PathLike]] = None, *, verbose
     max_seq = st_cfg.get("max_seq_length")
     if max_seq is None:
         max_seq = config.max_len
-    elif isinstance(max_seq, bool) or not isinstance(max_seq, int) or max_seq < 1:
+    elif isinstance(max_seq, bool) or not isinstance(max_seq, int) or max_seq < 3:
         raise ValueError(
-            f"{os.path.join(folder, 'sentence_bert_config.json')}: max_seq_length={max_seq!r} must be a "
-            f"positive integer or null"
+            f"{os.path.join(folder, 'sentence_bert_config.json')}: max_seq_length={max_seq!r} must be an "
+            f"integer >= 3 ([CLS], [SEP] and a pair's second [SEP]) or null"
         )
     max_length = min(max_seq, config.max_len)
     tokenizer = WordPieceTokenizer.from_folder(folder, max_length, pad_token_id=config.pad_token_id or 0)

@@ -708,12 +708,11 @@ def pruning_schedule(
             2-D, an ``initial_mask`` not 2-D or not of the scores' shape, or a callable
             returning another shape than ``initial_mask``.
     """
-    if not 0.0 < fraction_per_step <= 1.0:
+    if not 0.0 < checks.finite_real(fraction_per_step, "fraction_per_step") <= 1.0:
         raise ValueError(f"fraction_per_step must be in (0, 1], got {fraction_per_step}")
-    if not 0.0 <= max_fraction <= 1.0:
+    if not 0.0 <= checks.finite_real(max_fraction, "max_fraction") <= 1.0:
         raise ValueError(f"max_fraction must be in [0, 1], got {max_fraction}")
-    if isinstance(min_heads_per_layer, bool) or not isinstance(min_heads_per_layer, int) or min_heads_per_layer < 0:
-        raise ValueError(f"min_heads_per_layer must be an int >= 0, got {min_heads_per_layer!r}")
+    min_heads_per_layer = checks.nonnegative_int(min_heads_per_layer, "min_heads_per_layer")
     rescore = callable(scores)
     if rescore and initial_mask is None:
         raise ValueError(
@@ -760,23 +759,17 @@ def pruning_schedule(
 
     k = 0
     while True:  # every pass prunes >= 1 head or stops: at most N passes
-        k += 1
         pruned_now = int((mask == 0).sum())
-        if target_at(k) <= pruned_now:
-            if target_at(k) >= limit:
-                break
-            # Jump straight to the first k whose target exceeds pruned_now (a tiny fraction
-            # would otherwise loop ~1/fraction times). floor(k*rate + 0.5) > p  <=>
-            # k*rate >= p + 0.5, up to rounding, which the two loops below settle.
-            k = max(k, math.ceil((pruned_now + 0.5 - 1e-9) / rate))
-            while target_at(k) <= pruned_now and target_at(k) < limit:
+        if pruned_now >= limit:
+            break
+        if rate < 1:  # round(k * rate) then takes every integer: one more head per step
+            k, target = k + 1, pruned_now + 1
+        else:  # the first k whose count exceeds what is pruned (a few tries: rate >= 1)
+            k = max(k + 1, math.ceil((pruned_now + 0.5) / rate) - 1)
+            while target_at(k) <= pruned_now:
                 k += 1
-            while k > 1 and target_at(k - 1) > pruned_now:
-                k -= 1
-            if target_at(k) <= pruned_now:
-                break
-        target = target_at(k)
-        if k > 1 and rescore:
+            target = target_at(k)
+        if len(steps) > 1 and rescore:  # rescore before every step but the first
             current_scores = get_scores(mask)
         s = current_scores.clone()
         s[torch.isnan(s)] = -float("inf")

@@ -36,6 +36,7 @@ import json
 import math
 import numbers
 import re
+import threading
 from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import lru_cache
@@ -131,7 +132,10 @@ def _check_tokens(tokens: Sequence[str], n: int, name: str, axis: str) -> List[s
         raise ValueError(f"{name} is required")
     if isinstance(tokens, str):
         raise ValueError(f"{name} must be a list of token strings, not one string ({tokens[:30]!r})")
-    tokens = [str(t) for t in tokens]
+    # A label is one line: control characters (a "\n" in a token) are shown escaped, as Python
+    # writes them, instead of reaching the text renderer.
+    tokens = ["".join(c if c.isprintable() else c.encode("unicode_escape").decode() for c in str(t))
+              for t in tokens]
     if len(tokens) != n:
         raise ValueError(f"{name} has {len(tokens)} entries but the weights have {axis}={n}")
     return tokens
@@ -671,6 +675,7 @@ class AttentionExplorer:
         if value not in frames:
             raise ValueError(f"value {value!r} is not one of the frame keys {self.values}")
         self._compute = compute
+        self._lock = threading.Lock()
         _check_cell(cell)
         _check_colour_limits(vmin, vmax)
         self._style = dict(cmap=cmap, vmin=vmin, vmax=vmax, cell=cell, ncols=ncols)
@@ -782,34 +787,47 @@ class AttentionExplorer:
         """
         if self._compute is None:
             raise ValueError("this explorer has no compute callback: pass compute=... to attention_explorer")
+        if sentence is not None and not isinstance(sentence, str):
+            raise ValueError(f"sentence must be a str, got {type(sentence).__name__}: {sentence!r}")
         sentence = (sentence or "").strip()
         if not sentence:
             self.message.value = "<b>The sentence is empty.</b> Type a few words and press Enter."
             return False
+        with self._lock:  # one recompute at a time: calls from several threads queue up
+            return self._recompute(sentence)
+
+    def _recompute(self, sentence: str) -> bool:
         self.message.value = f"<small>Computing attention for “{html.escape(sentence)}”…</small>"
-        current = self.slider.value
+        first_value = self.slider.value  # drawn first; the slider may move while we work
         try:
             frames = {v: _as_frame(self._compute(v, sentence), f"compute({v!r}, ...)") for v in self.values}
             render = self._prepare(frames)  # every frame checked before anything changes
-            first = render(current)
+            pngs = {first_value: render(first_value)}
         except Exception as err:  # the reader's input is bad; keep their state, say why
             self.message.value = (f"<b>Could not show “{html.escape(sentence)}”:</b> "
                                   f"{html.escape(type(err).__name__)}: {html.escape(str(err))}")
             return False
-        # The frame on screen first, so the reader sees the new maps without waiting for the rest.
-        pngs = {current: first}
-        self.image.value = first  # in place: the same Image widget, new bytes
+        # The frame for the value the slider had first, so the reader sees new maps early; it
+        # goes into that value's own Image, whatever the slider shows by now.
+        self._show(first_value, pngs[first_value])
         for v in self.values:
-            if v != current:
+            if v not in pngs:
                 pngs[v] = render(v)
         self.pngs = {v: pngs[v] for v in self.values}
         self.sentence = sentence
-        if self.stack is not None:
-            for img, v in zip(self.images, self.values):
-                if v != current:
-                    img.value = pngs[v]  # the Stack keeps its children
+        for v in self.values:  # every frame, then (ipywidgets 7) the one the slider shows NOW
+            self._show(v, self.pngs[v])
+        if self.stack is None:
+            self.images[0].value = self.pngs[self.slider.value]
         self.message.value = f"<small>Showing “{html.escape(sentence)}”.</small>"
         return True
+
+    def _show(self, value, png: bytes) -> None:
+        """Put a frame's PNG into the Image that shows ``value`` (ipywidgets 7: only if on screen)."""
+        if self.stack is not None:
+            self.images[self.values.index(value)].value = png
+        elif self.slider.value == value:
+            self.images[0].value = png
 
     # -- display ---------------------------------------------------------------------------
     def __repr__(self) -> str:
@@ -1006,7 +1024,10 @@ def _bertviz_layers(weights: Any, tokens: Sequence[str]) -> Tuple[list, List[str
     n = lengths.pop()
     if isinstance(tokens, str) or tokens is None:
         raise ValueError("tokens must be a list of token strings")
-    tokens = [str(t) for t in tokens]
+    # A label is one line: control characters (a "\n" in a token) are shown escaped, as Python
+    # writes them, instead of reaching the text renderer.
+    tokens = ["".join(c if c.isprintable() else c.encode("unicode_escape").decode() for c in str(t))
+              for t in tokens]
     if len(tokens) != n:
         raise ValueError(f"tokens has {len(tokens)} entries but the attention covers {n} positions; "
                          "pass the tokens of the same (unpadded) sequence")
@@ -1102,6 +1123,24 @@ def bertviz_view(
     return HTML(page)
 
 
+# bertviz writes its params (tokens included) on this line, twice: as code and in a comment.
+_PARAMS = re.compile(r"(const params = )([^\n]*)")
+
+
+def _escape_script_json(body: str) -> str:
+    """Escape ``<``, ``>`` and ``&`` in the JSON line bertviz writes into its ``<script>`` (tokens come
+    from readers' text): a token ``</script><script>...`` must not end the tag (cases.md 20).
+    ``\u003c`` is the same character to JavaScript, so the view shows the token as it was."""
+    match = _PARAMS.search(body)
+    if match is None:
+        raise RuntimeError("bertviz's params literal was not found; mha_lib.viz supports bertviz 1.4")
+    params = match.group(2)
+    for char, code in (("<", "\\u003c"), (">", "\\u003e"), ("&", "\\u0026"),
+                       ("\u2028", "\\u2028"), ("\u2029", "\\u2029")):
+        params = params.replace(char, code)
+    return body[: match.start(2)] + params + body[match.end(2):]
+
+
 def _portable_bertviz_html(raw: str, kind: str, layers: list, tokens: List[str]) -> str:
     digest = hashlib.sha1(kind.encode())
     digest.update(json.dumps(tokens).encode())
@@ -1116,6 +1155,7 @@ def _portable_bertviz_html(raw: str, kind: str, layers: list, tokens: List[str])
     if start < 0 or end < start:
         raise RuntimeError("unexpected bertviz HTML layout; mha_lib.viz supports bertviz 1.4")
     markup, body = raw[:start], raw[start + len(opening):end]
+    body = _escape_script_json(body)
     body, n = _REQUIRE_CONFIG.subn("require.config({paths: mhaPaths});", body, count=1)
     if n != 1:
         raise RuntimeError("bertviz's require.config block was not found; mha_lib.viz supports bertviz 1.4")

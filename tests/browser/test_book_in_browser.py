@@ -274,3 +274,27 @@ def test_static_head_grids_carry_alt_text():
     assert found, "no plot_heads figure in the built book"
     for rel, alt in found:
         assert alt.startswith("Grid of ") and "heat map" in alt, f"{rel}: alt text {alt[:80]!r}"
+
+
+# --- hostile tokens (cases.md 20) --------------------------------------------------------------
+
+HOSTILE_TOKENS = ["[CLS]", "</script><script>window.__pwned = 1</script>",
+                  '"><img src=x onerror="window.__pwned = 2">', "<!--", "&amp;", "[SEP]"]
+
+
+@pytest.mark.parametrize("kind", ["head", "model"])
+def test_hostile_tokens_in_bertviz_views_run_nothing_and_show_as_text(open_page, kind):
+    import torch
+
+    from mha_lib.viz import bertviz_view
+
+    n = len(HOSTILE_TOKENS)
+    weights = torch.rand(2, 3, n, n, generator=torch.Generator().manual_seed(0)).softmax(-1)
+    view = bertviz_view(weights, HOSTILE_TOKENS, kind=kind).data
+    content = f"<!doctype html><html><head><meta charset='utf-8'></head><body>{view}</body></html>"
+    page, visit = open_page(f"_mha_hostile_{kind}.html", content=content)
+    assert page.evaluate("window.__pwned") is None
+    shown = page.locator("svg text").all_inner_texts()
+    for token in HOSTILE_TOKENS:
+        assert token in shown, (token, shown[:12])
+    assert visit.console_errors == [] and visit.unanswered == []
