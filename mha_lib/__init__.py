@@ -7,7 +7,8 @@ imported lazily, on first attribute access, and name the pip extra to install wh
 something is missing.
 
 Modules, in the order data flows through them:
-    attention   scaled dot-product attention and MultiHeadAttention
+    checks      the one argument-checking policy every public function uses
+    attention   scaled dot-product attention, MultiHeadAttention and its KV cache
     model       one configurable Transformer block and the encoders built from it
     tasks       synthetic tasks, and the trained toy models shipped with the package
     train       training loop, seeding, device choice
@@ -20,7 +21,7 @@ from __future__ import annotations
 
 import importlib
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"
 
 from ._runtime import default_device, set_seed  # noqa: E402
 
@@ -29,7 +30,7 @@ from ._runtime import default_device, set_seed  # noqa: E402
 # other submodule is imported later.
 from .attention import MultiHeadAttention, attention  # noqa: E402
 
-_SUBMODULES = ("attention", "model", "tasks", "train", "pruning", "cost", "pretrained", "viz", "analysis")
+_SUBMODULES = ("checks", "attention", "model", "tasks", "train", "pruning", "cost", "pretrained", "viz", "analysis")
 # Public names re-exported at the top level, resolved lazily from their module.
 _EXPORTS = {
     "head_importance": "pruning",

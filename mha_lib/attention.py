@@ -130,8 +130,9 @@ def _attend(q, k, v, mask, empty_rows, dropout_p: float, scale: float) -> Tuple[
     q = q.reshape(B, H_kv, G * L, d_k)  # (B, H_kv, G*L, d_k): a group's queries, one after another
     scores = ((q * scale) @ k.transpose(-2, -1)).view(B, H, L, S)  # (B, H, L, S)
     if mask is not None:
-        scores = scores + mask  # 0 = allowed, -inf = blocked, other floats = the user's bias
-    weights = scores.softmax(dim=-1)  # (B, H, L, S), each row sums to 1
+        scores += mask  # 0 = allowed, -inf = blocked, other floats = the user's bias
+    # (B, H, L, S), each row sums to 1; without autograd, in place (saves a (B, H, L, S) buffer)
+    weights = scores.softmax(-1) if scores.requires_grad else torch.softmax(scores, -1, out=scores)
     if empty_rows is not None:
         weights = weights.masked_fill(empty_rows, 0.0)  # rows with no allowed key: 0, not 1-hot
     dropped = F.dropout(weights, p=dropout_p) if dropout_p > 0 else weights
