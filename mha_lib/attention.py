@@ -132,7 +132,8 @@ def _attend(q, k, v, mask, empty_rows, dropout_p: float, scale: float) -> Tuple[
     if mask is not None:
         scores += mask  # 0 = allowed, -inf = blocked, other floats = the user's bias
     # (B, H, L, S), each row sums to 1; without autograd, in place (saves a (B, H, L, S) buffer)
-    weights = scores.softmax(-1) if scores.requires_grad else torch.softmax(scores, -1, out=scores)
+    in_place = not (scores.requires_grad or checks.in_functorch_transform())
+    weights = torch.softmax(scores, -1, out=scores) if in_place else scores.softmax(-1)
     if empty_rows is not None:
         weights = weights.masked_fill(empty_rows, 0.0)  # rows with no allowed key: 0, not 1-hot
     dropped = F.dropout(weights, p=dropout_p) if dropout_p > 0 else weights

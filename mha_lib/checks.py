@@ -168,9 +168,17 @@ def finite_real(value: Any, name: str, *, positive: bool = False) -> float:
 
 
 def tracing() -> bool:
-    """True while torch.onnx, torch.jit or torch.compile traces the code: skip value checks then."""
+    """True while torch.onnx, torch.jit, torch.compile or a torch.func transform (vmap, grad)
+    runs the code: value checks are skipped then (the caller checked its inputs before)."""
     return bool(
         torch.jit.is_tracing()
         or torch.onnx.is_in_onnx_export()
         or (hasattr(torch, "compiler") and torch.compiler.is_compiling())
+        or in_functorch_transform()
     )
+
+
+def in_functorch_transform() -> bool:
+    """True inside ``torch.func.vmap`` / ``grad`` (where a tensor's values cannot be read)."""
+    functorch = getattr(torch._C, "_functorch", None)
+    return functorch is not None and functorch.peek_interpreter_stack() is not None

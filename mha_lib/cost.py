@@ -1002,14 +1002,15 @@ def sweep_decode(*, d_model: int, num_heads: int, num_kv_heads: Sequence[int], c
     For each H_kv (H_kv = H: MHA; 1: MQA, Shazeer 2019; otherwise GQA, Ainslie et al. 2023) a
     cache of ``context_len`` positions, (B, H_kv, context_len, hd) for K and for V, is handed to
     ``MultiHeadAttention(..., past_kv=cache, use_cache=True)`` with one new token per sequence.
-    The step is what mha_lib's cache does: project the new token, append its K and V to the
-    cache (``torch.cat``, which copies the whole cache) and attend to context_len + 1 keys. No
-    causal mask: one new query may see every cached key, so it would block nothing.
+    The step is what mha_lib's cache does: project the new token, write its K and V into the
+    preallocated :class:`~mha_lib.attention.KVCache` (in place: no copy of the past) and attend
+    to context_len + 1 keys. Before every step the cache is cropped back to ``context_len``, so
+    every repeat sees the same context. No causal mask: one new query may see every cached key,
+    so it would block nothing.
 
     The cache holds seeded random values instead of the projections of a real prefix: the values
     do not change the time, and building a 4096-token prefix would cost far more than the steps.
-    All configurations are timed round-robin (``compare_times``); the cache returned by a step is
-    dropped, so every repeat sees the same context length.
+    All configurations are timed round-robin (``compare_times``).
 
     Args:
         d_model, num_heads: the layer (H must divide d_model).
@@ -1017,7 +1018,7 @@ def sweep_decode(*, d_model: int, num_heads: int, num_kv_heads: Sequence[int], c
         context_len: cached positions before the step (> 0).
         batch: sequences decoded together (> 0).
         need_weights: the paths to time: False (SDPA, which reads shared K/V heads in place with
-            ``enable_gqa``) and/or True (explicit; expands K/V to H heads first).
+            ``enable_gqa``) and/or True (explicit; each group's queries share their K/V head, no copy).
         device, dtype: where and in what precision; default CPU, fp32.
         repeats, warmup: as in ``compare_times``.
         seed: for the weights, the cache and the token.
@@ -1029,7 +1030,7 @@ def sweep_decode(*, d_model: int, num_heads: int, num_kv_heads: Sequence[int], c
         ValueError: bad sizes (as ``attention_flops``), an empty sweep, a value listed twice
             (each configuration is timed once), bad repeats/warmup.
     """
-    from .attention import MultiHeadAttention
+    from .attention import KVCache, MultiHeadAttention
 
     kvs, paths = list(num_kv_heads), [bool(p) for p in need_weights]
     if not kvs or not paths:
@@ -1048,10 +1049,15 @@ def sweep_decode(*, d_model: int, num_heads: int, num_kv_heads: Sequence[int], c
         with torch.random.fork_rng(devices=[]):
             torch.manual_seed(seed)
             mha = MultiHeadAttention(d_model, H, num_kv_heads=H_kv).to(device=dev, dtype=dt).eval()
-        past = tuple(torch.randn(batch, H_kv, context_len, hd, generator=gen).to(device=dev, dtype=dt)
-                     for _ in range(2))  # (B, H_kv, context_len, hd): K, V
+        k, v = (torch.randn(batch, H_kv, context_len, hd, generator=gen).to(device=dev, dtype=dt)
+                for _ in range(2))  # (B, H_kv, context_len, hd)
         for nw in paths:
-            fns[(H_kv, nw)] = (lambda m=mha, p=past, nw=nw: m(token, past_kv=p, use_cache=True, need_weights=nw))
+            cache = KVCache(k, v).copy()  # one cache per configuration, room to grow
+
+            def step(m=mha, c=cache, nw=nw):
+                return m(token, past_kv=c.crop(context_len), use_cache=True, need_weights=nw)
+
+            fns[(H_kv, nw)] = step
     with torch.inference_mode():
         cache = {}
         for key, fn in fns.items():

@@ -437,6 +437,23 @@ class Encoder(_SaveLoadMixin, nn.Module):
     def embed(self, input_ids: torch.Tensor, token_type_ids: Optional[torch.Tensor] = None) -> torch.Tensor:
         """input_ids (B, L) long -> embeddings (B, L, d_model) (token + position + type,
         then the optional embedding LayerNorm and dropout). Raises ValueError on bad ids."""
+        if not checks.tracing():
+            self._check_ids(input_ids, token_type_ids)
+        L = input_ids.shape[1]
+        x = self.token_embedding(input_ids)  # (B, L, d_model)
+        if self.position_embedding is not None:
+            x = x + self.position_embedding.weight[:L]  # (L, d_model) broadcast over B
+        elif self.sinusoid is not None:
+            x = x + self.sinusoid[:L].to(x.dtype)
+        if self.token_type_embedding is not None:
+            if token_type_ids is None:
+                token_type_ids = torch.zeros_like(input_ids)
+            x = x + self.token_type_embedding(token_type_ids)
+        if self.embedding_norm is not None:
+            x = self.embedding_norm(x)
+        return self.embedding_dropout(x)
+
+    def _check_ids(self, input_ids, token_type_ids) -> None:
         cfg = self.config
         if not isinstance(input_ids, torch.Tensor) or input_ids.dim() != 2 or input_ids.is_floating_point():
             raise ValueError(
@@ -451,15 +468,8 @@ class Encoder(_SaveLoadMixin, nn.Module):
                 f"input_ids must lie in [0, vocab_size={cfg.vocab_size}), got min {int(input_ids.min())} "
                 f"max {int(input_ids.max())}"
             )
-        x = self.token_embedding(input_ids)  # (B, L, d_model)
-        if self.position_embedding is not None:
-            x = x + self.position_embedding.weight[:L]  # (L, d_model) broadcast over B
-        elif self.sinusoid is not None:
-            x = x + self.sinusoid[:L].to(x.dtype)
-        if self.token_type_embedding is not None:
-            if token_type_ids is None:
-                token_type_ids = torch.zeros_like(input_ids)
-            elif token_type_ids.shape != input_ids.shape:
+        if self.token_type_embedding is not None and token_type_ids is not None:
+            if token_type_ids.shape != input_ids.shape:
                 raise ValueError(
                     f"token_type_ids shape {tuple(token_type_ids.shape)} != input_ids shape {tuple(input_ids.shape)}"
                 )
@@ -470,12 +480,8 @@ class Encoder(_SaveLoadMixin, nn.Module):
                     f"token_type_ids must lie in [0, type_vocab_size={cfg.type_vocab_size}), got max "
                     f"{int(token_type_ids.max())}"
                 )
-            x = x + self.token_type_embedding(token_type_ids)
-        elif token_type_ids is not None:
+        elif token_type_ids is not None and self.token_type_embedding is None:
             raise ValueError("token_type_ids given, but this encoder has type_vocab_size=0")
-        if self.embedding_norm is not None:
-            x = self.embedding_norm(x)
-        return self.embedding_dropout(x)
 
     # -- head masks
     def _layer_head_masks(self, head_mask: HeadMask) -> list:

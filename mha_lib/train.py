@@ -18,8 +18,8 @@ from __future__ import annotations
 
 import hashlib
 import json
-import warnings
 import math
+import warnings
 import os
 import platform
 import time
@@ -380,3 +380,4 @@ def save_trained(
     }
     m_path.write_text(json.dumps(meta, indent=1) + "\n", encoding="utf-8")
     return meta
+
