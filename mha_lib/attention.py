@@ -215,19 +215,7 @@ class MultiHeadAttention(nn.Module):
         pruned_heads: Iterable[int] = (),
     ) -> None:
         super().__init__()
-        d_model = checks.positive_int(d_model, "d_model")
-        num_heads = checks.positive_int(num_heads, "num_heads")
-        num_kv_heads = checks.positive_int(num_heads if num_kv_heads is None else num_kv_heads, "num_kv_heads")
-        if d_model % num_heads != 0:
-            raise ValueError(
-                f"d_model={d_model} is not divisible by num_heads={num_heads}: "
-                f"each head needs d_model // num_heads features"
-            )
-        if num_heads % num_kv_heads != 0:
-            raise ValueError(
-                f"num_kv_heads={num_kv_heads} must divide num_heads={num_heads} "
-                f"(each key/value head serves a group of num_heads // num_kv_heads query heads)"
-            )
+        d_model, num_heads, num_kv_heads, _ = checks.head_sizes(d_model, num_heads, num_kv_heads)
         self.d_model = d_model
         self.head_dim = d_model // num_heads
         self.original_num_heads = self.num_heads = num_heads

@@ -26,7 +26,7 @@ from typing import Any, Dict, Iterable, List, Mapping
 import torch
 
 __all__ = [
-    "as_int", "positive_int", "nonnegative_int", "head_indices", "probability", "flag",
+    "as_int", "positive_int", "nonnegative_int", "int_at_least", "head_sizes", "head_indices", "probability", "flag",
     "finite_real", "heads_by_layer", "tracing",
 ]
 
@@ -52,6 +52,43 @@ def as_int(value: Any, name: str) -> int:
         except TypeError:
             pass
     raise ValueError(f"{name} must be an integer (int, numpy integer or 0-d integer tensor), got {value!r}")
+
+
+def int_at_least(value: Any, name: str, minimum: int) -> int:
+    """An integer >= ``minimum`` (see :func:`as_int`). Raises ValueError naming ``name`` and the value."""
+    if minimum == 1:
+        return positive_int(value, name)
+    if minimum == 0:
+        return nonnegative_int(value, name)
+    out = _int_or_none(value)
+    if out is None or out < minimum:
+        raise ValueError(f"{name} must be an integer >= {minimum}, got {value!r}")
+    return out
+
+
+def head_sizes(d_model: Any, num_heads: Any, num_kv_heads: Any = None) -> tuple:
+    """``(d_model, H, H_kv, head_dim)`` checked: positive integers, H divides d_model, H_kv divides H.
+
+    ``num_kv_heads=None`` means H (plain multi-head attention).
+
+    Raises:
+        ValueError: a size that is not a positive integer, or that does not divide as it must;
+            the message names the values.
+    """
+    d_model = positive_int(d_model, "d_model")
+    num_heads = positive_int(num_heads, "num_heads")
+    num_kv_heads = positive_int(num_heads if num_kv_heads is None else num_kv_heads, "num_kv_heads")
+    if d_model % num_heads != 0:
+        raise ValueError(
+            f"d_model={d_model} is not divisible by num_heads={num_heads}: "
+            f"each head needs d_model // num_heads features"
+        )
+    if num_heads % num_kv_heads != 0:
+        raise ValueError(
+            f"num_kv_heads={num_kv_heads} must divide num_heads={num_heads} "
+            f"(each key/value head serves a group of num_heads // num_kv_heads query heads)"
+        )
+    return d_model, num_heads, num_kv_heads, d_model // num_heads
 
 
 def positive_int(value: Any, name: str) -> int:

@@ -49,6 +49,8 @@ from typing import Callable, Dict, List, Mapping, Optional, Sequence, Union
 
 import torch
 
+from . import checks
+
 __all__ = [
     "AttentionFlops",
     "AttentionLayerCost",
@@ -85,38 +87,9 @@ DType = Union[torch.dtype, str]
 # ---------------------------------------------------------------------------------------------
 
 
-def _check_int(name: str, value, *, minimum: int) -> int:
-    """An int >= minimum (bools and floats are refused, so 2.5 heads never rounds silently).
-
-    Any integral number counts (``numbers.Integral``: int, numpy integers); it is returned as
-    a Python int.
-    """
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-        raise ValueError(f"{name} must be an integer, got {value!r}")
-    value = int(value)
-    if value < minimum:
-        kind = "positive" if minimum == 1 else "non-negative"
-        raise ValueError(f"{name} must be {kind}, got {value}")
-    return value
-
-
-def _check_heads(d_model, num_heads, num_kv_heads) -> tuple[int, int, int, int]:
-    """Check (d_model, H, H_kv); return them with head_dim."""
-    d_model = _check_int("d_model", d_model, minimum=1)
-    num_heads = _check_int("num_heads", num_heads, minimum=1)
-    num_kv_heads = num_heads if num_kv_heads is None else num_kv_heads
-    num_kv_heads = _check_int("num_kv_heads", num_kv_heads, minimum=1)
-    if d_model % num_heads != 0:
-        raise ValueError(
-            f"num_heads={num_heads} does not divide d_model={d_model}: each head needs "
-            f"d_model // num_heads features"
-        )
-    if num_heads % num_kv_heads != 0:
-        raise ValueError(
-            f"num_kv_heads={num_kv_heads} does not divide num_heads={num_heads}: each key/value "
-            f"head serves a group of num_heads // num_kv_heads query heads"
-        )
-    return d_model, num_heads, num_kv_heads, d_model // num_heads
+def _check_heads(d_model, num_heads, num_kv_heads) -> tuple:
+    """Check (d_model, H, H_kv); return them with head_dim (``checks.head_sizes``)."""
+    return checks.head_sizes(d_model, num_heads, num_kv_heads)
 
 
 def _check_distinct(name: str, values: list) -> None:
@@ -179,7 +152,7 @@ def format_bytes(n: float, digits: int = 3) -> str:
         raise ValueError(f"n must be a number of bytes, got {n!r}")
     if not math.isfinite(n):
         raise ValueError(f"n must be a finite number of bytes, got {n!r}")
-    digits = _check_int("digits", digits, minimum=1)
+    digits = checks.int_at_least(digits, "digits", 1)
     if n < 0:
         return "-" + format_bytes(-n, digits)
     units = ["B", "KiB", "MiB", "GiB", "TiB", "PiB"]
@@ -303,10 +276,10 @@ def attention_flops(batch: int, q_len: int, kv_len: Optional[int] = None, *, d_m
         ValueError: negative or non-integer sizes, H not dividing d_model, H_kv not dividing H.
     """
     d, H, H_kv, hd = _check_heads(d_model, num_heads, num_kv_heads)
-    B = _check_int("batch", batch, minimum=0)
-    L = _check_int("q_len", q_len, minimum=0)
-    S = L if kv_len is None else _check_int("kv_len", kv_len, minimum=0)
-    S_proj = S if kv_proj_len is None else _check_int("kv_proj_len", kv_proj_len, minimum=0)
+    B = checks.int_at_least(batch, "batch", 0)
+    L = checks.int_at_least(q_len, "q_len", 0)
+    S = L if kv_len is None else checks.int_at_least(kv_len, "kv_len", 0)
+    S_proj = S if kv_proj_len is None else checks.int_at_least(kv_proj_len, "kv_proj_len", 0)
     return AttentionFlops(
         q_proj=2 * B * L * d * H * hd,
         kv_proj=2 * 2 * B * S_proj * d * H_kv * hd,
@@ -337,10 +310,10 @@ def attention_map_bytes(batch: int, q_len: int, kv_len: Optional[int] = None, *,
     Raises:
         ValueError: negative or non-integer sizes, non-positive H, unknown dtype.
     """
-    B = _check_int("batch", batch, minimum=0)
-    L = _check_int("q_len", q_len, minimum=0)
-    S = L if kv_len is None else _check_int("kv_len", kv_len, minimum=0)
-    H = _check_int("num_heads", num_heads, minimum=1)
+    B = checks.int_at_least(batch, "batch", 0)
+    L = checks.int_at_least(q_len, "q_len", 0)
+    S = L if kv_len is None else checks.int_at_least(kv_len, "kv_len", 0)
+    H = checks.int_at_least(num_heads, "num_heads", 1)
     return B * H * L * S * bytes_per_element(dtype)
 
 
@@ -367,11 +340,11 @@ def kv_cache_bytes(*, num_layers: int, num_kv_heads: int, head_dim: int, seq_len
     Raises:
         ValueError: non-positive layers/heads/head_dim, negative seq_len/batch, unknown dtype.
     """
-    n = _check_int("num_layers", num_layers, minimum=1)
-    h = _check_int("num_kv_heads", num_kv_heads, minimum=1)
-    hd = _check_int("head_dim", head_dim, minimum=1)
-    s = _check_int("seq_len", seq_len, minimum=0)
-    b = _check_int("batch", batch, minimum=0)
+    n = checks.int_at_least(num_layers, "num_layers", 1)
+    h = checks.int_at_least(num_kv_heads, "num_kv_heads", 1)
+    hd = checks.int_at_least(head_dim, "head_dim", 1)
+    s = checks.int_at_least(seq_len, "seq_len", 0)
+    b = checks.int_at_least(batch, "batch", 0)
     return 2 * n * h * hd * s * b * bytes_per_element(dtype)
 
 
@@ -577,9 +550,9 @@ def timing_samples(fn: Callable[[], object], *, repeats: int = 7, warmup: int = 
     Raises:
         ValueError: repeats or number < 1, warmup < 0.
     """
-    repeats = _check_int("repeats", repeats, minimum=1)
-    warmup = _check_int("warmup", warmup, minimum=0)
-    number = _check_int("number", number, minimum=1)
+    repeats = checks.int_at_least(repeats, "repeats", 1)
+    warmup = checks.int_at_least(warmup, "warmup", 0)
+    number = checks.int_at_least(number, "number", 1)
     dev = _device_of(device)
     for _ in range(warmup):
         fn()
@@ -636,8 +609,8 @@ def compare_times(fns: Mapping[str, Callable[[], object]], *, repeats: int = 5, 
     """
     if not fns:
         raise ValueError("compare_times needs at least one callable")
-    repeats = _check_int("repeats", repeats, minimum=1)
-    warmup = _check_int("warmup", warmup, minimum=0)
+    repeats = checks.int_at_least(repeats, "repeats", 1)
+    warmup = checks.int_at_least(warmup, "warmup", 0)
     dev = _device_of(device)
     samples: Dict[str, List[float]] = {name: [] for name in fns}
     for _ in range(warmup):
@@ -776,7 +749,7 @@ def measure_matmul_peak(*, device=None, dtype: DType = torch.float32, sizes=None
     dt = _to_dtype(dtype)
     if sizes is None:
         sizes = (512, 1024, 2048) if dev.type == "cpu" else (4096, 8192)
-    sizes = [_check_int("size", n, minimum=1) for n in sizes]
+    sizes = [checks.int_at_least(n, "size", 1) for n in sizes]
     if not sizes:
         raise ValueError("sizes must name at least one matrix size")
     best = 0.0
@@ -811,7 +784,7 @@ def measure_memory_bandwidth(*, device=None, nbytes: int = 256 * 2**20, repeats:
         ValueError: non-positive ``nbytes``; bad repeats/warmup.
     """
     dev = _device_of(device)
-    n = _check_int("nbytes", nbytes, minimum=1)
+    n = checks.int_at_least(nbytes, "nbytes", 1)
     src = torch.ones(max(1, n // 4), device=dev)  # fp32
     dst = torch.empty_like(src)
     with torch.inference_mode():
@@ -915,10 +888,10 @@ def sweep_heads(*, d_model: int, num_heads: Sequence[int], batch: int, seq_len: 
     _check_distinct("need_weights", paths)
     for H in heads:
         _check_heads(d_model, H, num_kv_heads)
-    _check_int("batch", batch, minimum=1)
-    _check_int("seq_len", seq_len, minimum=1)
-    _check_int("repeats", repeats, minimum=1)
-    _check_int("warmup", warmup, minimum=0)
+    checks.int_at_least(batch, "batch", 1)
+    checks.int_at_least(seq_len, "seq_len", 1)
+    checks.int_at_least(repeats, "repeats", 1)
+    checks.int_at_least(warmup, "warmup", 0)
     dev, dt = _device_of(device), _to_dtype(dtype)
     gen = torch.Generator().manual_seed(seed)
     x = torch.randn(batch, seq_len, d_model, generator=gen).to(device=dev, dtype=dt)
@@ -1039,8 +1012,8 @@ def sweep_decode(*, d_model: int, num_heads: int, num_kv_heads: Sequence[int], c
     _check_distinct("need_weights", paths)
     for H_kv in kvs:
         _, H, _, hd = _check_heads(d_model, num_heads, H_kv)
-    _check_int("context_len", context_len, minimum=1)
-    _check_int("batch", batch, minimum=1)
+    checks.int_at_least(context_len, "context_len", 1)
+    checks.int_at_least(batch, "batch", 1)
     dev, dt = _device_of(device), _to_dtype(dtype)
     gen = torch.Generator().manual_seed(seed)
     token = torch.randn(batch, 1, d_model, generator=gen).to(device=dev, dtype=dt)

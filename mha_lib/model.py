@@ -111,20 +111,13 @@ class EncoderConfig:
     pruned_heads: dict = field(default_factory=dict)  # {layer: [original head ids]} removed by pruning
 
     def __post_init__(self):
-        for name in ("vocab_size", "d_model", "num_heads", "num_layers", "d_ff", "max_len"):
+        for name in ("vocab_size", "num_layers", "d_ff", "max_len"):
             setattr(self, name, checks.positive_int(getattr(self, name), f"EncoderConfig.{name}"))
-        if self.d_model % self.num_heads:
-            raise ValueError(
-                f"EncoderConfig: d_model={self.d_model} is not divisible by num_heads={self.num_heads}"
-            )
-        if self.num_kv_heads is not None:
-            kv = checks.positive_int(self.num_kv_heads, "EncoderConfig.num_kv_heads")
-            if self.num_heads % kv:
-                raise ValueError(
-                    f"EncoderConfig: num_kv_heads={self.num_kv_heads!r} must be a positive divisor of "
-                    f"num_heads={self.num_heads}"
-                )
-            self.num_kv_heads = kv
+        try:
+            self.d_model, self.num_heads, kv, _ = checks.head_sizes(self.d_model, self.num_heads, self.num_kv_heads)
+        except ValueError as err:
+            raise ValueError(f"EncoderConfig: {err}") from None
+        self.num_kv_heads = None if self.num_kv_heads is None else kv
         for name in ("dropout", "attention_dropout"):
             value = getattr(self, name)
             if value is not None or name == "dropout":
@@ -690,19 +683,31 @@ class TokenClassifier(_SaveLoadMixin, nn.Module):
 _CLASSES = {"Encoder": Encoder, "TokenClassifier": TokenClassifier}
 
 
+def read_json(path: Union[str, os.PathLike], kind: type = dict):
+    """The JSON value in ``path``, which must be a ``kind`` (dict: an object; list: an array).
+
+    Raises:
+        ValueError: the file is missing, not valid JSON (or not UTF-8), or its top level is not a
+            ``kind``; the message names the file.
+    """
+    try:
+        with open(path, encoding="utf-8") as f:
+            value = json.load(f)
+    except (OSError, json.JSONDecodeError, UnicodeDecodeError) as err:
+        raise ValueError(f"{path} is not valid JSON: {type(err).__name__}: {err}") from None
+    if not isinstance(value, kind):
+        what = "a JSON object {...}" if kind is dict else "a JSON array [...]"
+        raise ValueError(f"{path} must hold {what}, got {type(value).__name__}: {str(value)[:80]}")
+    return value
+
+
 def _read_meta(path) -> dict:
     cfg_path = os.path.join(path, CONFIG_NAME)
     w_path = os.path.join(path, WEIGHTS_NAME)
     if not (os.path.isfile(cfg_path) and os.path.isfile(w_path)):
         found = sorted(os.listdir(path)) if os.path.isdir(path) else "no such folder"
         raise ValueError(f"no mha_lib model in {path}: need {CONFIG_NAME} and {WEIGHTS_NAME}, found {found}")
-    try:
-        with open(cfg_path, encoding="utf-8") as f:
-            meta = json.load(f)
-    except (json.JSONDecodeError, UnicodeDecodeError) as err:
-        raise ValueError(f"{cfg_path} is not valid JSON: {err}") from None
-    if not isinstance(meta, dict):
-        raise ValueError(f"{cfg_path} must hold a JSON object, got {type(meta).__name__}")
+    meta = read_json(cfg_path)
     if meta.get("format") != "mha_lib" or meta.get("model_class") not in _CLASSES:
         raise ValueError(
             f"{cfg_path} is not an mha_lib model config (format={meta.get('format')!r}, "

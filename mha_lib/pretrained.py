@@ -38,7 +38,7 @@ import torch.nn.functional as F
 from .model import CONFIG_NAME as MHA_CONFIG_NAME
 from . import checks
 from .model import _LAYER_PATTERN as _MHA_LAYER_PATTERN
-from .model import Encoder, EncoderConfig, EncoderOutput, _read_meta, build_checked
+from .model import Encoder, EncoderConfig, EncoderOutput, _read_meta, build_checked, read_json
 
 __all__ = [
     "DEFAULT_MODEL",
@@ -148,23 +148,8 @@ def _download(repo_id: str) -> str:
 
 # ----------------------------------------------------------------------------- config + weights
 def _read_json(path: str, kind: type = dict):
-    """The JSON value in ``path`` (None when the file is absent).
-
-    Raises:
-        ValueError: the file is not valid JSON, or its top level is not a ``kind``
-            (dict: a JSON object; list: a JSON array); the message names the file.
-    """
-    if not os.path.isfile(path):
-        return None
-    try:
-        with open(path, encoding="utf-8") as f:
-            value = json.load(f)
-    except (json.JSONDecodeError, UnicodeDecodeError) as err:
-        raise ValueError(f"{path} is not valid JSON: {err}") from None
-    if not isinstance(value, kind):
-        what = "a JSON object {...}" if kind is dict else "a JSON array [...]"
-        raise ValueError(f"{path} must hold {what}, got {type(value).__name__}: {str(value)[:80]}")
-    return value
+    """The JSON value in ``path``, or None when the file is absent (``model.read_json``)."""
+    return read_json(path, kind) if os.path.isfile(path) else None
 
 
 _REQUIRED_BERT_KEYS = ("vocab_size", "hidden_size", "num_attention_heads", "num_hidden_layers",

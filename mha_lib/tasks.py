@@ -63,6 +63,8 @@ from typing import Dict, List, Mapping, NamedTuple, Optional, Sequence, Tuple, U
 import torch
 from torch import Tensor
 
+from . import checks
+
 __all__ = [
     "IGNORE_INDEX",
     "EVAL_SEED",
@@ -120,12 +122,6 @@ class TaskBatch(NamedTuple):
         return self.input_ids.shape[0]
 
 
-def _check_int(name: str, value, low: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < low:
-        raise ValueError(f"{name} must be an int >= {low}, got {value!r}")
-    return value
-
-
 @dataclass(frozen=True)
 class PrevMarkedTask:
     """Previous-minus-marked: y_i = (x_{i-1} - x_m) mod V, see the module docstring.
@@ -154,8 +150,8 @@ class PrevMarkedTask:
     kind = "prev_marked"
 
     def __post_init__(self):
-        _check_int("vocab_size", self.vocab_size, 2)
-        _check_int("seq_len", self.seq_len, 2)
+        checks.int_at_least(self.vocab_size, "vocab_size", 2)
+        checks.int_at_least(self.seq_len, "seq_len", 2)
         if self.op not in ("sub", "add"):
             raise ValueError(f"op must be 'sub' or 'add', got {self.op!r}")
 
@@ -219,7 +215,7 @@ class PrevMarkedTask:
         Raises:
             ValueError: if ``batch_size`` is not an int >= 1.
         """
-        B = _check_int("batch_size", batch_size, 1)
+        B = checks.int_at_least(batch_size, "batch_size", 1)
         V, L = self.vocab_size, self.seq_len
         x = torch.randint(0, V, (B, L), generator=generator)  # (B, L)
         m = torch.randint(0, L, (B,), generator=generator)  # (B,)
@@ -236,7 +232,7 @@ class PrevMarkedTask:
         Raises:
             ValueError: on a bad size or a negative seed.
         """
-        _check_int("seed", seed, 0)
+        checks.int_at_least(seed, "seed", 0)
         return self.sample(num_sequences, torch.Generator().manual_seed(seed))
 
     def relation_targets(self, batch: TaskBatch) -> Tensor:

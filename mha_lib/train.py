@@ -30,6 +30,8 @@ from typing import Dict, Iterable, List, Optional, Sequence, Union
 import torch
 from torch import nn
 
+from . import checks
+
 from ._runtime import default_device, set_seed
 from .tasks import (
     IGNORE_INDEX,
@@ -164,16 +166,13 @@ def train(
         ValueError: on a bad argument, or when the loss becomes NaN or infinite (naming the
             step), instead of training on silently.
     """
-    for name, value, low in (("steps", steps, 1), ("batch_size", batch_size, 1), ("eval_every", eval_every, 1),
-                             ("eval_sequences", eval_sequences, 1)):
-        if isinstance(value, bool) or not isinstance(value, int) or value < low:
-            raise ValueError(f"{name} must be an int >= {low}, got {value!r}")
-    if not (isinstance(lr, (int, float)) and lr > 0 and math.isfinite(lr)):
-        raise ValueError(f"lr must be a finite number > 0, got {lr!r}")
-    if not (0 <= weight_decay and math.isfinite(weight_decay)):
+    for name, value in (("steps", steps), ("batch_size", batch_size), ("eval_every", eval_every),
+                        ("eval_sequences", eval_sequences)):
+        checks.positive_int(value, name)
+    checks.finite_real(lr, "lr", positive=True)
+    if checks.finite_real(weight_decay, "weight_decay") < 0:
         raise ValueError(f"weight_decay must be >= 0, got {weight_decay!r}")
-    if not 0 <= warmup < 1:
-        raise ValueError(f"warmup must be in [0, 1), got {warmup!r}")
+    checks.probability(warmup, "warmup")  # a fraction of the steps, in [0, 1)
     if getattr(model, "num_classes", task.num_classes) != task.num_classes:
         raise ValueError(f"model has num_classes={model.num_classes}, the task has {task.num_classes}")
     from tqdm.auto import tqdm

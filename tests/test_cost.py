@@ -231,7 +231,7 @@ def test_format_bytes_rejects_non_numbers():
                        (None, "None")):
         with pytest.raises(ValueError, match=match):
             cost.format_bytes(bad)
-    with pytest.raises(ValueError, match="digits must be positive, got 0"):
+    with pytest.raises(ValueError, match="digits must be a positive integer, got 0"):
         cost.format_bytes(10, digits=0)
 
 
@@ -241,7 +241,7 @@ def test_numpy_integers_are_integers():
     assert cost.attention_flops(np.int64(2), 4, d_model=np.int64(8), num_heads=2).total == \
         cost.attention_flops(2, 4, d_model=8, num_heads=2).total
     assert cost.format_bytes(np.int64(1000)) == "1000 B"
-    with pytest.raises(ValueError, match="must be an integer"):
+    with pytest.raises(ValueError, match="must be a positive integer"):
         cost.attention_params(np.float64(512.0), 8)
 
 
@@ -259,33 +259,33 @@ def test_sweeps_refuse_repeated_configurations():
 @pytest.mark.parametrize(
     "call, match",
     [
-        (lambda: cost.attention_params(10, 3), r"num_heads=3 does not divide d_model=10"),
-        (lambda: cost.attention_params(64, 8, 3), r"num_kv_heads=3 does not divide num_heads=8"),
-        (lambda: cost.attention_params(64, 0), r"num_heads must be positive, got 0"),
-        (lambda: cost.attention_params(-64, 8), r"d_model must be positive, got -64"),
-        (lambda: cost.attention_params(64, 2.0), r"num_heads must be an integer, got 2.0"),
-        (lambda: cost.attention_params(64, True), r"num_heads must be an integer, got True"),
-        (lambda: cost.attention_flops(-1, 8, d_model=64, num_heads=8), r"batch must be non-negative, got -1"),
-        (lambda: cost.attention_flops(1, -8, d_model=64, num_heads=8), r"q_len must be non-negative, got -8"),
-        (lambda: cost.attention_flops(1, 8, -3, d_model=64, num_heads=8), r"kv_len must be non-negative, got -3"),
-        (lambda: cost.attention_flops(1, 8, d_model=100, num_heads=8), r"num_heads=8 does not divide d_model=100"),
-        (lambda: cost.attention_map_bytes(1, 8, num_heads=-2), r"num_heads must be positive, got -2"),
+        (lambda: cost.attention_params(10, 3), r"d_model=10 is not divisible by num_heads=3"),
+        (lambda: cost.attention_params(64, 8, 3), r"num_kv_heads=3 must divide num_heads=8"),
+        (lambda: cost.attention_params(64, 0), r"num_heads must be a positive integer, got 0"),
+        (lambda: cost.attention_params(-64, 8), r"d_model must be a positive integer, got -64"),
+        (lambda: cost.attention_params(64, 2.0), r"num_heads must be a positive integer, got 2.0"),
+        (lambda: cost.attention_params(64, True), r"num_heads must be a positive integer, got True"),
+        (lambda: cost.attention_flops(-1, 8, d_model=64, num_heads=8), r"batch must be a non-negative integer, got -1"),
+        (lambda: cost.attention_flops(1, -8, d_model=64, num_heads=8), r"q_len must be a non-negative integer, got -8"),
+        (lambda: cost.attention_flops(1, 8, -3, d_model=64, num_heads=8), r"kv_len must be a non-negative integer, got -3"),
+        (lambda: cost.attention_flops(1, 8, d_model=100, num_heads=8), r"d_model=100 is not divisible by num_heads=8"),
+        (lambda: cost.attention_map_bytes(1, 8, num_heads=-2), r"num_heads must be a positive integer, got -2"),
         (lambda: cost.attention_map_bytes(1, 8, num_heads=2, dtype="fp12"), r"'fp12'"),
         (lambda: cost.kv_cache_bytes(num_layers=2, num_kv_heads=2, head_dim=8, seq_len=-5),
-         r"seq_len must be non-negative, got -5"),
+         r"seq_len must be a non-negative integer, got -5"),
         (lambda: cost.kv_cache_bytes(num_layers=0, num_kv_heads=2, head_dim=8, seq_len=5),
-         r"num_layers must be positive, got 0"),
-        (lambda: cost.attention_layer_cost(1, 4, d_model=64, num_heads=6), r"num_heads=6 does not divide d_model=64"),
-        (lambda: cost.measure_time(lambda: None, repeats=0), r"repeats must be positive, got 0"),
+         r"num_layers must be a positive integer, got 0"),
+        (lambda: cost.attention_layer_cost(1, 4, d_model=64, num_heads=6), r"d_model=64 is not divisible by num_heads=6"),
+        (lambda: cost.measure_time(lambda: None, repeats=0), r"repeats must be a positive integer, got 0"),
         (lambda: cost.compare_times({}), r"at least one"),
-        (lambda: cost.measure_memory_bandwidth(nbytes=0), r"nbytes must be positive, got 0"),
+        (lambda: cost.measure_memory_bandwidth(nbytes=0), r"nbytes must be a positive integer, got 0"),
         (lambda: cost.measure_peak_memory(lambda: None, device="meta"), r"cpu and cuda"),
         (lambda: cost.sweep_heads(d_model=64, num_heads=[1, 3], batch=1, seq_len=4),
-         r"num_heads=3 does not divide d_model=64"),
+         r"d_model=64 is not divisible by num_heads=3"),
         (lambda: cost.sweep_decode(d_model=64, num_heads=8, num_kv_heads=[3], context_len=4),
-         r"num_kv_heads=3 does not divide num_heads=8"),
+         r"num_kv_heads=3 must divide num_heads=8"),
         (lambda: cost.sweep_decode(d_model=64, num_heads=8, num_kv_heads=[8], context_len=0),
-         r"context_len must be positive, got 0"),
+         r"context_len must be a positive integer, got 0"),
     ],
 )
 def test_bad_input_raises_value_error_naming_the_value(call, match):
