@@ -614,20 +614,24 @@ class BertEncoder(Encoder):
         pooled = torch.cat([vectors[m]() for m in modes], dim=-1)  # (B, len(modes) * d_model)
         return F.normalize(pooled, p=2, dim=-1) if self.normalize else pooled
 
-    @torch.no_grad()
-    def sentence_embeddings(self, texts, *, batch_size: int = 32, head_mask=None) -> torch.Tensor:
+    def sentence_embeddings(self, texts, *, batch_size: int = 32, head_mask=None, grad: bool = False) -> torch.Tensor:
         """Sentence embeddings as sentence-transformers computes them for this checkpoint.
 
         Texts are stripped of surrounding whitespace (as sentence-transformers does),
         truncated to ``tokenizer.max_length`` (with a warning), encoded in batches of
         ``batch_size``, pooled (mean over non-padding tokens for all-MiniLM-L6-v2) and
-        L2-normalised when the checkpoint lists a Normalize module. Runs without autograd.
+        L2-normalised when the checkpoint lists a Normalize module. Texts are batched in
+        order of length (less padding); the rows come back in the order given. Runs without
+        autograd unless ``grad=True`` (e.g. for head importance through a ``head_mask``).
 
         Args:
             texts: a str or a list of str (pairs: pass tuples).
             batch_size: texts per forward pass (> 0).
             head_mask: optional, as in :meth:`Encoder.forward` (shape (num_layers, H) or
-                per-layer), e.g. to see what masking heads does to the embeddings.
+                per-layer), e.g. to see what masking heads does to the embeddings. A
+                per-example mask ((num_layers, N, H), or per-layer (N, H_l)) gates text i with
+                row i: all N texts then run in one batch, in their order.
+            grad: keep the autograd graph (gradients flow to ``head_mask`` and the weights).
 
         Returns:
             float tensor (N, d_model) on the model's device; rows have unit L2 norm when
@@ -647,16 +651,25 @@ class BertEncoder(Encoder):
         if not texts:
             raise ValueError("texts is empty")
         batch_size = checks.positive_int(batch_size, "batch_size")
-        out, cut = [], []
-        for i in range(0, len(texts), batch_size):
-            chunk = texts[i : i + batch_size]
-            batch = self.tokenize(chunk, warn=False)
-            cut += [t for t, was_cut in zip(chunk, batch.truncated) if was_cut]
-            h = self(**batch.model_inputs(), head_mask=head_mask).last_hidden_state  # (b, L, d_model)
-            out.append(self.pool(h, batch.key_padding_mask))
+        per_example = head_mask is not None and any(m is not None and m.dim() >= 2 for m in (
+            list(head_mask) if isinstance(head_mask, (list, tuple)) else [head_mask[0]]))
+        if per_example:
+            order, batch_size = list(range(len(texts))), len(texts)
+        else:
+            order = sorted(range(len(texts)), key=lambda i: len(str(texts[i])))
+        rows, cut = [None] * len(texts), []
+        with torch.set_grad_enabled(checks.flag(grad, "grad")):
+            for start in range(0, len(texts), batch_size):
+                idx = order[start : start + batch_size]
+                chunk = [texts[i] for i in idx]
+                batch = self.tokenize(chunk, warn=False)
+                cut += [t for t, was_cut in zip(chunk, batch.truncated) if was_cut]
+                h = self(**batch.model_inputs(), head_mask=head_mask).last_hidden_state  # (b, L, d_model)
+                for i, row in zip(idx, self.pool(h, batch.key_padding_mask)):
+                    rows[i] = row
         if cut:  # one warning for the whole call, not one per batch
             self.tokenizer._warn_truncated(cut, len(texts), stacklevel=3)
-        return torch.cat(out)
+        return torch.stack(rows)
 
     def save_pretrained(self, path) -> str:
         """Save as an mha_lib Encoder (``mha_lib_config.json`` + ``model.safetensors``, pruned

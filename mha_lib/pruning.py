@@ -23,7 +23,7 @@ Conventions (the "head grid"):
     al. 2019). :func:`layer_head_masks` turns a grid mask into the per-layer masks over the
     *kept* heads that ``model(..., head_mask=...)`` expects.
 
-Callbacks the caller writes (a few lines, see :func:`token_classification_loss`):
+Callbacks the caller writes (a few lines, see :func:`mha_lib.tasks.per_example_loss`):
     ``loss_fn(model, batch, head_mask) -> (B,)`` per-example losses, float;
     ``metric_fn(model, head_mask) -> float`` e.g. accuracy on a held-out set;
     ``attentions_fn(model, batch) -> (attentions, key_padding_mask)``.
@@ -66,8 +66,6 @@ __all__ = [
     "pruning_schedule",
     "PruningStep",
     "prune_heads",
-    "token_classification_loss",
-    "token_accuracy",
     "pruned_attention_flops",
     "measure_pruning_speedup",
 ]
@@ -281,7 +279,7 @@ def head_importance(
         batches: an iterable of batches, each passed unchanged to ``loss_fn``.
         loss_fn: ``loss_fn(model, batch, head_mask) -> (B,)`` float per-example losses,
             where ``head_mask`` is a list of per-layer (B, H_l) gates to pass as the
-            model's ``head_mask=``. See :func:`token_classification_loss`.
+            model's ``head_mask=``. See :func:`mha_lib.tasks.per_example_loss`.
         head_mask: optional grid mask (num_layers, H): the gates' values, i.e. the point
             where the derivative is taken (e.g. the current mask of a pruning schedule).
         normalize: divide each layer's scores by their l2 norm (a layer whose scores are
@@ -390,7 +388,7 @@ def single_head_ablation(
         model: see :func:`attention_layers`.
         metric_fn: ``metric_fn(model, head_mask) -> float``: e.g. accuracy or mean loss on
             held-out data; ``head_mask`` is None or a list of per-layer (H_l,) gates to pass
-            to the model. See :func:`token_accuracy`.
+            to the model. See :func:`mha_lib.tasks.accuracy`.
         head_mask: optional grid mask (num_layers, H) of heads already off; each ablation
             masks one more head on top of it.
 
@@ -829,65 +827,19 @@ def prune_heads(model: nn.Module, heads: HeadsSpec) -> nn.Module:
     return model
 
 
-# ----------------------------------------------------------------------------- ready-made callbacks
-def _unpack_token_batch(batch) -> Tuple[Tensor, Tensor, Optional[Tensor]]:
-    if isinstance(batch, Mapping):
-        return batch["input_ids"], batch["labels"], batch.get("key_padding_mask")
-    if isinstance(batch, (tuple, list)) and len(batch) in (2, 3):
-        return batch[0], batch[1], (batch[2] if len(batch) == 3 else None)
-    raise ValueError(
-        "a token-classification batch must be (input_ids, labels), (input_ids, labels, key_padding_mask) "
-        f"or a dict with those keys; got {type(batch).__name__}"
-    )
+# ----------------------------------------------------------------------------- deprecated names
+def __getattr__(name: str):
+    # 0.2.0: the loss/accuracy pair lives in mha_lib.tasks (one pair for every token classifier)
+    renamed = {"token_classification_loss": "per_example_loss", "token_accuracy": "accuracy"}
+    if name in renamed:
+        import warnings
 
+        from . import tasks
 
-def token_classification_loss(
-    model: nn.Module, batch: Any, head_mask: Optional[List[Tensor]] = None, *, ignore_index: int = -100
-) -> Tensor:
-    """Per-example loss of a :class:`~mha_lib.model.TokenClassifier`: a ``loss_fn`` for :func:`head_importance`.
-
-    Args:
-        model: a TokenClassifier (logits (B, L, C)).
-        batch: ``(input_ids (B, L) long, labels (B, L) long)``, optionally with a third
-            ``key_padding_mask`` (B, L) bool, or a dict with those keys.
-        head_mask: per-layer gates, passed to the model.
-        ignore_index: label value that does not count.
-
-    Returns:
-        float tensor (B,): each example's mean cross-entropy (nats) over its counted positions.
-
-    Raises:
-        ValueError: a malformed batch, or an example with no counted position.
-    """
-    input_ids, labels, kpm = _unpack_token_batch(batch)
-    logits = model(input_ids, key_padding_mask=kpm, head_mask=head_mask).logits  # (B, L, C)
-    per_token = F.cross_entropy(logits.transpose(1, 2), labels, ignore_index=ignore_index, reduction="none")  # (B, L)
-    counted = (labels != ignore_index).sum(1)  # (B,)
-    if bool((counted == 0).any()):
-        raise ValueError("token_classification_loss: an example has no position with a label")
-    return per_token.sum(1) / counted
-
-
-@torch.no_grad()
-def token_accuracy(
-    model: nn.Module, batches: Iterable[Any], head_mask: Optional[List[Tensor]] = None, *, ignore_index: int = -100
-) -> float:
-    """Accuracy over every labelled position of ``batches`` (same batch format as
-    :func:`token_classification_loss`). Returns a float in [0, 1].
-
-    Raises:
-        ValueError: no labelled position at all.
-    """
-    correct = total = 0
-    for batch in batches:
-        input_ids, labels, kpm = _unpack_token_batch(batch)
-        logits = model(input_ids, key_padding_mask=kpm, head_mask=head_mask).logits
-        keep = labels != ignore_index
-        correct += int(((logits.argmax(-1) == labels) & keep).sum())
-        total += int(keep.sum())
-    if total == 0:
-        raise ValueError("token_accuracy: no labelled position in the batches")
-    return correct / total
+        warnings.warn(f"mha_lib.pruning.{name} is deprecated: use mha_lib.tasks.{renamed[name]}",
+                      DeprecationWarning, stacklevel=2)
+        return getattr(tasks, renamed[name])
+    raise AttributeError(f"module 'mha_lib.pruning' has no attribute {name!r}")
 
 
 # ----------------------------------------------------------------------------- cost of heads

@@ -71,7 +71,8 @@ __all__ = [
     "TaskBatch",
     "PrevMarkedTask",
     "task_from_dict",
-    "relation_shares",
+    "target_shares",
+    "attention_maps",
     "best_heads",
     "logits",
     "per_example_loss",
@@ -270,7 +271,7 @@ def task_from_dict(d: Mapping) -> PrevMarkedTask:
 
 
 # ----------------------------------------------------------------------------- head specialisation
-def relation_shares(weights: Tensor, targets: Tensor) -> Tensor:
+def target_shares(weights: Tensor, targets: Tensor) -> Tensor:
     """Each head's average share of attention weight on each relation's target key.
 
     For query i of sequence b, head h and relation r, the share is ``weights[b, h, i,
@@ -279,7 +280,8 @@ def relation_shares(weights: Tensor, targets: Tensor) -> Tensor:
     relation has share near 1 on it; a head that blends two relations evenly has about 1/2
     on each. Queries where two relations point at the same key count for both. This is the
     task-specific analogue of the per-head statistics of Clark et al. 2019, sec. 3 (see
-    ``mha_lib.analysis.relation_shares`` for their token-string relations).
+    ``mha_lib.analysis.relation_shares`` for their token-string relations). Named
+    ``relation_shares`` before 0.2.0 (that name still works, with a DeprecationWarning).
 
     Args:
         weights: (B, H, L, S) float attention weights of one layer (rows sum to 1).
@@ -315,11 +317,37 @@ def relation_shares(weights: Tensor, targets: Tensor) -> Tensor:
     return total / count  # 0/0 -> NaN for a relation without targets
 
 
+@torch.no_grad()
+def attention_maps(model: torch.nn.Module, batch, head_mask=None) -> Tuple[Tensor, ...]:
+    """Per-layer, per-head attention weights of a token classifier on a batch.
+
+    Args:
+        model: a :class:`~mha_lib.model.TokenClassifier` (or anything taking the same inputs).
+        batch: as for :func:`per_example_loss`.
+        head_mask: per-layer gates (the weights are taken before them).
+
+    Returns:
+        A tuple with one (B, H_l, L, L) float tensor per layer, rows summing to 1.
+
+    Raises:
+        ValueError: a malformed batch (as :func:`per_example_loss`).
+    """
+    return logits_and_attentions(model, batch, head_mask)[1]
+
+
+def logits_and_attentions(model, batch, head_mask=None) -> Tuple[Tensor, Tuple[Tensor, ...]]:
+    """``(logits (B, L, C), attentions)`` in one forward pass; see :func:`attention_maps`."""
+    inputs, _ = _model_inputs(batch)
+    ids = inputs.pop("input_ids")
+    out = model(ids, **inputs, head_mask=head_mask, output_attentions=True)
+    return out.logits, out.attentions
+
+
 def best_heads(shares: Tensor) -> Tuple[List[int], List[float]]:
     """For each relation, the head with the largest share, and that share.
 
     Args:
-        shares: (H, R) from :func:`relation_shares`.
+        shares: (H, R) from :func:`target_shares`.
 
     Returns:
         ``(heads, values)``: two lists of length R. ``len(set(heads)) == R`` says that the
@@ -335,45 +363,84 @@ def best_heads(shares: Tensor) -> Tuple[List[int], List[float]]:
 
 
 # ----------------------------------------------------------------------------- running a model
-def logits(model: torch.nn.Module, batch: TaskBatch, head_mask=None, **kwargs) -> Tensor:
-    """Per-position class scores (B, L, C) of a TokenClassifier on a task batch.
+def _model_inputs(batch) -> Tuple[dict, Tensor]:
+    """(forward keywords, labels) of a :class:`TaskBatch`, an ``(input_ids, labels[,
+    key_padding_mask])`` tuple or a dict with those keys."""
+    if isinstance(batch, TaskBatch):
+        return {"input_ids": batch.input_ids, "token_type_ids": batch.token_type_ids}, batch.labels
+    if isinstance(batch, Mapping) and "input_ids" in batch and "labels" in batch:
+        return {"input_ids": batch["input_ids"], "key_padding_mask": batch.get("key_padding_mask")}, batch["labels"]
+    if isinstance(batch, (tuple, list)) and len(batch) in (2, 3) and all(isinstance(t, Tensor) for t in batch):
+        return {"input_ids": batch[0], "key_padding_mask": batch[2] if len(batch) == 3 else None}, batch[1]
+    raise ValueError(
+        "a batch must be a TaskBatch, (input_ids, labels), (input_ids, labels, key_padding_mask) or a dict "
+        f"with those keys; got {type(batch).__name__}"
+    )
 
-    ``head_mask`` and any other keyword go to the model's forward (e.g. ``output_attentions``
-    is *not* useful here: use the model directly for that)."""
-    return model(batch.input_ids, token_type_ids=batch.token_type_ids, head_mask=head_mask, **kwargs).logits
+
+def logits(model: torch.nn.Module, batch, head_mask=None, **kwargs) -> Tensor:
+    """Per-position class scores (B, L, C) of a TokenClassifier on a batch (see :func:`per_example_loss`).
+
+    ``head_mask`` and any other keyword go to the model's forward."""
+    inputs, _ = _model_inputs(batch)
+    ids = inputs.pop("input_ids")
+    return model(ids, **inputs, head_mask=head_mask, **kwargs).logits
 
 
-def per_example_loss(model: torch.nn.Module, batch: TaskBatch, head_mask=None) -> Tensor:
+def per_example_loss(model: torch.nn.Module, batch, head_mask=None) -> Tensor:
     """Each sequence's mean cross-entropy (nats) over its labelled positions: float (B,).
 
-    It has the ``loss_fn(model, batch, head_mask)`` signature of
-    ``mha_lib.pruning.head_importance``, so task batches work there directly.
+    The ONE loss of mha_lib's token classifiers. It has the ``loss_fn(model, batch,
+    head_mask)`` signature of ``mha_lib.pruning.head_importance``.
+
+    Args:
+        model: a :class:`~mha_lib.model.TokenClassifier`.
+        batch: a :class:`TaskBatch`, or ``(input_ids (B, L) long, labels (B, L) long[,
+            key_padding_mask (B, L) bool])``, or a dict with those keys. Labels equal to
+            ``IGNORE_INDEX`` (-100) do not count.
+        head_mask: per-layer gates, passed to the model.
+
+    Raises:
+        ValueError: a malformed batch, or a sequence with no labelled position.
     """
     out = logits(model, batch, head_mask)  # (B, L, C)
+    _, labels = _model_inputs(batch)
     per_token = torch.nn.functional.cross_entropy(
-        out.transpose(1, 2), batch.labels, ignore_index=IGNORE_INDEX, reduction="none"
+        out.transpose(1, 2), labels, ignore_index=IGNORE_INDEX, reduction="none"
     )  # (B, L)
-    counted = (batch.labels != IGNORE_INDEX).sum(1).clamp_min(1)  # (B,)
+    counted = (labels != IGNORE_INDEX).sum(1)  # (B,)
+    if bool((counted == 0).any()):
+        raise ValueError("per_example_loss: a sequence has no position with a label")
     return per_token.sum(1) / counted
 
 
 @torch.no_grad()
-def accuracy(model: torch.nn.Module, batch: TaskBatch, head_mask=None, batch_size: int = 1024) -> float:
+def accuracy(model: torch.nn.Module, batch, head_mask=None, batch_size: int = 1024) -> float:
     """Fraction of labelled positions whose arg-max class is right, in [0, 1].
 
-    Runs in chunks of ``batch_size`` sequences on the model's device, in the model's current
-    mode (call ``model.eval()`` first when it has dropout).
+    Args:
+        model: a :class:`~mha_lib.model.TokenClassifier`, run in its current mode (call
+            ``model.eval()`` first when it has dropout).
+        batch: one batch as for :func:`per_example_loss`, or a list of them. A
+            :class:`TaskBatch` runs in chunks of ``batch_size`` sequences on the model's device.
+        head_mask: per-layer gates, passed to the model.
 
     Raises:
-        ValueError: if the batch has no labelled position.
+        ValueError: a malformed batch, or no labelled position at all.
     """
     device = next(model.parameters()).device
+    if isinstance(batch, TaskBatch):
+        batches = [batch[i : i + batch_size].to(device) for i in range(0, batch.batch_size, batch_size)]
+    elif isinstance(batch, list) and batch and not isinstance(batch[0], Tensor):
+        batches = batch
+    else:
+        batches = [batch]
     correct = total = 0
-    for start in range(0, batch.batch_size, batch_size):
-        chunk = batch[start : start + batch_size].to(device)
+    for chunk in batches:
         pred = logits(model, chunk, head_mask).argmax(-1)  # (b, L)
-        keep = chunk.labels != IGNORE_INDEX
-        correct += int(((pred == chunk.labels) & keep).sum())
+        _, labels = _model_inputs(chunk)
+        keep = labels != IGNORE_INDEX
+        correct += int(((pred == labels) & keep).sum())
         total += int(keep.sum())
     if total == 0:
         raise ValueError("accuracy: the batch has no labelled position")
@@ -494,9 +561,10 @@ def _spec(name: str, num_heads: int, num_layers: int = 1, seeds=(0, 1, 2, 3, 4))
     return TrainedSpec(name=name, version=1, task=_TASK, model=model, seeds=tuple(seeds), **_RECIPE)
 
 
-#: Every shipped trained model family, by name. Chapter 1: ``ch1-h{1,2,4,8}``; chapter 3
-#: adds ``ch1-h16`` and ``ch1-h32`` (same task, d_model and recipe); chapter 4 uses
-#: ``ch4-l3h8`` (3 layers x 8 heads).
+#: Every shipped trained model family, by name (``make train`` walks it). Chapter 1:
+#: ``ch1-h{1,2,4,8}``; chapter 2: ``ch2-tied-h4``, ``ch2-narrow-h4``; chapter 3 adds
+#: ``ch1-h16``, ``ch1-h32`` and ``ch3-h8-kv{4,2,1}`` (same task, d_model and recipe);
+#: chapter 4 uses ``ch4-l3h8`` (3 layers x 8 heads).
 SHIPPED: Dict[str, TrainedSpec] = {
     s.name: s
     for s in [
@@ -507,8 +575,21 @@ SHIPPED: Dict[str, TrainedSpec] = {
                     **_RECIPE),
         TrainedSpec(name="ch2-narrow-h4", version=1, task=_TASK,
                     model=dict(_MODEL, num_heads=4, pruned_heads={"0": [1, 2, 3]}), **_RECIPE),
+        # chapter 3: ch1-h8 with grouped-query (4, 2 key/value heads) and multi-query (1) attention
+        *(TrainedSpec(name=f"ch3-h8-kv{kv}", version=1, task=_TASK, model=dict(_MODEL, num_heads=8, num_kv_heads=kv),
+                      seeds=(0, 1, 2, 3, 4), **_RECIPE) for kv in (4, 2, 1)),
     ]
 }
+
+
+def __getattr__(name: str):
+    if name == "relation_shares":  # renamed in 0.2.0: analysis.relation_shares is the token-string one
+        import warnings
+
+        warnings.warn("mha_lib.tasks.relation_shares is deprecated: use mha_lib.tasks.target_shares",
+                      DeprecationWarning, stacklevel=2)
+        return target_shares
+    raise AttributeError(f"module 'mha_lib.tasks' has no attribute {name!r}")
 
 
 def _resolve(spec: Union[str, TrainedSpec]) -> TrainedSpec:

@@ -404,15 +404,10 @@ def test_cpu_peak_fallback_through_chrome_trace_agrees():
 
 def test_chapter3_gqa_weights_are_current():
     """The GQA/MQA models chapter 3 ships were trained from today's chapter-1 recipe."""
-    import importlib.util
-
     from mha_lib import tasks
 
-    path = Path(__file__).resolve().parents[1] / "scripts" / "train_ch3.py"
-    module_spec = importlib.util.spec_from_file_location("train_ch3", path)
-    train_ch3 = importlib.util.module_from_spec(module_spec)
-    module_spec.loader.exec_module(train_ch3)
-    for spec in train_ch3.gqa_specs():
+    for spec in (tasks.SHIPPED[f"ch3-h8-kv{kv}"] for kv in (4, 2, 1)):
+        assert spec.model == {**tasks.SHIPPED["ch1-h8"].model, "num_kv_heads": spec.model["num_kv_heads"]}
         info = tasks.trained_info(spec)  # raises ValueError when the stored spec differs (stale)
         assert info["seeds"] == list(spec.seeds)
         model = tasks.load_trained(spec)

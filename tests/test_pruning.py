@@ -20,9 +20,9 @@ from mha_lib.pruning import (
     pruned_attention_flops,
     pruning_schedule,
     single_head_ablation,
-    token_accuracy,
-    token_classification_loss,
 )
+from mha_lib.tasks import accuracy as token_accuracy  # noqa: E402
+from mha_lib.tasks import per_example_loss as token_classification_loss  # noqa: E402
 
 TINY = dict(vocab_size=17, d_model=16, num_heads=4, num_layers=2, d_ff=32, max_len=10)
 
@@ -478,3 +478,12 @@ def test_shipped_sentence_data_is_well_formed():
     assert all(isinstance(t, str) and t.strip() == t and t[-1] in ".?!" for t in texts)
     assert len(set(texts)) == len(texts)  # no text repeated within the triples
     assert not set(texts) & set(sentences)  # scoring and evaluation halves are disjoint
+
+
+def test_old_loss_and_accuracy_names_still_work_with_a_deprecation_warning():
+    from mha_lib import pruning, tasks
+
+    with pytest.warns(DeprecationWarning, match="use mha_lib.tasks.per_example_loss"):
+        assert pruning.token_classification_loss is tasks.per_example_loss
+    with pytest.warns(DeprecationWarning, match="use mha_lib.tasks.accuracy"):
+        assert pruning.token_accuracy is tasks.accuracy

@@ -7,7 +7,8 @@ import pytest
 import torch
 
 from mha_lib import tasks
-from mha_lib.tasks import IGNORE_INDEX, PrevMarkedTask, TaskBatch, best_heads, relation_shares
+from mha_lib.tasks import IGNORE_INDEX, PrevMarkedTask, TaskBatch, best_heads
+from mha_lib.tasks import target_shares as relation_shares
 
 
 # ----------------------------------------------------------------------------- the generator

@@ -136,3 +136,15 @@ def test_retraining_reproduces_the_shipped_accuracy(one_thread):
     assert abs(result.accuracy - shipped) <= RETRAIN_TOLERANCE, (result.accuracy, shipped)
     # and the curve has the recorded length and ends where the recorded one ends
     assert result.curve["steps"] == info["curves"][0]["steps"]
+
+
+def test_make_train_has_one_target_per_family_covering_the_registry():
+    import re
+    from pathlib import Path
+
+    makefile = (Path(__file__).resolve().parents[1] / "Makefile").read_text()
+    families = set()
+    for target, names in re.findall(r"^(train-ch\d)+: venv\n\t\$\(TRAIN\) (.+)$", makefile, re.M):
+        families |= set(names.split())
+    assert families == set(SHIPPED)
+    assert "train-ch1-budget" in makefile and "scripts/train_ch1_budget.py" in makefile
