@@ -52,6 +52,8 @@ import torch
 from . import checks
 
 __all__ = [
+    "DecodeTraffic",
+    "decode_traffic",
     "AttentionFlops",
     "AttentionLayerCost",
     "attention_params",
@@ -421,6 +423,9 @@ class ModelConfig:
             published context window), or None when it has none (sinusoidal positions).
         source: where the numbers were published.
         note: anything a reader should know when using them.
+        nominal_params: the parameter count the publication names the model by (Vaswani et al.
+            Table 3: 65M; GPT-2 Table 2: 117M and 1542M; GPT-3 175B; Llama 2 7B and 70B), or
+            None; an approximation of the true count, good enough for byte estimates.
     """
 
     name: str
@@ -433,6 +438,7 @@ class ModelConfig:
     context_len: Optional[int]
     source: str
     note: str = ""
+    nominal_params: Optional[float] = None  # the parameter count in the model's published name/table
 
     def kv_cache_bytes(self, seq_len: int, batch: int = 1, dtype: DType = torch.float16) -> int:
         """KV-cache bytes for the whole model (all ``num_layers``); see ``kv_cache_bytes``."""
@@ -458,32 +464,79 @@ PUBLISHED_CONFIGS: Dict[str, ModelConfig] = {c.name: c for c in (
                 "Vaswani et al. 2017, Table 3 (base: N=6, d_model=512, h=8, d_k=64)",
                 "6 encoder + 6 decoder layers; num_layers counts the decoder's self-attention "
                 "(a decoder also caches the cross-attention K/V of the encoder output). "
-                "Sinusoidal positions: no fixed maximum length."),
+                "Sinusoidal positions: no fixed maximum length.", 65e6),
     ModelConfig("BERT-base", "encoder", 12, 768, 12, 12, 64, 512,
                 "Devlin et al. 2019, Section 3 (L=12, H=768, A=12); sequences of up to 512 tokens"),
     ModelConfig("BERT-large", "encoder", 24, 1024, 16, 16, 64, 512,
                 "Devlin et al. 2019, Section 3 (L=24, H=1024, A=16); sequences of up to 512 tokens"),
     ModelConfig("GPT-2 small", "decoder", 12, 768, 12, 12, 64, 1024,
                 "Radford et al. 2019, Table 2 and Section 2.3 (context 1024); released config "
-                "(n_layer=12, n_embd=768, n_head=12)"),
+                "(n_layer=12, n_embd=768, n_head=12)", nominal_params=117e6),
     ModelConfig("GPT-2 XL", "decoder", 48, 1600, 25, 25, 64, 1024,
                 "Radford et al. 2019, Table 2 and Section 2.3 (context 1024); released config "
-                "(n_layer=48, n_embd=1600, n_head=25)"),
+                "(n_layer=48, n_embd=1600, n_head=25)", nominal_params=1542e6),
     ModelConfig("GPT-3 175B", "decoder", 96, 12288, 96, 96, 128, 2048,
                 "Brown et al. 2020, Table 2.1 (n_layers=96, d_model=12288, n_heads=96, d_head=128) "
-                "and Section 2.1 (context window 2048)"),
+                "and Section 2.1 (context window 2048)", nominal_params=175e9),
     ModelConfig("LLaMA-2 7B", "decoder", 32, 4096, 32, 32, 128, 4096,
                 "Touvron et al. 2023 (Llama 2), Table 1 (context 4096); released params.json "
-                "(dim=4096, n_layers=32, n_heads=32)"),
+                "(dim=4096, n_layers=32, n_heads=32)", nominal_params=7e9),
     ModelConfig("LLaMA-2 70B", "decoder", 80, 8192, 64, 8, 128, 4096,
                 "Touvron et al. 2023 (Llama 2), Table 1 (GQA, context 4096); released params.json "
                 "(dim=8192, n_layers=80, n_heads=64, n_kv_heads=8)",
-                "grouped-query attention: 8 KV heads serve 64 query heads"),
+                "grouped-query attention: 8 KV heads serve 64 query heads", 70e9),
     ModelConfig("all-MiniLM-L6-v2", "encoder", 6, 384, 12, 12, 32, 512,
                 "sentence-transformers/all-MiniLM-L6-v2 config.json (num_hidden_layers=6, "
                 "hidden_size=384, num_attention_heads=12, max_position_embeddings=512)",
                 "sentence-transformers truncates its inputs at max_seq_length=256"),
 )}
+
+@dataclass(frozen=True)
+class DecodeTraffic:
+    """Bytes one decode step reads, in the cost model of Shazeer 2019 (section 2.2): every
+    weight once per step, and every cached key and value once per sequence.
+
+    Attributes:
+        weight_bytes: all parameters at ``dtype`` (bytes).
+        cache_bytes: the KV cache of ``batch`` sequences at ``context`` positions (bytes).
+        crossover_tokens: batch x context at which the cache reads equal the weight reads.
+    """
+
+    weight_bytes: float
+    cache_bytes: float
+    crossover_tokens: float
+
+
+def decode_traffic(config: ModelConfig, *, batch: int = 1, context: int, dtype: DType = torch.float16) -> DecodeTraffic:
+    """Bytes a decoder reads for one generated token per sequence: weights and KV cache.
+
+    At small batch the weights dominate (a 7B model reads about 14 GB of fp16 weights per step
+    against a 2 GiB cache at batch 1 and 4096 tokens); the cache reads overtake them only
+    beyond ``crossover_tokens`` cached tokens per step (batch x context). Both terms are in
+    Shazeer 2019's analysis of incremental decoding; grouped-query attention (Ainslie et al.
+    2023) shrinks only the second.
+
+    Args:
+        config: a published :class:`ModelConfig` with ``nominal_params``.
+        batch: sequences decoded together (> 0).
+        context: cached positions per sequence (>= 0).
+        dtype: of the weights and the cache.
+
+    Returns:
+        A :class:`DecodeTraffic` (bytes, bytes, tokens).
+
+    Raises:
+        ValueError: a config without ``nominal_params``, or bad sizes.
+    """
+    if config.nominal_params is None:
+        raise ValueError(f"{config.name} has no published parameter count in mha_lib.cost")
+    batch = checks.positive_int(batch, "batch")
+    context = checks.nonnegative_int(context, "context")
+    element = bytes_per_element(dtype)
+    per_token = config.kv_cache_bytes(seq_len=1, batch=1, dtype=dtype)
+    weights = config.nominal_params * element
+    return DecodeTraffic(weights, float(per_token) * batch * context, weights / per_token)
+
 
 UNPUBLISHED_CLAIMS: Dict[str, str] = {
     "GPT-4": (

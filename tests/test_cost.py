@@ -415,3 +415,15 @@ def test_chapter3_gqa_weights_are_current():
         assert (attn.num_heads, attn.num_kv_heads) == (8, spec.model["num_kv_heads"])
         # the recorded accuracy reproduces from the shipped float16 weights
         assert abs(tasks.evaluate(model, spec.make_task()) - info["accuracy"][0]) < 1e-3
+
+
+def test_decode_traffic_has_weights_and_cache_and_their_crossover():
+    llama7 = cost.get_config("LLaMA-2 7B")
+    t = cost.decode_traffic(llama7, batch=1, context=4096)
+    assert t.weight_bytes == 7e9 * 2 and t.cache_bytes == 2 * 2**30
+    assert t.weight_bytes > 6 * t.cache_bytes  # at batch 1 the weights dominate
+    at_crossover = cost.decode_traffic(llama7, batch=1, context=round(t.crossover_tokens))
+    assert abs(at_crossover.cache_bytes / at_crossover.weight_bytes - 1) < 1e-4
+    assert cost.decode_traffic(llama7, batch=8, context=4096).cache_bytes == 8 * t.cache_bytes
+    with pytest.raises(ValueError, match="no published parameter count"):
+        cost.decode_traffic(cost.get_config("all-MiniLM-L6-v2"), context=1)
