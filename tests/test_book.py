@@ -165,6 +165,21 @@ def test_error_output_fails_naming_the_file(tmp_path):
     assert "99_broken.ipynb" in result.stderr and "ZeroDivisionError" in result.stderr
 
 
+@pytest.mark.parametrize("metadata, word", [
+    ({}, "figure.name, figure.caption, image.alt"),
+    ({"mystnb": {"figure": {"name": "fig-x", "caption": "A caption."}, "image": {"alt": "chapters/fig.png"}}},
+     "looks like a file name"),
+])
+def test_figure_without_caption_or_alt_fails(tmp_path, metadata, word):
+    root = make_book_copy(tmp_path)
+    cell = nbformat.v4.new_code_cell("plt.show()", execution_count=1, metadata=metadata)
+    cell.outputs = [nbformat.v4.new_output("display_data", data={"image/png": "iVBORw0KGgo=", "text/plain": "<Figure>"})]
+    write_notebook(root / "chapters" / "99_figure.ipynb", [cell])
+    result = run_check(root)
+    assert result.returncode == 1
+    assert "99_figure.ipynb" in result.stderr and word in result.stderr
+
+
 def test_wrong_kernel_fails(tmp_path):
     root = make_book_copy(tmp_path)
     path = root / "chapters" / "99_kernel.ipynb"

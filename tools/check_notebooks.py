@@ -3,7 +3,8 @@
 Fails (exit 1), naming the file, when:
   * _toc.yml names a page that does not exist;
   * a chapter notebook has a code cell that was never executed, or an error output;
-  * a chapter notebook's kernelspec is not python3.
+  * a chapter notebook's kernelspec is not python3;
+  * a figure (a plain image output) has no number, caption or alt text in its cell metadata.
 
 Usage: python tools/check_notebooks.py [ROOT]
 """
@@ -70,7 +71,27 @@ def notebook_problems(path: Path) -> list[str]:
                     f"{path}: code cell {index} has an error output: "
                     f"{output.get('ename')}: {output.get('evalue')}"
                 )
+        problems.extend(figure_problems(path, index, cell))
     return problems
+
+
+def figure_problems(path: Path, index: int, cell) -> list[str]:
+    """A plain image output (a matplotlib figure) must be a numbered figure: the cell's metadata
+    carries ``mystnb.figure.name``, ``mystnb.figure.caption`` and ``mystnb.image.alt`` (real alt
+    text, not a file name). Outputs with their own HTML (plot_heads, widgets) bring their alt text."""
+    plain = [o for o in cell.get("outputs", []) if "image/png" in o.get("data", {}) and "text/html" not in o.get("data", {})]
+    if not plain:
+        return []
+    meta = cell.get("metadata", {}).get("mystnb", {})
+    figure, image = meta.get("figure", {}), meta.get("image", {})
+    missing = [key for key, value in (("figure.name", figure.get("name")), ("figure.caption", figure.get("caption")),
+                                      ("image.alt", image.get("alt"))) if not value]
+    alt = image.get("alt") or ""
+    if alt and (alt.endswith((".png", ".svg", ".jpg")) or "/" in alt):
+        missing.append("image.alt (it looks like a file name)")
+    if missing:
+        return [f"{path}: code cell {index} shows a figure without mystnb {', '.join(missing)} in its metadata"]
+    return []
 
 
 def check(root: Path) -> list[str]:
