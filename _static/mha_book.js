@@ -6,6 +6,9 @@
  *    _ext/mha_book_assets.py, which copies them into _static/vendor/ from tests/browser's
  *    npm packages). Outside the book (Jupyter, Colab) bertviz_view falls back to the CDN.
  *
+ * 3. Alt text for the images widgets show (ipywidgets' Image has no alt): what they are and the
+ *    slider's label and value, kept up to date as the page changes.
+ *
  * 2. A MathJax 2 -> 3 bridge. The ipywidgets HTML manager (html-manager 1.x) typesets widget
  *    labels with MathJax 2's API, MathJax.Hub.Queue(["Typeset", MathJax.Hub, element]), while
  *    the book loads MathJax 3, which has no Hub: "Cannot read properties of undefined (reading
@@ -52,4 +55,26 @@
     get: function () { return current; },
     set: function (value) { current = adopt(value); }
   });
+
+  function labelExplorers() {
+    // every image a widget shows: the explorer's maps, and figures that follow its slider
+    var images = document.querySelectorAll(".jupyter-widgets img, .widget-image");
+    for (var j = 0; j < images.length; j++) {
+      var img = images[j];
+      var area = img.closest(".cell_output, .output") || document;
+      var label = area.querySelector(".widget-label");
+      var readout = area.querySelector(".widget-readout");
+      var state = ((label && label.textContent.trim()) || "value") + " " + ((readout && readout.textContent.trim()) || "");
+      var alt = img.closest(".mha-attention-explorer")
+        ? "Attention maps, one heatmap per head (" + state + ")"
+        : "Figure that follows the slider (" + state + ")";
+      if (img.alt !== alt) img.alt = alt;
+    }
+  }
+  function watch() {
+    labelExplorers();
+    new MutationObserver(labelExplorers).observe(document.body, { subtree: true, childList: true, characterData: true });
+  }
+  if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", watch);
+  else watch();
 })();

@@ -60,8 +60,10 @@ def main(argv=None) -> int:
     parser.add_argument("--budgets", type=int, nargs="+", default=[1000, 2000, 4000, 8000])
     parser.add_argument("--lr-budget", type=int, default=2000)
     parser.add_argument("--out", type=Path, default=OUT)
+    parser.add_argument("--no-lr", action="store_true", help="skip the learning-rate runs")
     args = parser.parse_args(argv)
-    lr_jobs = [(h, s, args.lr_budget, lr) for lr in (1e-3, 1e-2) for h in HEADS for s in range(args.seeds)]
+    lr_jobs = [] if args.no_lr else [
+        (h, s, args.lr_budget, lr) for lr in (1e-3, 1e-2) for h in HEADS for s in range(args.seeds)]
     jobs = [(h, s, b, 3e-3) for b in args.budgets for h in HEADS for s in range(args.seeds)]
     jobs = jobs[: 2 * len(HEADS) * args.seeds] + lr_jobs + jobs[2 * len(HEADS) * args.seeds:]
     records, start = [], time.perf_counter()

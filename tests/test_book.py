@@ -62,6 +62,16 @@ def test_every_cited_key_is_in_the_bibliography():
     assert cited <= keys, f"cited but missing from references.bib: {sorted(cited - keys)}"
 
 
+def test_every_bibliography_entry_is_cited_and_the_labels_are_author_year():
+    keys = re.findall(r"^@\w+\{([^,]+),", (ROOT / "references.bib").read_text(), re.M)
+    text = "".join(p.read_text(encoding="utf-8") for p in [*ROOT.glob("chapters/*.ipynb"), *ROOT.glob("chapters/*.md"),
+                                                            ROOT / "intro.md"])
+    cited = {k.strip() for group in re.findall(r"\{cite[a-z:]*\}`([^`]+)`", text) for k in group.split(",")}
+    assert set(keys) <= cited, f"never cited: {sorted(set(keys) - cited)}"
+    config = (ROOT / "_config.yml").read_text()
+    assert "bibtex_reference_style: author_year" in config and "bibtex_default_style: authoryear" in config
+
+
 def test_every_toc_entry_exists():
     assert check_notebooks.check(ROOT) == []
 
