@@ -16,6 +16,7 @@ Modules, in the order data flows through them:
     cost        parameter, FLOP and memory formulas; timing and peak memory
     pretrained  BERT-family checkpoints -> mha_lib encoder
     viz         per-head heatmaps, the attention explorer widget, the bertviz adapter
+    stats       intervals for success rates over seeds (Wilson)
     notebook    small helpers the chapters share (glue, sig)
 """
 from __future__ import annotations
@@ -31,7 +32,7 @@ from ._runtime import default_device, set_seed  # noqa: E402
 # other submodule is imported later.
 from .attention import MultiHeadAttention, attention  # noqa: E402
 
-_SUBMODULES = ("checks", "attention", "model", "tasks", "train", "pruning", "cost", "pretrained", "viz", "analysis", "notebook")
+_SUBMODULES = ("checks", "attention", "model", "tasks", "train", "pruning", "cost", "pretrained", "viz", "analysis", "stats", "notebook")
 # Public names re-exported at the top level, resolved lazily from their module.
 _EXPORTS = {
     "head_importance": "pruning",

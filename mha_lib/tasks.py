@@ -73,6 +73,7 @@ __all__ = [
     "task_from_dict",
     "target_shares",
     "attention_maps",
+    "budget_sweep",
     "best_heads",
     "logits",
     "per_example_loss",
@@ -580,6 +581,50 @@ SHIPPED: Dict[str, TrainedSpec] = {
                       seeds=(0, 1, 2, 3, 4), **_RECIPE) for kv in (4, 2, 1)),
     ]
 }
+
+
+BUDGET_SWEEP = Path(__file__).resolve().parent / "data" / "ch1_budget_sweep.json"
+_SWEEP_KEYS = {"heads": int, "seed": int, "steps": int, "lr": float, "accuracy": float, "solved": bool}
+
+
+def budget_sweep(path: Union[str, Path, None] = None) -> List[dict]:
+    """Chapter 1's training-budget sweep: one record per run (``scripts/train_ch1_budget.py``).
+
+    Each record has ``heads``, ``seed``, ``steps`` (the budget, with the cosine schedule ending
+    there), ``lr``, ``accuracy`` (:func:`evaluate`, 2048 fixed sequences), ``solved``
+    (accuracy >= the file's ``solved_threshold``), ``steps_to_solve`` (first learning-curve point
+    at >= the threshold, or None) and ``cpu_seconds``.
+
+    Args:
+        path: the JSON file (default: the one shipped in ``mha_lib/data``).
+
+    Returns:
+        The list of records (dicts).
+
+    Raises:
+        ValueError: the file is not valid JSON, or a record lacks a key, has a value of the wrong
+            type, or is listed twice (same heads, seed, steps, lr).
+    """
+    from .model import read_json
+
+    path = BUDGET_SWEEP if path is None else Path(path)
+    data = read_json(path)
+    runs = data.get("runs")
+    if not isinstance(runs, list):
+        raise ValueError(f"{path}: expected a 'runs' list")
+    seen = set()
+    for r in runs:
+        for key, kind in _SWEEP_KEYS.items():
+            value = r.get(key) if isinstance(r, dict) else None
+            if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
+                raise ValueError(f"{path}: run {r!r} has {key}={value!r}, expected {kind.__name__}")
+        if r["solved"] != (r["accuracy"] >= data.get("solved_threshold", 0.99)):
+            raise ValueError(f"{path}: run {r!r}: 'solved' disagrees with its accuracy")
+        key = (r["heads"], r["seed"], r["steps"], r["lr"])
+        if key in seen:
+            raise ValueError(f"{path}: run {key} is listed twice")
+        seen.add(key)
+    return runs
 
 
 def __getattr__(name: str):

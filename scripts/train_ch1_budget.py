@@ -61,11 +61,17 @@ def main(argv=None) -> int:
     parser.add_argument("--lr-budget", type=int, default=2000)
     parser.add_argument("--out", type=Path, default=OUT)
     parser.add_argument("--no-lr", action="store_true", help="skip the learning-rate runs")
+    parser.add_argument("--only-lr", action="store_true", help="only the learning-rate runs")
+    parser.add_argument("--reverse", action="store_true", help="run the jobs in reverse order")
     args = parser.parse_args(argv)
     lr_jobs = [] if args.no_lr else [
         (h, s, args.lr_budget, lr) for lr in (1e-3, 1e-2) for h in HEADS for s in range(args.seeds)]
     jobs = [(h, s, b, 3e-3) for b in args.budgets for h in HEADS for s in range(args.seeds)]
     jobs = jobs[: 2 * len(HEADS) * args.seeds] + lr_jobs + jobs[2 * len(HEADS) * args.seeds:]
+    if args.only_lr:
+        jobs = lr_jobs
+    if args.reverse:  # a second process can work the list from the other end (the cache joins them)
+        jobs = jobs[::-1]
     records, start = [], time.perf_counter()
     with ProcessPoolExecutor(max_workers=max(1, args.workers)) as pool:
         futures = [pool.submit(run, job) for job in jobs]

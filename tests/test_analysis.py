@@ -257,3 +257,19 @@ def test_tie_and_merge_reject_bad_input():
         tie_heads(tie_heads(make_mha(16, 4)))
     with pytest.raises(ValueError, match="not tied"):
         merge_tied_heads(make_mha(16, 4))
+
+
+def test_wilson_interval_known_values_and_edges():
+    from mha_lib.stats import wilson_interval
+
+    low, high = wilson_interval(5, 10)
+    assert abs(low - 0.2366) < 1e-4 and abs(high - 0.7634) < 1e-4  # the textbook example, z = 1.96
+    assert wilson_interval(0, 10)[0] == 0.0 and 0.27 < wilson_interval(0, 10)[1] < 0.28
+    assert wilson_interval(10, 10)[1] == 1.0 and 0.72 < wilson_interval(10, 10)[0] < 0.73
+    for k in range(11):
+        low, high = wilson_interval(k, 10)
+        assert 0 <= low <= k / 10 <= high <= 1
+    for bad in [dict(successes=11, n=10), dict(successes=1, n=0), dict(successes=1.0, n=10),
+                dict(successes=1, n=10, confidence=1.0)]:
+        with pytest.raises(ValueError):
+            wilson_interval(**bad)

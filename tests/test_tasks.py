@@ -245,3 +245,31 @@ def test_load_trained_errors(tmp_path):
         tasks.load_trained("ch1-h1", seed=99)
     with pytest.raises(FileNotFoundError, match="make train"):
         tasks.load_trained("ch1-h1", directory=tmp_path)
+
+
+def test_shipped_budget_sweep_is_complete_and_valid():
+    from collections import Counter
+
+    runs = tasks.budget_sweep()
+    at_default_lr = Counter((r["heads"], r["steps"]) for r in runs if r["lr"] == 3e-3)
+    budgets = {steps for _, steps in at_default_lr}
+    assert {1, 2, 4, 8} == {h for h, _ in at_default_lr} and len(budgets) >= 3 and 8000 in budgets
+    assert all(n >= 10 for n in at_default_lr.values()), at_default_lr
+    at_2000 = Counter((r["heads"], r["lr"]) for r in runs if r["steps"] == 2000)
+    assert {lr for _, lr in at_2000} == {1e-3, 3e-3, 1e-2} and all(n >= 10 for n in at_2000.values())
+    for r in runs:
+        assert (r["steps_to_solve"] is not None) == r["solved"]
+        assert r["steps_to_solve"] is None or r["steps_to_solve"] <= r["steps"]
+
+
+def test_budget_sweep_refuses_bad_records(tmp_path):
+    import json
+
+    good = {"heads": 1, "seed": 0, "steps": 10, "lr": 0.003, "accuracy": 0.5, "solved": False, "steps_to_solve": None}
+    for bad, match in [({**good, "heads": "1"}, "heads='1'"), ({**good, "solved": True}, "disagrees"),
+                       (None, "listed twice")]:
+        path = tmp_path / "s.json"
+        runs = [good, good] if bad is None else [bad]
+        path.write_text(json.dumps({"solved_threshold": 0.99, "runs": runs}))
+        with pytest.raises(ValueError, match=match):
+            tasks.budget_sweep(path)
