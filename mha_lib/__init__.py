@@ -7,17 +7,19 @@ imported lazily, on first attribute access, and name the pip extra to install wh
 something is missing.
 
 Modules, in the order data flows through them:
-    checks      the one argument-checking policy every public function uses
-    attention   scaled dot-product attention, MultiHeadAttention and its KV cache
-    model       one configurable Transformer block and the encoders built from it
-    tasks       synthetic tasks, and the trained toy models shipped with the package
-    train       training loop, seeding, device choice
-    pruning     head importance scores and pruning schedules
-    cost        parameter, FLOP and memory formulas; timing and peak memory
-    pretrained  BERT-family checkpoints -> mha_lib encoder
-    viz         per-head heatmaps, the attention explorer widget, the bertviz adapter
-    stats       intervals for success rates over seeds (Wilson)
-    notebook    small helpers the chapters share (glue, sig)
+
+* ``checks``: the one argument-checking policy every public function uses;
+* ``attention``: scaled dot-product attention, ``MultiHeadAttention`` and its KV cache;
+* ``model``: one configurable Transformer block and the encoders built from it;
+* ``tasks``: synthetic tasks, and the trained toy models shipped with the package;
+* ``train``: the training loop, seeding and device choice;
+* ``pruning``: head importance scores and pruning schedules;
+* ``cost``: parameter, FLOP and memory formulas; timing and peak memory;
+* ``pretrained``: BERT-family checkpoints as an mha_lib encoder;
+* ``analysis``: reading heads (relation shares, tied heads, norm-based maps);
+* ``stats``: intervals for success rates over seeds;
+* ``viz``: per-head heatmaps, the attention explorer widget, the bertviz adapter;
+* ``notebook``: small helpers the chapters share (glue, sig).
 """
 from __future__ import annotations
 

@@ -73,10 +73,11 @@ def attention(
     scale: Optional[float] = None,
     is_causal: bool = False,
 ) -> Tuple[Tensor, Tensor]:
-    """Scaled dot-product attention that also returns the attention weights.
+    r"""Scaled dot-product attention that also returns the attention weights.
 
-    ``out = dropout(softmax(q k^T * scale + mask)) v``, with ``scale = 1/sqrt(d_k)`` by default
-    (Vaswani et al. 2017, eq. 1). ``k`` and ``v`` may have fewer heads than ``q``: query head ``i``
+    :math:`\mathrm{out} = \mathrm{dropout}\big(\mathrm{softmax}(s\, q k^\top + M)\big)\, v`, with the
+    scale :math:`s = 1/\sqrt{d_k}` by default (Vaswani et al. 2017, eq. 1) and :math:`M` the
+    additive mask. ``k`` and ``v`` may have fewer heads than ``q``: query head ``i``
     then uses key/value head ``i // (H // H_kv)`` (grouped-query attention, Ainslie et al. 2023;
     H_kv = 1 is multi-query attention, Shazeer 2019), as ``F.scaled_dot_product_attention(...,
     enable_gqa=True)`` does. Shared keys and values are never copied per query head.
@@ -147,11 +148,12 @@ def _attend(q, k, v, mask, empty_rows, dropout_p: float, scale: float) -> Tuple[
 
 
 class MultiHeadAttention(nn.Module):
-    """Multi-head attention (Vaswani et al. 2017) with GQA/MQA, head_mask, a KV cache and pruning.
+    r"""Multi-head attention (Vaswani et al. 2017) with GQA/MQA, head_mask, a KV cache and pruning.
 
-    ``out = concat_h(xi_h * head_h) W^O + b^O`` with ``head_h = softmax(Q_h K_{g(h)}^T / sqrt(hd)
-    + mask) V_{g(h)}``, where ``hd = d_model // num_heads``, ``xi_h`` is the head mask (Michel et
-    al. 2019) and ``g(h) = kv_head_index[h]`` picks the key/value head that query head h reads
+    :math:`\mathrm{out} = \mathrm{Concat}_h(\xi_h\, \mathrm{head}_h)\, W^O + b^O` with
+    :math:`\mathrm{head}_h = \mathrm{softmax}\big(Q_h K_{g(h)}^\top / \sqrt{d_k} + M\big)\, V_{g(h)}`,
+    where :math:`d_k` = ``head_dim = d_model // num_heads``, :math:`\xi_h` is the head mask (Michel
+    et al. 2019) and :math:`g(h)` = ``kv_head_index[h]`` picks the key/value head that query head h reads
     (grouped-query attention, Ainslie et al. 2023; ``num_kv_heads=1`` is multi-query attention,
     Shazeer 2019).
 

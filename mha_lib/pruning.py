@@ -453,30 +453,52 @@ def _check_weights(weights: Tensor) -> None:
         )
 
 
-def attention_confidence(weights: Tensor, key_padding_mask: Optional[Tensor] = None) -> Tensor:
-    """Voita et al. 2019's confidence: the mean over tokens of each head's largest attention weight.
+def attention_confidence(weights: Tensor, key_padding_mask: Optional[Tensor] = None,
+                         sink_keys: Optional[Tensor] = None) -> Tensor:
+    """Voita et al. 2019's confidence: the mean over tokens of each head's largest attention
+    weight, leaving out the weight on sink tokens.
 
     A head whose every query puts almost all its weight on one key has confidence near 1;
-    a head that spreads its weight evenly over S keys has 1/S.
+    a head that spreads its weight evenly over S keys has 1/S. Voita et al. exclude the
+    end-of-sentence token, where their translation model's heads park weight they do not use;
+    in BERT-family models [CLS] and [SEP] play that role (Clark et al. 2019), so pass them as
+    ``sink_keys``. Without it, a head that parks most of its weight on [CLS] counts as
+    confident.
 
     Args:
         weights: one layer's weights (B, H, L, S), rows summing to 1 (e.g.
             ``model(..., output_attentions=True).attentions[layer]``).
         key_padding_mask: optional (B, S) bool, True = padding; padded query rows are left
             out of the mean (self-attention, L == S). Rows with no allowed key are left out.
+        sink_keys: optional (B, S) bool, True = a sink key whose weight does not count: the
+            maximum is taken over the other keys.
 
     Returns:
         float32 tensor (H,), in [0, 1]; (0,) for a layer with no heads.
 
     Raises:
-        ValueError: weights not 4-D; a bad key_padding_mask; no query row to average over.
+        ValueError: weights not 4-D; a bad key_padding_mask or sink_keys; no query row to
+            average over.
     """
     _check_weights(weights)
     real = _real_queries(weights, key_padding_mask)  # (B, L)
     if not bool(real.any()):
         raise ValueError("attention_confidence: every query row is padding or fully blocked")
-    top = weights.detach().amax(-1)  # (B, H, L)
+    top = _top_weight(weights.detach(), sink_keys)  # (B, H, L)
     return ((top * real[:, None]).sum((0, 2)) / real.sum()).float().cpu()
+
+
+def _top_weight(weights: Tensor, sink_keys: Optional[Tensor]) -> Tensor:
+    """(B, H, L): each query's largest weight on a key that is not a sink."""
+    if sink_keys is None:
+        return weights.amax(-1)
+    B, _, _, S = weights.shape
+    if not isinstance(sink_keys, Tensor) or sink_keys.dtype != torch.bool or tuple(sink_keys.shape) != (B, S):
+        raise ValueError(
+            f"sink_keys must be a bool tensor (B, S) = ({B}, {S}), True = sink; got "
+            f"{getattr(sink_keys, 'dtype', type(sink_keys).__name__)} {tuple(getattr(sink_keys, 'shape', ()))}"
+        )
+    return weights.masked_fill(sink_keys.to(weights.device)[:, None, None, :], 0.0).amax(-1)
 
 
 def _offset_counts(weights: Tensor, key_padding_mask: Optional[Tensor]) -> Tuple[List[Counter], int]:
@@ -577,10 +599,12 @@ def head_attention_stats(
     Args:
         model: see :func:`attention_layers`.
         batches: iterable of batches passed to ``attentions_fn``.
-        attentions_fn: ``attentions_fn(model, batch) -> (attentions, key_padding_mask)``:
-            the per-layer weights (each (B, H_l, L, L), kept-head order, e.g.
-            ``model(x, output_attentions=True).attentions``) and a (B, L) bool padding
-            mask or None.
+        attentions_fn: ``attentions_fn(model, batch) -> (attentions, key_padding_mask)``
+            or ``(attentions, key_padding_mask, sink_keys)``: the per-layer weights (each
+            (B, H_l, L, L), kept-head order, e.g. ``model(x, output_attentions=True).attentions``),
+            a (B, L) bool padding mask or None, and optionally a (B, L) bool mask of sink
+            tokens whose weight the confidence leaves out (Voita et al. leave out EOS; for
+            BERT-family models pass [CLS] and [SEP]; see :func:`attention_confidence`).
 
     Returns:
         :class:`HeadStats`. Every token of every batch counts once (batches are pooled,
@@ -600,7 +624,9 @@ def head_attention_stats(
     try:
         for batch in batches:
             seen = True
-            attentions, kpm = attentions_fn(model, batch)
+            returned = attentions_fn(model, batch)
+            attentions, kpm = returned[0], returned[1]
+            sinks = returned[2] if len(returned) > 2 else None
             if attentions is None or len(attentions) != n:
                 raise ValueError(
                     f"attentions_fn returned {0 if attentions is None else len(attentions)} layers, "
@@ -613,7 +639,7 @@ def head_attention_stats(
                 if not a.kept_heads:
                     continue
                 real = _real_queries(w, kpm)  # (B, L)
-                conf_sum[i, a.kept_heads] += (w.amax(-1) * real[:, None]).sum((0, 2)).double().cpu()
+                conf_sum[i, a.kept_heads] += (_top_weight(w, sinks) * real[:, None]).sum((0, 2)).double().cpu()
                 c, r = _offset_counts(w, kpm)
                 rows[i] += r
                 for j, h in enumerate(a.kept_heads):

@@ -72,6 +72,8 @@ class TrainResult:
         cpu_seconds: CPU time of the process during the loop (s); unlike ``seconds`` it
             hardly depends on what else runs on the machine.
         cached: True when the result was read from the checkpoint cache, not trained.
+        threads: torch's intra-op thread count while it trained (None when read from a cache
+            entry that did not record it).
     """
 
     model: nn.Module
@@ -81,6 +83,7 @@ class TrainResult:
     seed: int
     cpu_seconds: float = float("nan")
     cached: bool = False
+    threads: Optional[int] = None
 
 
 def lr_at(step: int, steps: int, lr: float, warmup: float) -> float:
@@ -209,7 +212,8 @@ def train(
             running, count = 0.0, 0
     model.eval()
     final = evaluate(model, task)
-    return TrainResult(model, curve, final, time.perf_counter() - start, seed, time.process_time() - cpu_start)
+    return TrainResult(model, curve, final, time.perf_counter() - start, seed, time.process_time() - cpu_start,
+                       threads=torch.get_num_threads())
 
 
 # ----------------------------------------------------------------------------- specs and the cache
@@ -289,7 +293,8 @@ def train_spec(
                 meta = json.loads(m_path.read_text(encoding="utf-8"))
                 model = build_checked(spec.build, w_path)
                 return TrainResult(model.to(device).eval(), meta["curve"], meta["accuracy"], meta["seconds"],
-                                   seed, meta.get("cpu_seconds", float("nan")), cached=True)
+                                   seed, meta.get("cpu_seconds", float("nan")), cached=True,
+                                   threads=meta.get("threads"))
             except (ValueError, KeyError, TypeError, UnicodeDecodeError) as err:  # a truncated entry
                 warnings.warn(f"ignoring a broken cache entry {w_path.name} ({err}); retraining", UserWarning,
                               stacklevel=2)
@@ -314,7 +319,7 @@ def train_spec(
         cache.mkdir(parents=True, exist_ok=True)
         state = {k: v.detach().float().cpu().contiguous() for k, v in result.model.state_dict().items()}
         meta = {"curve": result.curve, "accuracy": result.accuracy, "seconds": result.seconds,
-                "cpu_seconds": result.cpu_seconds}
+                "cpu_seconds": result.cpu_seconds, "threads": result.threads}
         # write, then rename: an interrupted run leaves no half-written entry behind
         save_file(state, str(w_path) + ".tmp")
         Path(str(m_path) + ".tmp").write_text(json.dumps(meta), encoding="utf-8")
@@ -369,12 +374,13 @@ def save_trained(
         "curves": [r.curve for r in results],
         "train_seconds": [r.seconds for r in results],
         "train_cpu_seconds": [r.cpu_seconds for r in results],
+        "train_threads": [r.threads for r in results],  # per run (the workers'), not this process's
         "versions": {
             "mha_lib": __version__,
             "torch": torch.__version__,
             "python": platform.python_version(),
             "device": str(next(results[0].model.parameters()).device) if results else "cpu",
-            "threads": torch.get_num_threads(),
+            "threads": torch.get_num_threads(),  # of the process that wrote this file
         },
     }
     m_path.write_text(json.dumps(meta, indent=1) + "\n", encoding="utf-8")

@@ -487,3 +487,19 @@ def test_old_loss_and_accuracy_names_still_work_with_a_deprecation_warning():
         assert pruning.token_classification_loss is tasks.per_example_loss
     with pytest.warns(DeprecationWarning, match="use mha_lib.tasks.accuracy"):
         assert pruning.token_accuracy is tasks.accuracy
+
+
+def test_confidence_leaves_out_sink_keys():
+    from mha_lib.pruning import attention_confidence
+
+    w = torch.zeros(1, 2, 3, 3)
+    w[0, 0, :, 0] = 0.9  # head 0 parks 0.9 on key 0 (a sink) ...
+    w[0, 0, :, 1:] = 0.05
+    w[0, 1] = torch.eye(3)  # ... head 1 is sharp on real keys
+    sinks = torch.tensor([[True, False, False]])
+    plain = attention_confidence(w)
+    excluded = attention_confidence(w, sink_keys=sinks)
+    torch.testing.assert_close(plain, torch.tensor([0.9, 1.0]))
+    torch.testing.assert_close(excluded, torch.tensor([0.05, 2 / 3]))  # head 1's query 0 is the sink's own row
+    with pytest.raises(ValueError, match="sink_keys must be a bool tensor"):
+        attention_confidence(w, sink_keys=sinks.float())
