@@ -465,7 +465,7 @@ class MultiHeadAttention(nn.Module):
         H = self.num_heads
         _check_masks(key_padding_mask, attn_mask, B, H, L, S, query.dtype)
         if head_mask is not None:
-            _check_head_mask(head_mask, B, H)
+            _check_head_mask(head_mask, B, H, query.dtype)
         if need_weights and B * H * L * S * query.element_size() > WEIGHTS_WARN_BYTES:
             warnings.warn(
                 f"need_weights=True returns per-head weights of shape (B, H, L, S) = ({B}, {H}, {L}, {S}): "
@@ -733,10 +733,10 @@ class KVCache:
     """
 
     def __init__(self, keys: Tensor, values: Tensor, length: Optional[int] = None, chunk: int = 256):
-        if not (isinstance(keys, Tensor) and isinstance(values, Tensor) and keys.dim() == 4
+        if not (isinstance(keys, Tensor) and isinstance(values, Tensor) and keys.dim() == 4 and keys.is_floating_point()
                 and keys.shape == values.shape and keys.dtype == values.dtype and keys.device == values.device):
             raise ValueError(
-                "KVCache needs two 4-D tensors (B, H_kv, S, hd) of one shape, dtype and device, got "
+                "KVCache needs two 4-D floating-point tensors (B, H_kv, S, hd) of one shape, dtype and device, got "
                 f"{getattr(keys, 'shape', keys)!r} and {getattr(values, 'shape', values)!r}"
             )
         length = keys.shape[2] if length is None else checks.nonnegative_int(length, "length")
@@ -750,7 +750,8 @@ class KVCache:
               dtype: torch.dtype = torch.float32, device=None) -> "KVCache":
         """An empty cache with buffers for ``capacity`` positions (bytes: 2 * B * H_kv * capacity
         * hd * element size)."""
-        shape = (batch, num_kv_heads, capacity, head_dim)
+        shape = tuple(checks.nonnegative_int(v, n) for v, n in ((batch, "batch"), (num_kv_heads, "num_kv_heads"),
+                                                                 (capacity, "capacity"), (head_dim, "head_dim")))
         return cls(torch.empty(shape, dtype=dtype, device=device),
                    torch.empty(shape, dtype=dtype, device=device), length=0)
 
@@ -792,7 +793,19 @@ class KVCache:
         return f"KVCache(B={B}, H_kv={H_kv}, hd={hd}, length={self.length}, capacity={self.capacity})"
 
     def append(self, k: Tensor, v: Tensor) -> "KVCache":
-        """Write (B, H_kv, S_new, hd) keys and values after the current ones; returns ``self``."""
+        """Write (B, H_kv, S_new, hd) keys and values after the current ones; returns ``self``.
+
+        Raises:
+            ValueError: ``k``/``v`` not of the cache's (B, H_kv, *, hd) shape, dtype and device.
+        """
+        B, H_kv, _, hd = self._k.shape
+        for name, t in (("k", k), ("v", v)):
+            if (not isinstance(t, Tensor) or t.dim() != 4 or (t.shape[0], t.shape[1], t.shape[3]) != (B, H_kv, hd)
+                    or t.shape[2] != k.shape[2] or t.dtype != self._k.dtype or t.device != self._k.device):
+                raise ValueError(
+                    f"KVCache.append: {name} must be ({B}, {H_kv}, S_new, {hd}) {self._k.dtype} on {self._k.device} "
+                    f"like the cache, got {tuple(getattr(t, 'shape', ()))} {getattr(t, 'dtype', type(t).__name__)}"
+                )
         n, end = k.shape[2], self.length + k.shape[2]
         if torch.is_grad_enabled() and (k.requires_grad or v.requires_grad or self._k.requires_grad):
             self._k, self._v = torch.cat([self.keys, k], 2), torch.cat([self.values, v], 2)
@@ -851,6 +864,8 @@ def _check_attention_args(q, k, v, attn_mask, dropout_p, scale, is_causal) -> No
     checks.probability(dropout_p, "dropout_p")
     if scale is not None:
         checks.finite_real(scale, "scale", positive=True)
+        if not math.isfinite(float(torch.tensor(float(scale), dtype=q.dtype))):
+            raise ValueError(f"scale={scale!r} is infinite in {q.dtype}")
     checks.flag(is_causal, "is_causal")
     _check_masks(None, attn_mask, B, H, L, k.shape[2], q.dtype)
 
@@ -894,10 +909,10 @@ def _check_masks(key_padding_mask, attn_mask, B: int, H: int, L: int, S: int, dt
                 UserWarning,
                 stacklevel=_user_stacklevel(),
             )
-    if largest > torch.finfo(dtype).max:
+    if largest > torch.finfo(dtype).max / 2:  # half the range is left for the scores themselves
         raise ValueError(
-            f"key_padding_mask and attn_mask add up to {largest:.6g}, beyond {dtype}'s max "
-            f"{torch.finfo(dtype).max:.6g}: the sum would be +inf and the softmax NaN"
+            f"key_padding_mask and attn_mask add up to {largest:.6g}, more than half of {dtype}'s max "
+            f"{torch.finfo(dtype).max:.6g}: adding the scores could reach +inf and the softmax NaN"
         )
 
 
@@ -931,7 +946,7 @@ def _check_past_kv(past_kv, B: int, H_kv: int, hd: int, dtype: torch.dtype, devi
     return past_k.shape[2]
 
 
-def _check_head_mask(head_mask, B: int, H: int) -> None:
+def _check_head_mask(head_mask, B: int, H: int, dtype: torch.dtype = torch.float32) -> None:
     if not isinstance(head_mask, Tensor):
         raise ValueError(
             f"head_mask must be a float tensor of shape (H,) = ({H},) or (B, H), got a "
@@ -944,8 +959,8 @@ def _check_head_mask(head_mask, B: int, H: int) -> None:
             f"head_mask must have shape (H,) = ({H},) or (B, H) = ({B}, {H}) over the current "
             f"(kept) heads, got {tuple(head_mask.shape)}"
         )
-    if not bool(torch.isfinite(head_mask).all()):
-        raise ValueError(f"head_mask holds NaN or inf: {head_mask.tolist()}")
+    if not bool(torch.isfinite(head_mask.to(dtype)).all()):  # also: 1e5 becomes inf in fp16
+        raise ValueError(f"head_mask holds NaN or inf (in {dtype}): {head_mask.tolist()}")
 
 
 def _user_stacklevel() -> int:

@@ -125,11 +125,12 @@ def head_indices(heads: Iterable[Any], name: str = "heads", *, upper: int = None
         upper_name: what to call the bound in an error, e.g. ``"num_heads"``.
 
     Raises:
-        ValueError: ``heads`` is a single value (``1``, ``"12"``) rather than an iterable, or an
+        ValueError: ``heads`` is a single value (``1``, ``"12"``) or a mapping (``{layer: heads}``
+            belongs to an encoder) rather than an iterable of indices, or an
             element is not an integer (``1.5``, ``True``, ``"1"``) or lies outside [0, upper).
             Nothing is truncated.
     """
-    if isinstance(heads, (str, bytes, numbers.Number)) or heads is None or (
+    if isinstance(heads, (str, bytes, numbers.Number, Mapping)) or heads is None or (
         isinstance(heads, torch.Tensor) and heads.dim() == 0
     ):
         raise ValueError(

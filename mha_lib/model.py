@@ -68,6 +68,7 @@ _ACTIVATIONS = {
 _POSITIONALS = ("learned", "sinusoidal", "none")
 
 HeadMask = Union[torch.Tensor, Sequence[Optional[torch.Tensor]], None]
+_ID_DTYPES = (torch.int64, torch.int32, torch.int16)  # token ids; bool and uint8 are refused
 
 
 # ----------------------------------------------------------------------------- config
@@ -448,7 +449,7 @@ class Encoder(_SaveLoadMixin, nn.Module):
 
     def _check_ids(self, input_ids, token_type_ids) -> None:
         cfg = self.config
-        if not isinstance(input_ids, torch.Tensor) or input_ids.dim() != 2 or input_ids.is_floating_point():
+        if not isinstance(input_ids, torch.Tensor) or input_ids.dim() != 2 or input_ids.dtype not in _ID_DTYPES:
             raise ValueError(
                 "input_ids must be an integer tensor of shape (B, L), got "
                 + (f"{tuple(input_ids.shape)} {input_ids.dtype}" if isinstance(input_ids, torch.Tensor) else repr(type(input_ids)))
@@ -462,6 +463,8 @@ class Encoder(_SaveLoadMixin, nn.Module):
                 f"max {int(input_ids.max())}"
             )
         if self.token_type_embedding is not None and token_type_ids is not None:
+            if not isinstance(token_type_ids, torch.Tensor) or token_type_ids.dtype not in _ID_DTYPES:
+                raise ValueError(f"token_type_ids must be an integer tensor (long), got {token_type_ids!r:.80}")
             if token_type_ids.shape != input_ids.shape:
                 raise ValueError(
                     f"token_type_ids shape {tuple(token_type_ids.shape)} != input_ids shape {tuple(input_ids.shape)}"
@@ -490,6 +493,8 @@ class Encoder(_SaveLoadMixin, nn.Module):
                     f"list of per-layer (H_l,) or (B, H_l) masks"
                 )
             return list(head_mask.unbind(0))
+        if not isinstance(head_mask, (list, tuple)):
+            raise ValueError(f"head_mask must be a tensor or a list of per-layer masks, got {head_mask!r:.80}")
         masks = list(head_mask)
         if len(masks) != n:
             raise ValueError(f"head_mask has {len(masks)} per-layer entries, expected num_layers={n}")
@@ -708,12 +713,16 @@ def _read_meta(path) -> dict:
         found = sorted(os.listdir(path)) if os.path.isdir(path) else "no such folder"
         raise ValueError(f"no mha_lib model in {path}: need {CONFIG_NAME} and {WEIGHTS_NAME}, found {found}")
     meta = read_json(cfg_path)
-    if meta.get("format") != "mha_lib" or meta.get("model_class") not in _CLASSES:
+    if meta.get("format") != "mha_lib" or not isinstance(meta.get("model_class"), str) or \
+            meta.get("model_class") not in _CLASSES:
         raise ValueError(
             f"{cfg_path} is not an mha_lib model config (format={meta.get('format')!r}, "
             f"model_class={meta.get('model_class')!r})"
         )
-    if meta.get("format_version", 0) > _FORMAT_VERSION:
+    version = meta.get("format_version", 0)
+    if isinstance(version, bool) or not isinstance(version, int):
+        raise ValueError(f"{cfg_path}: format_version must be an integer, got {version!r}")
+    if version > _FORMAT_VERSION:
         raise ValueError(
             f"{cfg_path} has format_version={meta['format_version']}, newer than this mha_lib "
             f"understands ({_FORMAT_VERSION}); upgrade mha_lib"
@@ -772,10 +781,14 @@ def read_weights(
     except Exception as err:  # safetensors' SafetensorError, OSError, ...
         raise ValueError(f"{source} is not a readable safetensors file: {type(err).__name__}: {err}") from None
     for name, tensor in state.items():
+        tensor = tensor.to(expected[name].dtype)  # checked after the cast: 1e300 in fp64 is inf in fp32
         if tensor.is_floating_point() and not bool(torch.isfinite(tensor).all()):
             bad = int((~torch.isfinite(tensor)).sum())
-            raise ValueError(f"{source}: tensor {name!r} holds {bad} NaN or inf values; refusing to load it")
-        state[name] = tensor.to(expected[name].dtype)
+            raise ValueError(
+                f"{source}: tensor {name!r} holds {bad} NaN or inf values (in {expected[name].dtype}); "
+                f"refusing to load it"
+            )
+        state[name] = tensor
     return state
 
 
@@ -812,6 +825,9 @@ def _check_layer_count(path, num_layers: int, pattern: str, source: str) -> None
         raise ValueError(f"{source}: the config asks for {num_layers} layers, the file holds {len(found)}")
 
 
+MAX_DERIVED_BUFFER_BYTES = 2**29  # 512 MiB: a sinusoidal table of 8192 positions x 4096 features is 128 MiB
+
+
 def build_checked(build: Callable[[], nn.Module], path, *, layers: Optional[int] = None,
                   layer_pattern: str = "", rename=None, prefix: str = "",
                   source: Optional[str] = None) -> nn.Module:
@@ -830,9 +846,19 @@ def build_checked(build: Callable[[], nn.Module], path, *, layers: Optional[int]
         raise ValueError(f"{source}: no such file")
     if layers is not None:  # the config came from a file: its layer count is checked first
         _check_layer_count(path, layers, layer_pattern, source)
-    with torch.device("meta"):
-        skeleton = build()
-    state = read_weights(path, skeleton.state_dict(), rename=rename, prefix=prefix, source=source)
+    try:
+        with torch.device("meta"):
+            skeleton = build()
+    except (RuntimeError, OverflowError) as err:  # e.g. sizes whose product overflows
+        raise ValueError(f"{source}: the config asks for a model that cannot be built: {err}") from None
+    expected = skeleton.state_dict()
+    extra = sum(b.numel() * b.element_size() for n, b in skeleton.named_buffers() if n not in expected)
+    if extra > MAX_DERIVED_BUFFER_BYTES:  # buffers the config sizes but the file does not hold
+        raise ValueError(
+            f"{source}: the config asks for {extra:,} bytes of derived buffers (e.g. a sinusoidal position "
+            f"table of max_len rows), more than {MAX_DERIVED_BUFFER_BYTES:,}; check max_len in the config"
+        )
+    state = read_weights(path, expected, rename=rename, prefix=prefix, source=source)
     model = build()
     load_state_dict_checked(model, state, source=source)
     return model

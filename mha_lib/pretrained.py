@@ -209,9 +209,10 @@ def bert_config_to_encoder_config(hf: dict, source: str = "config.json") -> Enco
             raise ValueError(f"{source}: {key}={value!r} must be an integer")
         sizes[key] = value
     try:
-        dropout = float(hf.get("hidden_dropout_prob", 0.1))
-        attention_dropout = float(hf.get("attention_probs_dropout_prob", dropout))
-        eps = float(hf.get("layer_norm_eps", 1e-12))
+        dropout = checks.probability(hf.get("hidden_dropout_prob", 0.1), "hidden_dropout_prob")
+        attention_dropout = checks.probability(hf.get("attention_probs_dropout_prob", dropout),
+                                               "attention_probs_dropout_prob")
+        eps = checks.finite_real(hf.get("layer_norm_eps", 1e-12), "layer_norm_eps", positive=True)
         return EncoderConfig(
             vocab_size=sizes["vocab_size"],
             d_model=sizes["hidden_size"],
@@ -364,13 +365,19 @@ class WordPieceTokenizer:
         """
         tokenizers = _require("tokenizers")
         path = os.path.join(folder, "tokenizer.json")
-        if os.path.isfile(path):
-            return cls(tokenizers.Tokenizer.from_file(path), max_length, pad_token_id)
         vocab = os.path.join(folder, "vocab.txt")
-        if os.path.isfile(vocab):
-            lower = (_read_json(os.path.join(folder, "tokenizer_config.json")) or {}).get("do_lower_case", True)
-            wp = tokenizers.implementations.BertWordPieceTokenizer(vocab, lowercase=lower)
-            return cls(wp._tokenizer, max_length, pad_token_id)
+        try:
+            if os.path.isfile(path):
+                return cls(tokenizers.Tokenizer.from_file(path), max_length, pad_token_id)
+            if os.path.isfile(vocab):
+                lower = (_read_json(os.path.join(folder, "tokenizer_config.json")) or {}).get("do_lower_case", True)
+                wp = tokenizers.implementations.BertWordPieceTokenizer(vocab, lowercase=checks.flag(lower, "do_lower_case"))
+                return cls(wp._tokenizer, max_length, pad_token_id)
+        except ValueError:
+            raise
+        except Exception as err:  # tokenizers raises plain Exception / TypeError on broken files
+            broken = path if os.path.isfile(path) else vocab
+            raise ValueError(f"{broken} is not a usable tokenizer file: {type(err).__name__}: {err}") from None
         raise ValueError(f"no tokenizer in {folder}: need tokenizer.json or vocab.txt, found {sorted(os.listdir(folder))}")
 
     @property
@@ -604,7 +611,7 @@ class BertEncoder(Encoder):
         last = (keep.squeeze(-1) * position.view(1, -1)).argmax(1)  # (B,) index of the last real token
         vectors = {
             "cls": lambda: h[:, 0],  # the first token ([CLS]); padding is on the right
-            "max": lambda: h.masked_fill(keep == 0, float("-inf")).amax(1),
+            "max": lambda: h.masked_fill(keep == 0, float("-inf")).amax(1).nan_to_num(neginf=0.0),  # no token: 0
             "mean": lambda: (h * keep).sum(1) / count,
             "mean_sqrt_len_tokens": lambda: (h * keep).sum(1) / count.sqrt(),
             "weightedmean": lambda: (h * keep * position).sum(1) / (keep * position).sum(1).clamp(min=1e-9),

@@ -481,6 +481,10 @@ def attention_confidence(weights: Tensor, key_padding_mask: Optional[Tensor] = N
             average over.
     """
     _check_weights(weights)
+    if weights.shape[1] == 0:  # a layer with every head pruned
+        return torch.zeros(0)
+    if key_padding_mask is not None and not isinstance(key_padding_mask, Tensor):
+        raise ValueError(f"key_padding_mask must be a bool tensor (B, S), got {type(key_padding_mask).__name__}")
     real = _real_queries(weights, key_padding_mask)  # (B, L)
     if not bool(real.any()):
         raise ValueError("attention_confidence: every query row is padding or fully blocked")

@@ -613,12 +613,22 @@ def budget_sweep(path: Union[str, Path, None] = None) -> List[dict]:
     if not isinstance(runs, list):
         raise ValueError(f"{path}: expected a 'runs' list")
     seen = set()
+    threshold = data.get("solved_threshold", 0.99)
+    if isinstance(threshold, bool) or not isinstance(threshold, (int, float)) or not 0 < threshold <= 1:
+        raise ValueError(f"{path}: solved_threshold must be a number in (0, 1], got {threshold!r}")
     for r in runs:
         for key, kind in _SWEEP_KEYS.items():
             value = r.get(key) if isinstance(r, dict) else None
             if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
                 raise ValueError(f"{path}: run {r!r} has {key}={value!r}, expected {kind.__name__}")
-        if r["solved"] != (r["accuracy"] >= data.get("solved_threshold", 0.99)):
+        if not (math.isfinite(r["accuracy"]) and 0.0 <= r["accuracy"] <= 1.0 and r["heads"] >= 1 and r["seed"] >= 0
+                and r["steps"] >= 1 and math.isfinite(r["lr"]) and r["lr"] > 0):
+            raise ValueError(f"{path}: run {r!r} has a value out of range")
+        solved_at = r.get("steps_to_solve")
+        if solved_at is not None and (not isinstance(solved_at, int) or isinstance(solved_at, bool)
+                                      or not 1 <= solved_at <= r["steps"]):
+            raise ValueError(f"{path}: run {r!r} has steps_to_solve={solved_at!r}")
+        if r["solved"] != (r["accuracy"] >= threshold):
             raise ValueError(f"{path}: run {r!r}: 'solved' disagrees with its accuracy")
         key = (r["heads"], r["seed"], r["steps"], r["lr"])
         if key in seen:
@@ -672,7 +682,7 @@ def trained_info(spec: Union[str, TrainedSpec], directory: Union[str, Path, None
     try:
         info = json.loads(meta_path.read_text(encoding="utf-8"))
         stored = TrainedSpec.from_dict(info["spec"])
-        info["seeds"] = [int(s) for s in info["seeds"]]
+        info["seeds"] = [checks.nonnegative_int(s, "seed") for s in info["seeds"]]
     except (json.JSONDecodeError, UnicodeDecodeError, KeyError, TypeError, ValueError) as err:
         raise ValueError(f"{meta_path} is not valid model metadata: {type(err).__name__}: {err}") from None
     if stored != spec:
@@ -709,7 +719,7 @@ def load_trained(
 
     spec = _resolve(spec)
     info = trained_info(spec, directory)
-    seed = spec.seeds[0] if seed is None else seed
+    seed = spec.seeds[0] if seed is None else checks.nonnegative_int(seed, "seed")
     if seed not in info["seeds"]:
         raise ValueError(f"{spec.name} has no seed {seed!r}; shipped seeds: {info['seeds']}")
     weights_path, _ = weight_files(spec, directory)

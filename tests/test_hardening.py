@@ -123,3 +123,80 @@ def test_sentence_embeddings_with_grad_and_per_example_gates():
     assert not model.sentence_embeddings(texts).requires_grad
     one_by_one = torch.stack([model.sentence_embeddings([t])[0] for t in texts])
     torch.testing.assert_close(plain, one_by_one, atol=1e-5, rtol=1e-5)
+
+
+# a second adversarial pass: each case below broke a promise before its fix
+def test_second_pass_attention_cases():
+    from mha_lib.attention import KVCache, MultiHeadAttention, attention
+
+    q = torch.full((1, 1, 1, 4), 4.0, dtype=torch.half)
+    with pytest.raises(ValueError, match="more than half of torch.float16's max"):
+        attention(q, q, torch.ones_like(q), attn_mask=torch.full((1, 1), 65504.0, dtype=torch.half))
+    m = MultiHeadAttention(8, 2).half()
+    with pytest.raises(ValueError, match=r"head_mask holds NaN or inf \(in torch.float16\)"):
+        m(torch.randn(1, 3, 8).half(), head_mask=torch.tensor([1e5, 1.0]))
+    x = torch.randn(1, 1, 2, 4)
+    with pytest.raises(ValueError, match="scale=1e\\+300 is infinite in torch.float32"):
+        attention(x, x, x, scale=1e300)
+    cache = KVCache.empty(2, 1, 4, 8)
+    with pytest.raises(ValueError, match=r"KVCache.append: k must be \(2, 1, S_new, 4\)"):
+        cache.append(torch.randn(1, 1, 3, 1), torch.randn(1, 1, 3, 1))
+    for bad in (True, 2.0, -1):
+        with pytest.raises(ValueError):
+            KVCache.empty(bad, 1, 4, 8)
+    with pytest.raises(ValueError, match="floating-point"):
+        KVCache(torch.zeros(1, 1, 2, 4, dtype=torch.long), torch.zeros(1, 1, 2, 4, dtype=torch.long))
+    with pytest.raises(ValueError, match=r"got the single value \{1: 2\}"):
+        MultiHeadAttention(8, 2).prune_heads({1: 2})
+
+
+def test_second_pass_loader_cases(tmp_path):
+    import json
+
+    from safetensors.torch import load_file, save_file
+
+    from mha_lib import model as mha_model
+    from mha_lib.model import Encoder, EncoderConfig
+
+    enc = Encoder(EncoderConfig(vocab_size=11, d_model=8, num_heads=2, num_layers=1, d_ff=16, max_len=10))
+    folder = tmp_path / "m"
+    enc.save_pretrained(folder)
+    meta_path = folder / mha_model.CONFIG_NAME
+    meta = json.loads(meta_path.read_text())
+    meta_path.write_text(json.dumps({**meta, "config": {**meta["config"], "max_len": 10**12}}))
+    with pytest.raises(ValueError, match="derived buffers"):
+        mha_model.load(folder)
+    for change in ({"format_version": "2"}, {"model_class": ["Encoder"]}):
+        meta_path.write_text(json.dumps({**meta, **change}))
+        with pytest.raises(ValueError):
+            mha_model.load(folder)
+    meta_path.write_text(json.dumps(meta))
+    weights = folder / mha_model.WEIGHTS_NAME
+    state = {k: v.double() for k, v in load_file(weights).items()}
+    state["blocks.0.attn.q_proj.weight"][0, 0] = 1e300  # finite in fp64, inf in fp32
+    save_file(state, weights)
+    with pytest.raises(ValueError, match=r"q_proj\.weight.* NaN or inf values \(in torch.float32\)"):
+        mha_model.load(folder)
+    with pytest.raises(ValueError, match="input_ids must be an integer tensor"):
+        enc(torch.ones(1, 3, dtype=torch.bool))
+    with pytest.raises(ValueError, match="head_mask must be a tensor or a list"):
+        enc(torch.ones(1, 3, dtype=torch.long), head_mask=5)
+
+
+def test_second_pass_records_and_pooling(tmp_path):
+    import json
+
+    from mha_lib import tasks
+
+    good = {"heads": 1, "seed": 0, "steps": 10, "lr": 0.003, "accuracy": 0.5, "solved": False, "steps_to_solve": None}
+    for bad in ({**good, "accuracy": float("nan")}, {**good, "accuracy": 7.5}, {**good, "steps": 0},
+                {**good, "steps_to_solve": "x"}):
+        path = tmp_path / "s.json"
+        path.write_text(json.dumps({"solved_threshold": 0.99, "runs": [bad]}))
+        with pytest.raises(ValueError):
+            tasks.budget_sweep(path)
+    with pytest.raises(ValueError, match="seed must be a non-negative integer, got True"):
+        tasks.load_trained("ch1-h1", True)
+    from mha_lib.pruning import attention_confidence
+
+    assert attention_confidence(torch.zeros(1, 0, 3, 3)).shape == (0,)
