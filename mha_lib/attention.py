@@ -657,6 +657,10 @@ def build_attention_mask(
     """
     if not checks.tracing():
         checks.flag(is_causal, "is_causal")
+        for name, value in (("batch", batch), ("heads", heads), ("q_len", q_len), ("k_len", k_len)):
+            checks.nonnegative_int(value, name)
+        if not isinstance(dtype, torch.dtype) or not dtype.is_floating_point:
+            raise ValueError(f"dtype must be a floating-point torch.dtype (the scores'), got {dtype!r}")
         _check_masks(key_padding_mask, attn_mask, batch, heads, q_len, k_len, dtype)
     return _build_mask(key_padding_mask, attn_mask, is_causal, batch, heads, q_len, k_len, dtype, device)
 

@@ -125,11 +125,11 @@ class EncoderConfig:
                 setattr(self, name, checks.probability(value, f"EncoderConfig.{name}"))
         for name in ("norm_first", "embedding_norm", "final_norm", "bias"):
             setattr(self, name, checks.flag(getattr(self, name), f"EncoderConfig.{name}"))
-        if self.activation not in _ACTIVATIONS:
+        if not isinstance(self.activation, str) or self.activation not in _ACTIVATIONS:
             raise ValueError(
                 f"EncoderConfig.activation={self.activation!r} is not one of {sorted(_ACTIVATIONS)}"
             )
-        if self.positional not in _POSITIONALS:
+        if not isinstance(self.positional, str) or self.positional not in _POSITIONALS:
             raise ValueError(
                 f"EncoderConfig.positional={self.positional!r} is not one of {list(_POSITIONALS)}"
             )

@@ -658,6 +658,11 @@ class BertEncoder(Encoder):
         if not texts:
             raise ValueError("texts is empty")
         batch_size = checks.positive_int(batch_size, "batch_size")
+        if head_mask is not None and not (isinstance(head_mask, torch.Tensor) or (
+                isinstance(head_mask, (list, tuple)) and all(m is None or isinstance(m, torch.Tensor) for m in head_mask))):
+            raise ValueError(f"head_mask must be a tensor or a list of per-layer tensors (or None), got {head_mask!r:.80}")
+        if isinstance(head_mask, torch.Tensor) and head_mask.dim() not in (2, 3):
+            raise ValueError(f"head_mask tensor must be (num_layers, H) or (num_layers, N, H), got {tuple(head_mask.shape)}")
         per_example = head_mask is not None and any(m is not None and m.dim() >= 2 for m in (
             list(head_mask) if isinstance(head_mask, (list, tuple)) else [head_mask[0]]))
         if per_example:

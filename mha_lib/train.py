@@ -291,6 +291,10 @@ def train_spec(
         if w_path.is_file() and m_path.is_file():
             try:
                 meta = json.loads(m_path.read_text(encoding="utf-8"))
+                if not (isinstance(meta, dict) and isinstance(meta.get("curve"), dict)
+                        and checks.finite_real(meta.get("accuracy"), "accuracy") >= 0
+                        and checks.finite_real(meta.get("seconds"), "seconds") >= 0):
+                    raise ValueError(f"{m_path.name} does not hold a training record")
                 model = build_checked(spec.build, w_path)
                 return TrainResult(model.to(device).eval(), meta["curve"], meta["accuracy"], meta["seconds"],
                                    seed, meta.get("cpu_seconds", float("nan")), cached=True,

@@ -44,6 +44,8 @@ from typing import Any, Callable, Dict, Hashable, List, Mapping, Optional, Seque
 
 import numpy as np
 
+from . import checks
+
 _EXTRA_HINT = 'pip install "mha_lib[viz]"'
 
 try:
@@ -1106,6 +1108,8 @@ def bertviz_view(
     if heads is not None:
         heads = _checked_indices("heads", heads, n_heads, "heads per layer")
     if kind == "head":
+        if layer is not None:
+            layer = checks.as_int(layer, "layer")
         if layer is not None and not 0 <= layer < len(layers):
             raise ValueError(f"layer {layer} is out of range for {len(layers)} layers")
         raw = head_view(layers, tokens, layer=layer, heads=list(heads) if heads is not None else None,

@@ -200,3 +200,32 @@ def test_second_pass_records_and_pooling(tmp_path):
     from mha_lib.pruning import attention_confidence
 
     assert attention_confidence(torch.zeros(1, 0, 3, 3)).shape == (0,)
+
+
+def test_second_pass_small_type_cases(tmp_path):
+    import numpy as np
+
+    from mha_lib import train
+    from mha_lib.attention import build_attention_mask
+    from mha_lib.model import EncoderConfig
+    from mha_lib.tasks import SHIPPED
+
+    with pytest.raises(ValueError, match="activation"):
+        EncoderConfig(vocab_size=5, d_model=8, num_heads=2, num_layers=1, d_ff=8, max_len=4, activation=["gelu"])
+    for kwargs, match in [(dict(batch=True), "batch must be"), (dict(q_len=-1), "q_len must be"),
+                          (dict(dtype=torch.long), "floating-point torch.dtype")]:
+        args = dict(batch=1, heads=1, q_len=2, k_len=2, dtype=torch.float32, device=torch.device("cpu"), is_causal=True)
+        with pytest.raises(ValueError, match=match):
+            build_attention_mask(**{**args, **kwargs})
+    w = torch.rand(1, 2, 3, 3).softmax(-1)
+    with pytest.raises(ValueError, match="layer must be an integer"):
+        viz.bertviz_view([w], ["a", "b", "c"], layer=True)
+    assert viz.bertviz_view([w, w], ["a", "b", "c"], layer=np.int64(1)) is not None
+    from dataclasses import replace
+
+    spec = replace(SHIPPED["ch1-h2"], name="tiny", steps=2, eval_every=1, eval_sequences=4, seeds=(0,))
+    train.train_spec(spec, 0, device="cpu", progress=False, cache_dir=tmp_path)
+    meta = next(tmp_path.glob("*.json"))
+    meta.write_text('{"curve": null, "accuracy": "high", "seconds": NaN}')
+    with pytest.warns(UserWarning, match="broken cache entry"):
+        assert not train.train_spec(spec, 0, device="cpu", progress=False, cache_dir=tmp_path).cached
