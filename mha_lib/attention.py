@@ -420,7 +420,7 @@ class MultiHeadAttention(nn.Module):
         if H == 0:  # every head pruned
             return q.new_zeros(B, 0, L, hd)
         gqa = _SDPA_HAS_GQA and self._regular_groups and H != k.shape[1]
-        if not gqa and H != k.shape[1] or not self._regular_groups:
+        if (not gqa and H != k.shape[1]) or not self._regular_groups:  # one KV head per query head
             k, v = k.index_select(1, self.kv_head_index), v.index_select(1, self.kv_head_index)  # (B, H, S, hd)
         return F.scaled_dot_product_attention(
             q, k, v, attn_mask=mask, dropout_p=dropout_p, is_causal=is_causal, scale=hd**-0.5,
