@@ -800,7 +800,7 @@ class KVCache:
         """Write (B, H_kv, S_new, hd) keys and values after the current ones; returns ``self``.
 
         Raises:
-            ValueError: ``k``/``v`` not of the cache's (B, H_kv, *, hd) shape, dtype and device.
+            ValueError: ``k``/``v`` not of the cache's (B, H_kv, S_new, hd) shape, dtype and device.
         """
         B, H_kv, _, hd = self._k.shape
         for name, t in (("k", k), ("v", v)):
