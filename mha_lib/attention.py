@@ -765,11 +765,9 @@ class KVCache:
         ``(k, v)`` pair's data, or an empty one shaped like ``like``, (B, H_kv, S, hd), when None."""
         if isinstance(past_kv, KVCache):
             return past_kv
-        if past_kv is None:
-            B, H_kv, _, hd = like.shape
-            return cls.empty(B, H_kv, hd, 0, dtype=like.dtype, device=like.device)
-        k, v = past_kv
-        return cls(k, v).copy()
+        B, H_kv, _, hd = like.shape
+        cache = cls.empty(B, H_kv, hd, 0, dtype=like.dtype, device=like.device)
+        return cache if past_kv is None else cache.append(*past_kv)  # one copy, into a chunked buffer
 
     @property
     def keys(self) -> Tensor:

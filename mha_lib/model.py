@@ -860,19 +860,8 @@ def build_checked(build: Callable[[], nn.Module], path, *, layers: Optional[int]
         )
     state = read_weights(path, expected, rename=rename, prefix=prefix, source=source)
     model = build()
-    load_state_dict_checked(model, state, source=source)
+    model.load_state_dict(state, strict=True)  # read_weights matched every name, shape and dtype already
     return model
-
-
-def load_state_dict_checked(module: nn.Module, state: Mapping[str, torch.Tensor], source: str = "checkpoint"):
-    """Copy ``state`` into ``module``, requiring exactly the same keys and shapes.
-
-    Raises:
-        ValueError: naming the first missing, unexpected or wrongly shaped key.
-    """
-    _compare_header({k: (tuple(v.shape), "F32" if v.is_floating_point() else str(v.dtype)) for k, v in state.items()},
-                    module.state_dict(), source)
-    module.load_state_dict(dict(state), strict=True)
 
 
 def load(path: Union[str, os.PathLike], map_location: str = "cpu") -> nn.Module:
