@@ -27,6 +27,11 @@ Two questions a reader asks of a trained model, each with one function family:
    :class:`Encoder`; :func:`attention_contributions` returns the vectors themselves, which sum
    (with ``b^O``) to the layer's output -- the identity the tests check.
 
+4. **Which heads work together across layers?** :func:`previous_token_score` and
+   :func:`induction_score` find previous-token and induction heads (Olsson et al. 2022);
+   :func:`qk_circuit`, :func:`ov_circuit`, :func:`full_ov_circuit` and :func:`copying_score`
+   read what a head matches and what it writes from its weights (Elhage et al. 2021).
+
 Shapes: B batch, H heads (current, i.e. kept, heads after pruning), L queries, S keys,
 d_model model width, hd head_dim. Everything works in the dtype of its inputs (float32 in the
 book) and on their device.
@@ -51,6 +56,13 @@ __all__ = [
     "attention_contributions",
     "norm_weighted_attention",
     "encoder_norm_maps",
+    "previous_token_score",
+    "induction_targets",
+    "induction_score",
+    "qk_circuit",
+    "ov_circuit",
+    "full_ov_circuit",
+    "copying_score",
 ]
 
 #: The relations of Clark et al. 2019's first analyses: positional offsets and special tokens.
@@ -444,3 +456,219 @@ def encoder_norm_maps(encoder, input_ids: Tensor, *, combine_heads: bool = False
         x = block.norm1(h) if block.norm_first else h  # what the attention layer saw
         maps.append(norm_weighted_attention(block.attn, x, w, combine_heads=combine_heads))
     return out.attentions, tuple(maps)
+
+
+# ---------------------------------------------------------------------------------------------
+# 4. Heads that work together: previous-token heads, induction heads and their circuits
+# ---------------------------------------------------------------------------------------------
+#
+# Elhage et al. 2021, "A Mathematical Framework for Transformer Circuits", and Olsson et al.
+# 2022, "In-context Learning and Induction Heads": in a causal model, a previous-token head
+# (layer 0) writes x_{j-1} into position j; an induction head (layer 1) then matches its query
+# token x_i against that and attends to the key j *after* an earlier occurrence of x_i, copying
+# x_j. Row-vector convention, as everywhere in mha_lib: scores_ij = x_i W_QK x_j^T / sqrt(hd),
+# a head adds alpha_ij x_j W_OV to position i.
+
+
+def _causal_weights(weights: Tensor, name: str = "weights") -> Tensor:
+    if not isinstance(weights, Tensor) or weights.dim() != 4 or weights.shape[-1] != weights.shape[-2]:
+        raise ValueError(f"{name} must be one layer's (B, H, L, L) tensor, got "
+                         f"{tuple(weights.shape) if isinstance(weights, Tensor) else type(weights).__name__}")
+    if weights.shape[-1] < 2:
+        raise ValueError(f"{name} needs L >= 2 positions, got L = {weights.shape[-1]}")
+    return weights.detach().float()
+
+
+def previous_token_score(weights: Tensor) -> Tensor:
+    """Each head's mean attention weight on the previous token.
+
+    The score averages ``weights[b, h, i, i-1]`` over every sequence b and query i >= 1: 1 for
+    a head that always looks one position back, about 1/i at query i for a uniform causal head.
+    It is the "previous" share of :func:`relation_shares` for one layer, as Elhage et al. 2021
+    and Olsson et al. 2022 use it to find previous-token heads.
+
+    Args:
+        weights: (B, H, L, L) float attention weights of one layer (rows sum to 1), L >= 2.
+
+    Returns:
+        float32 tensor (H,) in [0, 1].
+
+    Raises:
+        ValueError: a tensor of another rank, non-square maps, or L < 2.
+    """
+    w = _causal_weights(weights)
+    return w.diagonal(offset=-1, dim1=-2, dim2=-1).mean(dim=(0, 2))  # diagonal: (B, H, L-1)
+
+
+def induction_targets(input_ids: Tensor) -> Tensor:
+    """Where an induction head should look: key j is a target of query i when j < i and the
+    token *before* j is query i's token (x_{j-1} = x_i), i.e. j follows an earlier occurrence.
+
+    Keys j = i (x_{i-1} = x_i) are excluded: the "next token" of that occurrence is the query
+    itself.
+
+    Args:
+        input_ids: (B, L) integer token ids.
+
+    Returns:
+        bool tensor (B, L, L): ``[b, i, j]`` True when key j is an induction target of query i.
+
+    Raises:
+        ValueError: not a 2-D integer tensor.
+    """
+    if not isinstance(input_ids, Tensor) or input_ids.dim() != 2 or input_ids.is_floating_point() \
+            or input_ids.dtype == torch.bool:
+        raise ValueError(f"input_ids must be a (B, L) integer tensor, got "
+                         f"{tuple(input_ids.shape) if isinstance(input_ids, Tensor) else type(input_ids).__name__}"
+                         f"{' ' + str(input_ids.dtype) if isinstance(input_ids, Tensor) else ''}")
+    B, L = input_ids.shape
+    before = torch.full_like(input_ids, -1)
+    before[:, 1:] = input_ids[:, :-1]  # (B, L): the token before each key, -1 at key 0
+    same = input_ids[:, :, None] == before[:, None, :]  # (B, L_query, L_key): x_i == x_{j-1}
+    earlier = torch.ones(L, L, dtype=torch.bool, device=input_ids.device).tril(-1)  # j < i
+    return same & earlier
+
+
+def induction_score(weights: Tensor, input_ids: Tensor) -> Tensor:
+    """Each head's mean attention weight on induction targets (:func:`induction_targets`).
+
+    For every query i whose token occurred before (at some j - 1 with j < i), the head's
+    summed weight on all such keys j; averaged over those queries. On a sequence whose second
+    half repeats its first, this is the score of Olsson et al. 2022 (attention from the second
+    copy to the token after the first copy); here it also works on a repeat of any length at
+    any place, and on a reader's own sequence.
+
+    Args:
+        weights: (B, H, L, L) float attention weights of one layer.
+        input_ids: (B, L) integer token ids of the same batch.
+
+    Returns:
+        float32 tensor (H,) in [0, 1].
+
+    Raises:
+        ValueError: on mismatched shapes, or when no query has an earlier occurrence of its
+            token (nothing to score).
+    """
+    w = _causal_weights(weights)
+    targets = induction_targets(input_ids)  # (B, L, L)
+    if targets.shape != (w.shape[0], w.shape[2], w.shape[3]):
+        raise ValueError(f"input_ids {tuple(input_ids.shape)} does not match weights (B, H, L, L) = {tuple(w.shape)}")
+    has_target = targets.any(-1)  # (B, L)
+    if not bool(has_target.any()):
+        raise ValueError("no query's token occurs earlier in its sequence: the induction score is undefined")
+    on_targets = (w * targets[:, None].to(w.dtype)).sum(-1)  # (B, H, L)
+    return (on_targets * has_target[:, None]).sum(dim=(0, 2)) / has_target.sum()  # (H,)
+
+
+def _head_matrices(mha, head: int) -> Tuple[Tensor, Tensor, Tensor, Tensor]:
+    """W_Q, W_K, W_V (d_model, hd) and W_O (hd, d_model) of current head ``head`` (GQA-aware)."""
+    from . import checks
+
+    h = checks.as_int(head, "head")
+    if not 0 <= h < mha.num_heads:
+        raise ValueError(f"head={h} is outside range(num_heads={mha.num_heads}) of this layer")
+    hd = mha.head_dim
+    kv = h // (mha.num_heads // mha.num_kv_heads)  # the key/value head of its group
+    rows, kv_rows = slice(h * hd, (h + 1) * hd), slice(kv * hd, (kv + 1) * hd)
+    w_q = mha.q_proj.weight[rows].T  # (d_model, hd)
+    w_k = mha.k_proj.weight[kv_rows].T
+    w_v = mha.v_proj.weight[kv_rows].T
+    w_o = mha.out_proj.weight[:, rows].T  # (hd, d_model)
+    return w_q, w_k, w_v, w_o
+
+
+@torch.no_grad()
+def qk_circuit(mha, head: int) -> Tensor:
+    """W_QK = W_Q W_K^T of one head (Elhage et al. 2021): scores_ij = x_i W_QK x_j^T / sqrt(hd),
+    biases aside.
+
+    Args:
+        mha: a :class:`~mha_lib.attention.MultiHeadAttention`.
+        head: a current head index in range(mha.num_heads).
+
+    Returns:
+        (d_model, d_model) tensor in the module's dtype, of rank <= head_dim.
+
+    Raises:
+        ValueError: a head index that is not an int in range.
+    """
+    w_q, w_k, _, _ = _head_matrices(mha, head)
+    return w_q @ w_k.T
+
+
+@torch.no_grad()
+def ov_circuit(mha, head: int) -> Tensor:
+    """W_OV = W_V W_O of one head (Elhage et al. 2021): the head adds sum_j alpha_ij x_j W_OV to
+    position i, biases aside.
+
+    Args, returns and errors as :func:`qk_circuit`.
+    """
+    _, _, w_v, w_o = _head_matrices(mha, head)
+    return w_v @ w_o
+
+
+@torch.no_grad()
+def full_ov_circuit(model, layer: int, head: int) -> Tensor:
+    """Token to logit through one head alone: W_E diag(g_l) W_OV diag(g_f) W_U, (V, V).
+
+    Row t is how much the head, attending fully to a token t (through the direct path from the
+    embedding, not through earlier layers), raises each output logit. Approximation: each
+    LayerNorm is replaced by its elementwise gain g (its centring and per-position 1/sigma are
+    dropped; 1/sigma is a positive factor per row and does not change the sign pattern);
+    position embeddings and biases are left out, as in Elhage et al. 2021.
+
+    Args:
+        model: a :class:`~mha_lib.model.TokenClassifier` with a token front-end and
+            ``num_classes == vocab_size`` (a language model).
+        layer: block index; head: current head index of that block.
+
+    Returns:
+        float tensor (V, V).
+
+    Raises:
+        ValueError: a model without token embeddings or with num_classes != vocab_size, or a
+            layer or head out of range.
+    """
+    from . import checks
+
+    encoder = model.encoder
+    if encoder.token_embedding is None or model.num_classes != encoder.config.vocab_size:
+        raise ValueError("full_ov_circuit needs a language model: token embeddings and num_classes == vocab_size")
+    l = checks.as_int(layer, "layer")
+    if not 0 <= l < len(encoder.blocks):
+        raise ValueError(f"layer={l} is outside range(num_layers={len(encoder.blocks)})")
+    block = encoder.blocks[l]
+    w_e = encoder.token_embedding.weight  # (V, d_model)
+    gain_in = block.norm1.weight if block.norm_first else torch.ones_like(w_e[0])
+    gain_out = encoder.final_norm.weight if encoder.final_norm is not None else torch.ones_like(w_e[0])
+    w_u = model.readout.weight.T  # (d_model, V)
+    return (w_e * gain_in) @ ov_circuit(block.attn, head) @ (gain_out[:, None] * w_u)
+
+
+def copying_score(matrix: Tensor) -> float:
+    """Elhage et al. 2021's copying score: sum of the eigenvalues over the sum of their absolute
+    values, sum(lambda) / sum(|lambda|), real part.
+
+    Near 1 when the circuit maps each token mostly to itself (copying: the identity scores 1),
+    near -1 when it suppresses it (-identity scores -1), near 0 without a preference.
+
+    Args:
+        matrix: a square (n, n) float tensor, e.g. :func:`full_ov_circuit`.
+
+    Returns:
+        a float in [-1, 1].
+
+    Raises:
+        ValueError: not a square 2-D float tensor, non-finite entries, or all eigenvalues 0.
+    """
+    if not isinstance(matrix, Tensor) or matrix.dim() != 2 or matrix.shape[0] != matrix.shape[1] \
+            or not matrix.is_floating_point():
+        raise ValueError(f"matrix must be a square 2-D float tensor, got "
+                         f"{tuple(matrix.shape) if isinstance(matrix, Tensor) else type(matrix).__name__}")
+    if not bool(torch.isfinite(matrix).all()):
+        raise ValueError("matrix holds NaN or infinite values")
+    eig = torch.linalg.eigvals(matrix.detach().double())  # complex (n,)
+    total = float(eig.abs().sum())
+    if total == 0.0:
+        raise ValueError("every eigenvalue is 0: the copying score is undefined")
+    return float(eig.sum().real) / total

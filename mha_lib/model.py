@@ -13,7 +13,16 @@ setting                toy models (typical)        BERT (Devlin et al. 2019)
 ``embedding_norm``     False                       True (LayerNorm + dropout)
 ``final_norm``         True (pre-LN needs it)      False
 ``layer_norm_eps``     1e-5                        1e-12
+``is_causal``          False (chapter 6: True)     False
+``d_ff``               256 (0 = attention-only)    3072 (MiniLM: 1536)
+``cross_attention``    False (a decoder: True)     False
+``patch_dim``          0 (token ids; images: > 0)  0
 =====================  ==========================  ==================================
+
+A decoder-only language model is ``is_causal=True``; an attention-only model (Elhage et al.
+2021) is ``d_ff=0``; a decoder block of an encoder-decoder adds ``cross_attention=True``; a
+Vision Transformer front-end (Dosovitskiy et al. 2021) is ``patch_dim=C*p*p`` with
+``cls_token=True`` (and ``vocab_size=0``), fed by :func:`patchify`.
 
 Read top to bottom: config, MLP, :class:`TransformerBlock`, :class:`Encoder`,
 :class:`TokenClassifier`, then saving and loading (safetensors + JSON, never pickle).
@@ -21,8 +30,8 @@ Read top to bottom: config, MLP, :class:`TransformerBlock`, :class:`Encoder`,
 Shapes: B batch, L sequence length, d_model model width, H heads of a layer (after
 pruning, H_l may differ from layer to layer), d_ff MLP width, C classes.
 
-Sources: Vaswani et al. 2017 (block, sinusoidal positions); Devlin et al. 2019 (BERT
-embeddings, post-LN, GELU); Xiong et al. 2020 "On Layer Normalization in the
+Sources: Vaswani et al. 2017 (block, sinusoidal positions, cross-attention); Devlin et al.
+2019 (BERT embeddings, post-LN, GELU); Dosovitskiy et al. 2021 (patches, [CLS]); Xiong et al. 2020 "On Layer Normalization in the
 Transformer Architecture" (pre-LN); Michel et al. 2019 (``head_mask``, pruning).
 """
 from __future__ import annotations
@@ -50,6 +59,7 @@ __all__ = [
     "Encoder",
     "TokenClassifier",
     "sinusoidal_positions",
+    "patchify",
     "load",
     "CONFIG_NAME",
     "WEIGHTS_NAME",
@@ -91,11 +101,11 @@ class EncoderConfig:
             not finite and > 0, a ``dropout`` that is not a number in [0, 1)).
     """
 
-    vocab_size: int  # number of token ids; input_ids must lie in [0, vocab_size)
+    vocab_size: int  # number of token ids; input_ids must lie in [0, vocab_size); 0 with a patch front-end
     d_model: int  # width of the residual stream
     num_heads: int  # query heads per layer before pruning; d_model % num_heads == 0
     num_layers: int  # number of TransformerBlocks
-    d_ff: int  # hidden width of each block's MLP (4 * d_model is usual)
+    d_ff: int  # hidden width of each block's MLP (4 * d_model is usual); 0 = attention-only (no MLP)
     max_len: int  # longest sequence; size of the learned position table
     num_kv_heads: Optional[int] = None  # GQA/MQA key/value heads; None = num_heads (plain MHA)
     dropout: float = 0.0  # dropout on embeddings and on each residual branch
@@ -110,10 +120,23 @@ class EncoderConfig:
     pad_token_id: Optional[int] = 0  # id of the padding token (its embedding gets no gradient)
     bias: bool = True  # biases in attention projections
     pruned_heads: dict = field(default_factory=dict)  # {layer: [original head ids]} removed by pruning
+    is_causal: bool = False  # default of forward's is_causal: position i sees only j <= i (a decoder)
+    cross_attention: bool = False  # each block also attends to a `memory` sequence (encoder-decoder)
+    patch_dim: int = 0  # 0: inputs are token ids; > 0: (B, N, patch_dim) float vectors (image patches)
+    cls_token: bool = False  # prepend a learned [CLS] vector to patch inputs (ViT); patch front-end only
 
     def __post_init__(self):
-        for name in ("vocab_size", "num_layers", "d_ff", "max_len"):
+        for name in ("num_layers", "max_len"):
             setattr(self, name, checks.positive_int(getattr(self, name), f"EncoderConfig.{name}"))
+        for name in ("vocab_size", "d_ff", "patch_dim"):
+            setattr(self, name, checks.nonnegative_int(getattr(self, name), f"EncoderConfig.{name}"))
+        if self.patch_dim == 0 and self.vocab_size == 0:
+            raise ValueError("EncoderConfig.vocab_size=0: a token front-end needs vocab_size >= 1")
+        if self.patch_dim > 0 and self.vocab_size != 0:
+            raise ValueError(
+                f"EncoderConfig.vocab_size={self.vocab_size} with patch_dim={self.patch_dim}: a patch front-end "
+                f"has no vocabulary, set vocab_size=0"
+            )
         try:
             self.d_model, self.num_heads, kv, _ = checks.head_sizes(self.d_model, self.num_heads, self.num_kv_heads)
         except ValueError as err:
@@ -123,7 +146,8 @@ class EncoderConfig:
             value = getattr(self, name)
             if value is not None or name == "dropout":
                 setattr(self, name, checks.probability(value, f"EncoderConfig.{name}"))
-        for name in ("norm_first", "embedding_norm", "final_norm", "bias"):
+        for name in ("norm_first", "embedding_norm", "final_norm", "bias", "is_causal", "cross_attention",
+                     "cls_token"):
             setattr(self, name, checks.flag(getattr(self, name), f"EncoderConfig.{name}"))
         if not isinstance(self.activation, str) or self.activation not in _ACTIVATIONS:
             raise ValueError(
@@ -135,6 +159,14 @@ class EncoderConfig:
             )
         self.layer_norm_eps = checks.finite_real(self.layer_norm_eps, "EncoderConfig.layer_norm_eps", positive=True)
         self.type_vocab_size = checks.nonnegative_int(self.type_vocab_size, "EncoderConfig.type_vocab_size")
+        if self.patch_dim > 0 and (self.type_vocab_size or self.pad_token_id is not None):
+            raise ValueError(
+                f"EncoderConfig: a patch front-end (patch_dim={self.patch_dim}) takes no token types or padding "
+                f"id; got type_vocab_size={self.type_vocab_size}, pad_token_id={self.pad_token_id!r}"
+            )
+        if self.cls_token and self.patch_dim == 0:
+            raise ValueError("EncoderConfig.cls_token=True needs a patch front-end (patch_dim > 0); token inputs "
+                             "carry their own [CLS] id")
         if self.pad_token_id is not None:
             pad = checks.as_int(self.pad_token_id, "EncoderConfig.pad_token_id")
             if not 0 <= pad < self.vocab_size:
@@ -194,6 +226,38 @@ def sinusoidal_positions(max_len: int, d_model: int) -> torch.Tensor:
     return pe
 
 
+def patchify(images: torch.Tensor, patch_size: int) -> torch.Tensor:
+    """Cut images into non-overlapping square patches, each flattened to a vector (Dosovitskiy
+    et al. 2021, "An Image is Worth 16x16 Words", section 3.1).
+
+    Args:
+        images: (B, H, W) or (B, C, H, W) float; H and W divisible by ``patch_size``.
+        patch_size: p >= 1, in pixels.
+
+    Returns:
+        (B, N, C*p*p) with N = (H/p) * (W/p) patches in row-major order (left to right, then
+        top to bottom); within a patch the values are ordered channel, row, column.
+
+    Raises:
+        ValueError: a non-tensor, a tensor that is not 3-D or 4-D floating point, a bad
+            ``patch_size``, or a side not divisible by it (naming the side).
+    """
+    p = checks.positive_int(patch_size, "patch_size")
+    if not isinstance(images, torch.Tensor) or images.dim() not in (3, 4) or not images.is_floating_point():
+        raise ValueError(
+            "images must be a float tensor (B, H, W) or (B, C, H, W), got "
+            + (f"{tuple(images.shape)} {images.dtype}" if isinstance(images, torch.Tensor) else type(images).__name__)
+        )
+    x = images if images.dim() == 4 else images[:, None]  # (B, C, H, W)
+    B, C, H, W = x.shape
+    for side, size in (("height", H), ("width", W)):
+        if size % p:
+            raise ValueError(f"image {side} {size} is not divisible by patch_size={p}")
+    x = x.reshape(B, C, H // p, p, W // p, p)  # (B, C, H/p, p, W/p, p)
+    x = x.permute(0, 2, 4, 1, 3, 5)  # (B, H/p, W/p, C, p, p)
+    return x.reshape(B, (H // p) * (W // p), C * p * p)  # (B, N, C*p*p)
+
+
 class MLP(nn.Module):
     """Position-wise feed-forward: Linear(d_model, d_ff) -> activation -> Linear(d_ff, d_model)."""
 
@@ -213,37 +277,53 @@ class MLP(nn.Module):
 
 # ----------------------------------------------------------------------------- block
 class TransformerBlock(nn.Module):
-    """Self-attention + MLP, each with a residual connection and a LayerNorm.
+    """Self-attention, then optionally cross-attention and an MLP; each sub-layer has a residual
+    connection and a LayerNorm.
 
-    ``config.norm_first=True`` (pre-LN, Xiong et al. 2020)::
+    ``config.norm_first=True`` (pre-LN, Xiong et al. 2020), for each sub-layer f::
 
-        x = x + drop(attn(norm1(x)));   x = x + drop(mlp(norm2(x)))
+        x = x + drop(f(norm(x)))
 
     ``config.norm_first=False`` (post-LN, Vaswani et al. 2017, BERT)::
 
-        x = norm1(x + drop(attn(x)));   x = norm2(x + drop(mlp(x)))
+        x = norm(x + drop(f(x)))
+
+    The sub-layers, in order: ``attn`` (self-attention over x, causal when asked); ``cross_attn``
+    (queries from x, keys and values from ``memory``, the encoder's output; only when
+    ``config.cross_attention``, as in the decoder of Vaswani et al. 2017); ``mlp`` (absent when
+    ``config.d_ff == 0``: an attention-only block, as in Elhage et al. 2021).
 
     Args:
         config: the :class:`EncoderConfig`.
-        layer_index: which layer this is, to look up ``config.pruned_heads``.
+        layer_index: which layer this is, to look up ``config.pruned_heads`` (they apply to the
+            self-attention).
     """
 
     def __init__(self, config: EncoderConfig, layer_index: int = 0):
         super().__init__()
         self.norm_first = config.norm_first
         attn_dropout = config.dropout if config.attention_dropout is None else config.attention_dropout
-        self.attn = MultiHeadAttention(
-            config.d_model,
-            config.num_heads,
-            num_kv_heads=config.num_kv_heads,
-            dropout=attn_dropout,
-            bias=config.bias,
-            pruned_heads=tuple(config.pruned_heads.get(layer_index, ())),
-        )
-        self.norm1 = nn.LayerNorm(config.d_model, eps=config.layer_norm_eps)
-        self.mlp = MLP(config)
-        self.norm2 = nn.LayerNorm(config.d_model, eps=config.layer_norm_eps)
+
+        def attention(pruned=()):
+            return MultiHeadAttention(config.d_model, config.num_heads, num_kv_heads=config.num_kv_heads,
+                                      dropout=attn_dropout, bias=config.bias, pruned_heads=tuple(pruned))
+
+        def norm():
+            return nn.LayerNorm(config.d_model, eps=config.layer_norm_eps)
+
+        self.attn = attention(config.pruned_heads.get(layer_index, ()))
+        self.norm1 = norm()
+        self.cross_attn = attention() if config.cross_attention else None
+        self.norm_cross = norm() if config.cross_attention else None
+        self.mlp = MLP(config) if config.d_ff > 0 else None
+        self.norm2 = norm() if config.d_ff > 0 else None
         self.drop = nn.Dropout(config.dropout)
+
+    def _residual(self, x: torch.Tensor, sublayer: Callable, norm: nn.Module):
+        """x + drop(f(norm(x))) (pre-LN) or norm(x + drop(f(x))) (post-LN); f returns (out, extra)."""
+        out, extra = sublayer(norm(x) if self.norm_first else x)  # (B, L, d_model)
+        x = x + self.drop(out)
+        return (x if self.norm_first else norm(x)), extra
 
     def forward(
         self,
@@ -254,6 +334,8 @@ class TransformerBlock(nn.Module):
         is_causal: bool = False,
         head_mask: Optional[torch.Tensor] = None,
         need_weights: bool = False,
+        memory: Optional[torch.Tensor] = None,
+        memory_key_padding_mask: Optional[torch.Tensor] = None,
     ):
         """Run one block.
 
@@ -261,34 +343,39 @@ class TransformerBlock(nn.Module):
             x: (B, L, d_model) float.
             key_padding_mask: (B, L) bool, True = padding (never attended to).
             attn_mask: bool (True = blocked) or additive float, broadcastable to (B, H, L, L).
-            is_causal: position i attends only to j <= i.
-            head_mask: (H,) or (B, H) float over the *kept* heads; multiplies each head's
-                output (Michel et al. 2019). 1 keep, 0 drop.
+            is_causal: position i attends only to j <= i (self-attention only).
+            head_mask: (H,) or (B, H) float over the *kept* self-attention heads; multiplies each
+                head's output (Michel et al. 2019). 1 keep, 0 drop.
             need_weights: also return the per-head attention weights.
+            memory: (B, S, d_model), the sequence cross-attention reads (the encoder's output);
+                required exactly when the block has a cross-attention sub-layer.
+            memory_key_padding_mask: (B, S) bool, True = padded memory position.
 
         Returns:
-            ``(x, weights)``: x (B, L, d_model); weights (B, H, L, L) before dropout and
-            head_mask, or None.
+            ``(x, weights, cross_weights)``: x (B, L, d_model); weights (B, H, L, L) and
+            cross_weights (B, H, L, S), before dropout and head_mask, or None (without
+            ``need_weights``, or without a cross-attention sub-layer).
 
         Raises:
-            ValueError: from MultiHeadAttention, on masks of the wrong shape or dtype.
+            ValueError: ``memory`` given to a block without cross-attention or missing for one
+                with it; from MultiHeadAttention, on masks of the wrong shape or dtype.
         """
-        attn_kwargs = dict(
-            key_padding_mask=key_padding_mask,
-            attn_mask=attn_mask,
-            is_causal=is_causal,
-            head_mask=head_mask,
-            need_weights=need_weights,
-        )
-        if self.norm_first:  # pre-LN
-            a, weights = self.attn(self.norm1(x), **attn_kwargs)  # (B, L, d_model), (B, H, L, L)
-            x = x + self.drop(a)
-            x = x + self.drop(self.mlp(self.norm2(x)))
-        else:  # post-LN
-            a, weights = self.attn(x, **attn_kwargs)
-            x = self.norm1(x + self.drop(a))
-            x = self.norm2(x + self.drop(self.mlp(x)))
-        return x, weights
+        if (memory is None) != (self.cross_attn is None):
+            raise ValueError(
+                "memory must be given exactly when the block has cross-attention "
+                f"(config.cross_attention={self.cross_attn is not None}), got memory={type(memory).__name__}"
+            )
+        x, weights = self._residual(x, lambda h: self.attn(
+            h, key_padding_mask=key_padding_mask, attn_mask=attn_mask, is_causal=is_causal,
+            head_mask=head_mask, need_weights=need_weights), self.norm1)  # (B, L, d_model), (B, H, L, L)
+        cross_weights = None
+        if self.cross_attn is not None:
+            x, cross_weights = self._residual(x, lambda h: self.cross_attn(
+                h, memory, key_padding_mask=memory_key_padding_mask, need_weights=need_weights),
+                self.norm_cross)  # (B, L, d_model), (B, H, L, S)
+        if self.mlp is not None:
+            x, _ = self._residual(x, lambda h: (self.mlp(h), None), self.norm2)
+        return x, weights, cross_weights
 
 
 # ----------------------------------------------------------------------------- outputs
@@ -305,11 +392,14 @@ class EncoderOutput:
         attentions: with ``output_attentions``, a tuple of num_layers tensors
             (B, H_l, L, L), one per layer; H_l is that layer's number of kept heads, so
             the tuple is ragged after pruning. Else None.
+        cross_attentions: with ``output_attentions`` and a ``memory``, a tuple of num_layers
+            tensors (B, H, L, S), the cross-attention weights of each layer. Else None.
     """
 
     last_hidden_state: torch.Tensor
     hidden_states: Optional[tuple] = None
     attentions: Optional[tuple] = None
+    cross_attentions: Optional[tuple] = None
 
 
 @dataclass
@@ -317,14 +407,17 @@ class TokenClassifierOutput:
     """What :meth:`TokenClassifier.forward` returns.
 
     Attributes:
-        logits: (B, L, C) float, one score per class at every position.
-        last_hidden_state, hidden_states, attentions: as in :class:`EncoderOutput`.
+        logits: (B, L, C) float, one score per class at every position, or (B, C) with a
+            pooled readout (``pooling="cls"`` or ``"mean"``).
+        last_hidden_state, hidden_states, attentions, cross_attentions: as in
+            :class:`EncoderOutput`.
     """
 
     logits: torch.Tensor
     last_hidden_state: torch.Tensor
     hidden_states: Optional[tuple] = None
     attentions: Optional[tuple] = None
+    cross_attentions: Optional[tuple] = None
 
 
 # ----------------------------------------------------------------------------- encoder
@@ -407,7 +500,13 @@ class Encoder(_SaveLoadMixin, nn.Module):
             raise ValueError(f"config must be an EncoderConfig, got {type(config).__name__}: {config!r}")
         self.config = copy.deepcopy(config)  # prune_heads edits it; never the caller's object
         config = self.config
-        self.token_embedding = nn.Embedding(config.vocab_size, config.d_model, padding_idx=config.pad_token_id)
+        if config.patch_dim:  # image patches: a linear map of each patch vector, as ViT
+            self.token_embedding = None
+            self.patch_embedding = nn.Linear(config.patch_dim, config.d_model)
+        else:
+            self.token_embedding = nn.Embedding(config.vocab_size, config.d_model, padding_idx=config.pad_token_id)
+            self.patch_embedding = None
+        self.cls_embedding = nn.Parameter(torch.zeros(1, 1, config.d_model)) if config.cls_token else None
         if config.positional == "learned":
             self.position_embedding = nn.Embedding(config.max_len, config.d_model)
         else:
@@ -429,12 +528,20 @@ class Encoder(_SaveLoadMixin, nn.Module):
 
     # -- embeddings
     def embed(self, input_ids: torch.Tensor, token_type_ids: Optional[torch.Tensor] = None) -> torch.Tensor:
-        """input_ids (B, L) long -> embeddings (B, L, d_model) (token + position + type,
-        then the optional embedding LayerNorm and dropout). Raises ValueError on bad ids."""
+        """The front-end: token ids (B, L) long, or patch vectors (B, N, patch_dim) float (then
+        L = N, or N + 1 with the [CLS] vector first) -> embeddings (B, L, d_model): token or patch
+        embedding + position + token type, then the optional embedding LayerNorm and dropout.
+
+        Raises ValueError on bad ids or patches."""
         if not checks.tracing():
-            self._check_ids(input_ids, token_type_ids)
-        L = input_ids.shape[1]
-        x = self.token_embedding(input_ids)  # (B, L, d_model)
+            self._check_inputs(input_ids, token_type_ids)
+        if self.patch_embedding is not None:
+            x = self.patch_embedding(input_ids)  # (B, N, d_model)
+            if self.cls_embedding is not None:
+                x = torch.cat([self.cls_embedding.expand(x.shape[0], 1, -1), x], dim=1)  # (B, N + 1, d_model)
+        else:
+            x = self.token_embedding(input_ids)  # (B, L, d_model)
+        L = x.shape[1]
         if self.position_embedding is not None:
             x = x + self.position_embedding.weight[:L]  # (L, d_model) broadcast over B
         elif self.sinusoid is not None:
@@ -447,8 +554,24 @@ class Encoder(_SaveLoadMixin, nn.Module):
             x = self.embedding_norm(x)
         return self.embedding_dropout(x)
 
-    def _check_ids(self, input_ids, token_type_ids) -> None:
+    def _check_inputs(self, input_ids, token_type_ids) -> None:
         cfg = self.config
+        if cfg.patch_dim:
+            if not (isinstance(input_ids, torch.Tensor) and input_ids.dim() == 3 and input_ids.is_floating_point()
+                    and input_ids.shape[-1] == cfg.patch_dim):
+                raise ValueError(
+                    f"patch inputs must be a float tensor (B, N, patch_dim={cfg.patch_dim}) (see patchify), got "
+                    + (f"{tuple(input_ids.shape)} {input_ids.dtype}" if isinstance(input_ids, torch.Tensor)
+                       else repr(type(input_ids)))
+                )
+            L = input_ids.shape[1] + int(cfg.cls_token)
+            if L > cfg.max_len and cfg.positional != "none":
+                raise ValueError(f"{L} positions (patches{' + [CLS]' if cfg.cls_token else ''}) exceed max_len={cfg.max_len}")
+            if not bool(torch.isfinite(input_ids).all()):
+                raise ValueError("patch inputs hold NaN or infinite values")
+            if token_type_ids is not None:
+                raise ValueError("token_type_ids given, but this encoder has a patch front-end")
+            return
         if not isinstance(input_ids, torch.Tensor) or input_ids.dim() != 2 or input_ids.dtype not in _ID_DTYPES:
             raise ValueError(
                 "input_ids must be an integer tensor of shape (B, L), got "
@@ -507,10 +630,12 @@ class Encoder(_SaveLoadMixin, nn.Module):
         token_type_ids: Optional[torch.Tensor] = None,
         key_padding_mask: Optional[torch.Tensor] = None,
         attn_mask: Optional[torch.Tensor] = None,
-        is_causal: bool = False,
+        is_causal: Optional[bool] = None,
         head_mask: HeadMask = None,
         output_attentions: bool = False,
         output_hidden_states: bool = False,
+        memory: Optional[torch.Tensor] = None,
+        memory_key_padding_mask: Optional[torch.Tensor] = None,
     ) -> EncoderOutput:
         """Encode a batch of token ids.
 
@@ -524,53 +649,63 @@ class Encoder(_SaveLoadMixin, nn.Module):
                 ``attention_mask == 0``. Not inferred from ``pad_token_id``.
             attn_mask: bool (True = blocked) or additive float, broadcastable to (B, H, L, L);
                 the same for every layer.
-            is_causal: position i attends only to j <= i.
+            is_causal: position i attends only to j <= i; None (default) takes
+                ``config.is_causal``.
             head_mask: Michel et al. 2019's xi: (num_layers, H) or (num_layers, B, H)
                 float, or a sequence of num_layers per-layer masks (H_l,)/(B, H_l)/None
                 (needed once layers are pruned to different head counts). Indexes the
                 *kept* heads of each layer. 1 keep, 0 drop.
             output_attentions: return per-layer per-head weights.
             output_hidden_states: return the embeddings and every block's output.
+            memory: (B, S, d_model) float, what the cross-attention sub-layers read (an encoder's
+                ``last_hidden_state``); only for ``config.cross_attention``.
+            memory_key_padding_mask: (B, S) bool, True = padded memory position.
 
         Returns:
             :class:`EncoderOutput` (last_hidden_state (B, L, d_model), hidden_states,
-            attentions (per layer (B, H_l, L, L))).
+            attentions (per layer (B, H_l, L, L)), cross_attentions (per layer (B, H, L, S))).
 
         Raises:
             ValueError: on ids out of range, L > max_len, a non-bool key_padding_mask,
-                or a head_mask of the wrong shape.
+                a head_mask of the wrong shape, or ``memory`` given without cross-attention
+                (or missing with it).
         """
+        layer_masks = self._layer_head_masks(head_mask)
+        x = self.embed(input_ids, token_type_ids)  # (B, L, d_model)
         if key_padding_mask is not None and not checks.tracing() and (
-            not isinstance(key_padding_mask, torch.Tensor) or key_padding_mask.shape != input_ids.shape
+            not isinstance(key_padding_mask, torch.Tensor) or tuple(key_padding_mask.shape) != tuple(x.shape[:2])
         ):  # its dtype and values are checked by MultiHeadAttention, like every mask
             raise ValueError(
-                f"key_padding_mask must be a (B, L) tensor like input_ids {tuple(input_ids.shape)} (bool, "
+                f"key_padding_mask must be a (B, L) tensor, L = {x.shape[1]} positions (bool, "
                 f"True = padding, or float, added), got {getattr(key_padding_mask, 'shape', key_padding_mask)!r}; "
                 f"from a transformers attention_mask (1 = keep) pass attention_mask == 0"
             )
-        layer_masks = self._layer_head_masks(head_mask)
-        x = self.embed(input_ids, token_type_ids)  # (B, L, d_model)
+        is_causal = self.config.is_causal if is_causal is None else checks.flag(is_causal, "is_causal")
         hidden_states = [x] if output_hidden_states else None
-        attentions = [] if output_attentions else None
+        attentions, cross_attentions = ([], []) if output_attentions else (None, None)
         for block, hm in zip(self.blocks, layer_masks):
-            x, weights = block(
+            x, weights, cross = block(
                 x,
                 key_padding_mask=key_padding_mask,
                 attn_mask=attn_mask,
                 is_causal=is_causal,
                 head_mask=hm,
                 need_weights=output_attentions,
-            )  # (B, L, d_model), (B, H_l, L, L) or None
+                memory=memory,
+                memory_key_padding_mask=memory_key_padding_mask,
+            )  # (B, L, d_model), (B, H_l, L, L) or None, (B, H, L, S) or None
             if output_hidden_states:
                 hidden_states.append(x)
             if output_attentions:
                 attentions.append(weights)
+                cross_attentions.append(cross)
         if self.final_norm is not None:
             x = self.final_norm(x)
         return EncoderOutput(
             last_hidden_state=x,
             hidden_states=tuple(hidden_states) if output_hidden_states else None,
             attentions=tuple(attentions) if output_attentions else None,
+            cross_attentions=tuple(cross_attentions) if output_attentions and memory is not None else None,
         )
 
     # -- pruning
@@ -609,22 +744,32 @@ class Encoder(_SaveLoadMixin, nn.Module):
 
 
 # ----------------------------------------------------------------------------- classifier
-class TokenClassifier(_SaveLoadMixin, nn.Module):
-    """An :class:`Encoder` plus a per-position linear readout: logits (B, L, num_classes).
+_POOLINGS = ("token", "cls", "mean")
 
-    Chapter 1's synthetic tasks predict a label at every position.
+
+class TokenClassifier(_SaveLoadMixin, nn.Module):
+    """An :class:`Encoder` plus a linear readout: logits (B, L, C) per position, or (B, C) pooled.
+
+    Chapter 1's synthetic tasks predict a label at every position (``pooling="token"``); a
+    causal language model is the same with C = vocab_size and ``config.is_causal``. A sequence
+    classifier reads one vector per sequence: the first position's (``"cls"``, BERT's and ViT's
+    [CLS]) or the mean over non-padded positions (``"mean"``).
 
     Args:
         config: an :class:`EncoderConfig`.
         num_classes: C >= 1.
+        pooling: ``"token"`` (default), ``"cls"`` or ``"mean"``.
 
     Raises:
-        ValueError: if num_classes is not a positive int.
+        ValueError: if num_classes is not a positive int, or an unknown ``pooling``.
     """
 
-    def __init__(self, config: EncoderConfig, num_classes: int):
+    def __init__(self, config: EncoderConfig, num_classes: int, pooling: str = "token"):
         super().__init__()
         self.num_classes = checks.positive_int(num_classes, "num_classes")
+        if not isinstance(pooling, str) or pooling not in _POOLINGS:
+            raise ValueError(f"pooling={pooling!r} is not one of {list(_POOLINGS)}")
+        self.pooling = pooling
         self.encoder = Encoder(config)
         self.readout = nn.Linear(config.d_model, num_classes)
 
@@ -634,7 +779,7 @@ class TokenClassifier(_SaveLoadMixin, nn.Module):
         return self.encoder.config
 
     def _extra_config(self) -> dict:
-        return {"num_classes": self.num_classes}
+        return {"num_classes": self.num_classes, "pooling": self.pooling}
 
     def forward(
         self,
@@ -643,10 +788,12 @@ class TokenClassifier(_SaveLoadMixin, nn.Module):
         token_type_ids: Optional[torch.Tensor] = None,
         key_padding_mask: Optional[torch.Tensor] = None,
         attn_mask: Optional[torch.Tensor] = None,
-        is_causal: bool = False,
+        is_causal: Optional[bool] = None,
         head_mask: HeadMask = None,
         output_attentions: bool = False,
         output_hidden_states: bool = False,
+        memory: Optional[torch.Tensor] = None,
+        memory_key_padding_mask: Optional[torch.Tensor] = None,
     ) -> TokenClassifierOutput:
         """Same arguments as :meth:`Encoder.forward`.
 
@@ -666,9 +813,20 @@ class TokenClassifier(_SaveLoadMixin, nn.Module):
             head_mask=head_mask,
             output_attentions=output_attentions,
             output_hidden_states=output_hidden_states,
+            memory=memory,
+            memory_key_padding_mask=memory_key_padding_mask,
         )
-        logits = self.readout(enc.last_hidden_state)  # (B, L, C)
-        return TokenClassifierOutput(logits, enc.last_hidden_state, enc.hidden_states, enc.attentions)
+        h = enc.last_hidden_state  # (B, L, d_model)
+        if self.pooling == "cls":
+            h = h[:, 0]  # (B, d_model)
+        elif self.pooling == "mean":
+            keep = torch.ones(h.shape[:2], dtype=h.dtype, device=h.device) if key_padding_mask is None else (
+                (~key_padding_mask).to(h.dtype) if key_padding_mask.dtype == torch.bool
+                else (key_padding_mask == 0).to(h.dtype))  # (B, L), 1 = real position
+            h = (h * keep[..., None]).sum(1) / keep.sum(1, keepdim=True).clamp(min=1)  # (B, d_model)
+        logits = self.readout(h)  # (B, L, C), or (B, C) pooled
+        return TokenClassifierOutput(logits, enc.last_hidden_state, enc.hidden_states, enc.attentions,
+                                     enc.cross_attentions)
 
     @property
     def heads_per_layer(self) -> list:
@@ -877,11 +1035,12 @@ def load(path: Union[str, os.PathLike], map_location: str = "cpu") -> nn.Module:
     try:
         config = EncoderConfig.from_dict(meta["config"])
         num_classes = checks.positive_int(meta["num_classes"], "num_classes") if meta["model_class"] == "TokenClassifier" else None
+        pooling = meta.get("pooling", "token")
     except (KeyError, TypeError, ValueError) as err:
         raise ValueError(f"{os.path.join(path, CONFIG_NAME)}: {type(err).__name__}: {err}") from None
 
     def build():
-        return Encoder(config) if num_classes is None else TokenClassifier(config, num_classes)
+        return Encoder(config) if num_classes is None else TokenClassifier(config, num_classes, pooling)
 
     model = build_checked(build, os.path.join(path, WEIGHTS_NAME), layers=config.num_layers,
                           layer_pattern=_LAYER_PATTERN)

@@ -70,6 +70,7 @@ __all__ = [
     "EVAL_SEED",
     "TaskBatch",
     "PrevMarkedTask",
+    "InductionTask",
     "task_from_dict",
     "target_shares",
     "attention_maps",
@@ -99,23 +100,27 @@ class TaskBatch(NamedTuple):
 
     Attributes:
         input_ids: (B, L) tokens in [0, V).
-        token_type_ids: (B, L), 1 at the marked position, else 0.
+        token_type_ids: (B, L), 1 at the marked position, else 0; None for a task without
+            token types (:class:`InductionTask`).
         labels: (B, L), class ids in [0, V), :data:`IGNORE_INDEX` where nothing is asked.
-        marked: (B,) the marked position m of each sequence.
+        marked: (B,) the marked position m of each sequence (:class:`InductionTask`: where the
+            repeat starts).
+        source: (B,) where the repeated segment first occurs (:class:`InductionTask`), else None.
     """
 
     input_ids: Tensor
-    token_type_ids: Tensor
+    token_type_ids: Optional[Tensor]
     labels: Tensor
     marked: Tensor
+    source: Optional[Tensor] = None
 
     def to(self, device: Union[str, torch.device]) -> "TaskBatch":
         """The same batch on ``device``."""
-        return TaskBatch(*(t.to(device) for t in self))
+        return TaskBatch(*(None if t is None else t.to(device) for t in self))
 
     def __getitem__(self, index):  # batch[2:5] slices every tensor; batch[0] is still a field
         if isinstance(index, slice):
-            return TaskBatch(*(t[index] for t in self))
+            return TaskBatch(*(None if t is None else t[index] for t in self))
         return tuple.__getitem__(self, index)
 
     @property
@@ -262,13 +267,148 @@ class PrevMarkedTask:
         return {"kind": self.kind, **asdict(self)}
 
 
-def task_from_dict(d: Mapping) -> PrevMarkedTask:
-    """Rebuild a task from :meth:`PrevMarkedTask.to_dict`. Raises ValueError on an unknown kind."""
+@dataclass(frozen=True)
+class InductionTask:
+    """Continue a repeat: random tokens in which one segment occurs twice (chapter 6).
+
+    Each sequence of length L holds tokens drawn independently and uniformly from
+    {0, ..., V-1}. A segment of r tokens (r drawn per sequence from ``repeat_lengths``),
+    starting at position s1, is copied to a later, non-overlapping start s2 >= s1 + r (both
+    drawn per sequence), so the distance s2 - s1 varies and no fixed offset finds the copy.
+
+    Labels: the model is asked for the next token only where the repeat makes it predictable,
+    at positions i = s2 .. s2 + r - 2 (label x_{i+1}, which equals x_{s1 + (i - s2) + 1}); every
+    other label is :data:`IGNORE_INDEX`. Found by the induction mechanism of Elhage et al. 2021
+    and Olsson et al. 2022: a previous-token head lets a later head attend from x_i to the key
+    *after* x_i's earlier occurrence and copy it. Without such a head (one layer) the label is
+    uniform over V tokens, a loss of ln V nats, except where an earlier occurrence of the
+    token happens by chance.
+
+    Args:
+        vocab_size: V >= 2.
+        seq_len: L >= 4.
+        repeat_lengths: the segment lengths r to draw from, each >= 2 with 2 r <= L.
+
+    Raises:
+        ValueError: on a V, L or r that breaks these bounds (naming it).
+    """
+
+    vocab_size: int = 64
+    seq_len: int = 32
+    repeat_lengths: Tuple[int, ...] = (3, 4, 5, 6, 7, 8)
+
+    relations = ("previous", "induction")
+    kind = "induction"
+
+    def __post_init__(self):
+        checks.int_at_least(self.vocab_size, "vocab_size", 2)
+        L = checks.int_at_least(self.seq_len, "seq_len", 4)
+        if isinstance(self.repeat_lengths, (str, bytes)) or not self.repeat_lengths:
+            raise ValueError(f"repeat_lengths must be a non-empty sequence of ints, got {self.repeat_lengths!r}")
+        lengths = tuple(checks.int_at_least(r, "repeat_lengths", 2) for r in self.repeat_lengths)
+        too_long = [r for r in lengths if 2 * r > L]
+        if too_long:
+            raise ValueError(f"repeat_lengths {too_long} do not fit twice in seq_len={L}")
+        object.__setattr__(self, "repeat_lengths", lengths)
+
+    @property
+    def num_classes(self) -> int:
+        """C = V: the model predicts a token."""
+        return self.vocab_size
+
+    def sample(self, batch_size: int, generator: Optional[torch.Generator] = None) -> TaskBatch:
+        """Draw ``batch_size`` fresh sequences on the CPU (deterministic given ``generator``).
+
+        Returns:
+            a :class:`TaskBatch` with ``token_type_ids=None``, ``marked`` = s2 (where the repeat
+            starts) and ``source`` = s1 (where the segment first occurs).
+
+        Raises:
+            ValueError: if ``batch_size`` is not an int >= 1.
+        """
+        B = checks.int_at_least(batch_size, "batch_size", 1)
+        V, L = self.vocab_size, self.seq_len
+        choices = torch.tensor(self.repeat_lengths)
+        r = choices[torch.randint(0, len(choices), (B,), generator=generator)]  # (B,)
+        s1 = (torch.rand(B, generator=generator) * (L - 2 * r + 1)).long()  # (B,) in [0, L - 2r]
+        s2 = s1 + r + (torch.rand(B, generator=generator) * (L - 2 * r - s1 + 1)).long()  # in [s1 + r, L - r]
+        x = torch.randint(0, V, (B, L), generator=generator)  # (B, L)
+        rows = torch.arange(B)
+        labels = torch.full((B, L), IGNORE_INDEX, dtype=torch.long)
+        for k in range(int(r.max())):
+            inside = k < r  # (B,) sequences whose segment has a k-th token
+            x[rows[inside], s2[inside] + k] = x[rows[inside], s1[inside] + k]
+        for k in range(int(r.max()) - 1):
+            inside = k < r - 1
+            labels[rows[inside], s2[inside] + k] = x[rows[inside], s2[inside] + k + 1]
+        return TaskBatch(x, None, labels, s2, s1)
+
+    def dataset(self, num_sequences: int, seed: int) -> TaskBatch:
+        """A fixed set of ``num_sequences`` sequences: the same tensors for the same seed.
+
+        Raises:
+            ValueError: on a bad size or a negative seed.
+        """
+        checks.int_at_least(seed, "seed", 0)
+        return self.sample(num_sequences, torch.Generator().manual_seed(seed))
+
+    def relation_targets(self, batch: TaskBatch) -> Tensor:
+        """The key each relation points at, for every query.
+
+        Returns:
+            long tensor (B, R=2, L): ``[:, 0, i] = i - 1`` (previous token; -1 at i = 0) and
+            ``[:, 1, i] = s1 + (i - s2) + 1`` (the token after the earlier occurrence) at the
+            labelled positions i of the repeat, -1 elsewhere.
+        """
+        B, L = batch.input_ids.shape
+        positions = torch.arange(L, device=batch.input_ids.device).expand(B, L)  # (B, L)
+        induction = positions - (batch.marked - batch.source)[:, None] + 1  # (B, L)
+        induction = torch.where(batch.labels != IGNORE_INDEX, induction, torch.full_like(induction, -1))
+        return torch.stack([positions - 1, induction], dim=1)
+
+    def curve_scores(self, model: torch.nn.Module, batch: TaskBatch) -> Dict[str, list]:
+        """Per-layer, per-head shares of the two relations on ``batch``, for learning curves.
+
+        Returns:
+            ``{"previous": [[share of head h of layer l]], "induction": [[...]]}``: nested
+            lists (num_layers, H) of floats in [0, 1] (:func:`target_shares`), JSON-able.
+        """
+        targets = self.relation_targets(batch)
+        shares = [target_shares(w, targets) for w in attention_maps(model, batch)]  # per layer (H, 2)
+        return {name: [[round(float(v), 4) for v in layer[:, r]] for layer in shares]
+                for r, name in enumerate(self.relations)}
+
+    def tokens(self, batch: TaskBatch, index: int = 0) -> List[str]:
+        """Token labels of sequence ``index`` for plot axes; the two copies of the segment are
+        marked with a leading ``'`` (first) and ``"`` (second)."""
+        ids = batch.input_ids[index].tolist()
+        s1, s2 = int(batch.source[index]), int(batch.marked[index])
+        r = int((batch.labels[index] != IGNORE_INDEX).sum()) + 1
+        return [("'" if s1 <= j < s1 + r else '"' if s2 <= j < s2 + r else "") + str(t) for j, t in enumerate(ids)]
+
+    def to_dict(self) -> dict:
+        """JSON-able description, inverse of :func:`task_from_dict`."""
+        return {"kind": self.kind, "vocab_size": self.vocab_size, "seq_len": self.seq_len,
+                "repeat_lengths": list(self.repeat_lengths)}
+
+
+_TASK_KINDS = {PrevMarkedTask.kind: PrevMarkedTask, InductionTask.kind: InductionTask}
+
+
+def task_from_dict(d: Mapping):
+    """Rebuild a task from its ``to_dict()``: a :class:`PrevMarkedTask` or an :class:`InductionTask`.
+
+    Raises:
+        ValueError: on an unknown ``kind`` (listing the known ones) or a bad field.
+    """
     d = dict(d)
     kind = d.pop("kind", None)
-    if kind != PrevMarkedTask.kind:
-        raise ValueError(f"unknown task kind {kind!r}; known: {[PrevMarkedTask.kind]}")
-    return PrevMarkedTask(**d)
+    if kind not in _TASK_KINDS:
+        raise ValueError(f"unknown task kind {kind!r}; known: {sorted(_TASK_KINDS)}")
+    try:
+        return _TASK_KINDS[kind](**d)
+    except TypeError as err:
+        raise ValueError(f"task {kind!r}: {err}") from None
 
 
 # ----------------------------------------------------------------------------- head specialisation
@@ -368,6 +508,8 @@ def _model_inputs(batch) -> Tuple[dict, Tensor]:
     """(forward keywords, labels) of a :class:`TaskBatch`, an ``(input_ids, labels[,
     key_padding_mask])`` tuple or a dict with those keys."""
     if isinstance(batch, TaskBatch):
+        if batch.token_type_ids is None:
+            return {"input_ids": batch.input_ids}, batch.labels
         return {"input_ids": batch.input_ids, "token_type_ids": batch.token_type_ids}, batch.labels
     if isinstance(batch, Mapping) and "input_ids" in batch and "labels" in batch:
         return {"input_ids": batch["input_ids"], "key_padding_mask": batch.get("key_padding_mask")}, batch["labels"]
@@ -487,6 +629,9 @@ class TrainedSpec:
         tied_heads: when True, every head of every block shares head 0's W^Q, W^K and W^V
             (:func:`mha_lib.analysis.tie_heads`, kept tied during training); chapter 2 uses
             it to show that tied heads are one narrow head.
+        checkpoints: optimiser-step counts at which the first seed's weights are also saved
+            (0 = initialisation), for chapters that show training unfold; load one with
+            ``load_trained(name, step=n)``.
     """
 
     name: str
@@ -502,8 +647,9 @@ class TrainedSpec:
     eval_every: int = 100
     eval_sequences: int = 256
     tied_heads: bool = False
+    checkpoints: Tuple[int, ...] = ()
 
-    def make_task(self) -> PrevMarkedTask:
+    def make_task(self):
         """The task object."""
         return task_from_dict(self.task)
 
@@ -531,12 +677,14 @@ class TrainedSpec:
     def to_dict(self) -> dict:
         d = asdict(self)
         d["seeds"] = list(self.seeds)
+        d["checkpoints"] = list(self.checkpoints)
         return d
 
     @classmethod
     def from_dict(cls, d: Mapping) -> "TrainedSpec":
         d = dict(d)
         d["seeds"] = tuple(d["seeds"])
+        d["checkpoints"] = tuple(d.get("checkpoints", ()))
         return cls(**d)
 
 
@@ -562,10 +710,21 @@ def _spec(name: str, num_heads: int, num_layers: int = 1, seeds=(0, 1, 2, 3, 4))
     return TrainedSpec(name=name, version=1, task=_TASK, model=model, seeds=tuple(seeds), **_RECIPE)
 
 
+_INDUCTION = dict(
+    version=1,
+    task=InductionTask(vocab_size=64, seq_len=32, repeat_lengths=(3, 4, 5, 6, 7, 8)).to_dict(),
+    model=dict(vocab_size=64, d_model=64, num_heads=4, num_layers=2, d_ff=0, max_len=32, positional="sinusoidal",
+               pad_token_id=None, is_causal=True, norm_first=True),  # attention-only (d_ff=0), causal
+    steps=2000, batch_size=64, seeds=(0, 1, 2, 3, 4), eval_every=50,
+)
+_INDUCTION_CHECKPOINTS = (0, 200, 400, 500, 600, 700, 800, 900, 1000, 1200, 1500, 2000)
+
 #: Every shipped trained model family, by name (``make train`` walks it). Chapter 1:
 #: ``ch1-h{1,2,4,8}``; chapter 2: ``ch2-tied-h4``, ``ch2-narrow-h4``; chapter 3 adds
 #: ``ch1-h16``, ``ch1-h32`` and ``ch3-h8-kv{4,2,1}`` (same task, d_model and recipe);
-#: chapter 4 uses ``ch4-l3h8`` (3 layers x 8 heads).
+#: chapter 4 uses ``ch4-l3h8`` (3 layers x 8 heads); chapter 5 the attention-only causal models
+#: ``ch5-induction-l2`` (with training checkpoints), ``ch5-induction-l2-lr1e-3`` and ``ch5-induction-l1``
+#: on :class:`InductionTask`.
 SHIPPED: Dict[str, TrainedSpec] = {
     s.name: s
     for s in [
@@ -579,6 +738,10 @@ SHIPPED: Dict[str, TrainedSpec] = {
         # chapter 3: ch1-h8 with grouped-query (4, 2 key/value heads) and multi-query (1) attention
         *(TrainedSpec(name=f"ch3-h8-kv{kv}", version=1, task=_TASK, model=dict(_MODEL, num_heads=8, num_kv_heads=kv),
                       seeds=(0, 1, 2, 3, 4), **_RECIPE) for kv in (4, 2, 1)),
+        # chapter 5: attention-only causal models on the repeat task, 2 layers at two learning rates, 1 layer
+        TrainedSpec(name="ch5-induction-l2", lr=3e-3, checkpoints=_INDUCTION_CHECKPOINTS, **_INDUCTION),
+        TrainedSpec(name="ch5-induction-l2-lr1e-3", lr=1e-3, **dict(_INDUCTION, steps=4000)),  # twice the steps
+        TrainedSpec(name="ch5-induction-l1", lr=3e-3, **dict(_INDUCTION, model=dict(_INDUCTION["model"], num_layers=1))),
     ]
 }
 
@@ -695,7 +858,7 @@ def trained_info(spec: Union[str, TrainedSpec], directory: Union[str, Path, None
 
 def load_trained(
     spec: Union[str, TrainedSpec], seed: Optional[int] = None, *, directory: Union[str, Path, None] = None,
-    device: Union[str, torch.device] = "cpu",
+    device: Union[str, torch.device] = "cpu", step: Optional[int] = None,
 ):
     """Load a shipped trained :class:`~mha_lib.model.TokenClassifier`, in eval mode.
 
@@ -705,12 +868,15 @@ def load_trained(
         directory: where the files are (default: the package's ``weights/``; the training
             cache of :mod:`mha_lib.train` uses the same layout).
         device: where to put the model.
+        step: a training checkpoint instead of the final weights: one of the spec's
+            ``checkpoints`` (optimiser steps done; 0 = initialisation), of its first seed.
 
     Returns:
         a float32 TokenClassifier; its weights are the stored float16 values, upcast.
 
     Raises:
-        ValueError: unknown name or seed, stale files (spec mismatch), metadata that is not
+        ValueError: unknown name, seed or checkpoint step (or a step with a seed other than
+            the first), stale files (spec mismatch), metadata that is not
             JSON, or a weights file that is unreadable or whose tensors do not fit the model or
             hold NaN/inf (naming the file and the key).
         FileNotFoundError: the files are missing.
@@ -724,6 +890,12 @@ def load_trained(
         raise ValueError(f"{spec.name} has no seed {seed!r}; shipped seeds: {info['seeds']}")
     weights_path, _ = weight_files(spec, directory)
     prefix = f"seed{seed}/"
+    if step is not None:
+        step = checks.nonnegative_int(step, "step")
+        if step not in spec.checkpoints or seed != spec.seeds[0]:
+            raise ValueError(f"{spec.name} has checkpoints of seed {spec.seeds[0]} at steps {list(spec.checkpoints)}; "
+                             f"got step={step}, seed={seed}")
+        prefix = f"checkpoint{step}/"
     model = build_checked(spec.build, weights_path, prefix=prefix, source=f"{weights_path}[{prefix}]")
     return model.to(device).eval()  # float32: the stored float16 values, upcast
 

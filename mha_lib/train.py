@@ -74,6 +74,8 @@ class TrainResult:
         cached: True when the result was read from the checkpoint cache, not trained.
         threads: torch's intra-op thread count while it trained (None when read from a cache
             entry that did not record it).
+        checkpoints: ``{step: state_dict}`` (float32, CPU) of the weights after each step in
+            ``checkpoint_steps``; empty when none were asked for.
     """
 
     model: nn.Module
@@ -84,6 +86,7 @@ class TrainResult:
     cpu_seconds: float = float("nan")
     cached: bool = False
     threads: Optional[int] = None
+    checkpoints: Dict[int, dict] = field(default_factory=dict)
 
 
 def lr_at(step: int, steps: int, lr: float, warmup: float) -> float:
@@ -133,6 +136,7 @@ def train(
     eval_sequences: int = 256,
     progress: bool = True,
     desc: Optional[str] = None,
+    checkpoint_steps: Sequence[int] = (),
 ) -> TrainResult:
     """Train ``model`` on ``task`` for exactly ``steps`` AdamW steps.
 
@@ -161,6 +165,12 @@ def train(
         progress: show a tqdm progress bar (also off when the environment sets
             ``TQDM_DISABLE=1``). The bar writes to stderr, never to a checked cell.
         desc: progress-bar label.
+        checkpoint_steps: numbers of optimiser steps done (0 = the initial weights, up to
+            ``steps``) after which a copy of the weights goes into ``TrainResult.checkpoints``.
+
+    A task with a ``curve_scores(model, batch) -> dict`` method (e.g.
+    :class:`~mha_lib.tasks.InductionTask`: per-head previous-token and induction shares) also
+    gets those values in the curve at every point, under their keys.
 
     Returns:
         a :class:`TrainResult`.
@@ -176,6 +186,7 @@ def train(
     if checks.finite_real(weight_decay, "weight_decay") < 0:
         raise ValueError(f"weight_decay must be >= 0, got {weight_decay!r}")
     checks.probability(warmup, "warmup")  # a fraction of the steps, in [0, 1)
+    keep_at = set(checks.head_indices(checkpoint_steps, "checkpoint_steps", upper=steps + 1, upper_name="steps + 1"))
     if getattr(model, "num_classes", task.num_classes) != task.num_classes:
         raise ValueError(f"model has num_classes={model.num_classes}, the task has {task.num_classes}")
     from tqdm.auto import tqdm
@@ -186,6 +197,10 @@ def train(
     generator = torch.Generator().manual_seed(DATA_SEED_OFFSET + seed)
     eval_batch = task.dataset(eval_sequences, seed=DATA_SEED_OFFSET - 1)  # fixed, shared by all runs
     curve: Dict[str, list] = {"steps": [], "loss": [], "accuracy": []}
+    curve_scores = getattr(task, "curve_scores", None)
+    checkpoints: Dict[int, dict] = {}
+    if 0 in keep_at:  # step 0: the initial weights
+        checkpoints[0] = {k: v.detach().float().cpu().clone() for k, v in model.state_dict().items()}
     running, count = 0.0, 0
     start, cpu_start = time.perf_counter(), time.process_time()
     bar = tqdm(range(steps), desc=desc, disable=_progress_disabled(progress), leave=False, mininterval=0.5)
@@ -201,19 +216,24 @@ def train(
         opt.step()
         running += loss.item()
         count += 1
+        if step + 1 in keep_at:
+            checkpoints[step + 1] = {k: v.detach().float().cpu().clone() for k, v in model.state_dict().items()}
         if (step + 1) % eval_every == 0 or step + 1 == steps:
             model.eval()
             acc = accuracy(model, eval_batch)
+            scores = curve_scores(model, eval_batch) if curve_scores is not None else {}
             model.train()
             curve["steps"].append(step + 1)
             curve["loss"].append(running / count)
             curve["accuracy"].append(acc)
+            for key, value in scores.items():
+                curve.setdefault(key, []).append(value)
             bar.set_postfix(loss=f"{running / count:.3f}", acc=f"{acc:.3f}")
             running, count = 0.0, 0
     model.eval()
     final = evaluate(model, task)
     return TrainResult(model, curve, final, time.perf_counter() - start, seed, time.process_time() - cpu_start,
-                       threads=torch.get_num_threads())
+                       threads=torch.get_num_threads(), checkpoints=checkpoints)
 
 
 # ----------------------------------------------------------------------------- specs and the cache
@@ -295,10 +315,12 @@ def train_spec(
                         and checks.finite_real(meta.get("accuracy"), "accuracy") >= 0
                         and checks.finite_real(meta.get("seconds"), "seconds") >= 0):
                     raise ValueError(f"{m_path.name} does not hold a training record")
-                model = build_checked(spec.build, w_path)
+                model = build_checked(spec.build, w_path, prefix="final/")
+                saved = [checks.nonnegative_int(n, "checkpoint step") for n in meta.get("checkpoints", [])]
+                checkpoints = {n: build_checked(spec.build, w_path, prefix=f"step{n}/").state_dict() for n in saved}
                 return TrainResult(model.to(device).eval(), meta["curve"], meta["accuracy"], meta["seconds"],
                                    seed, meta.get("cpu_seconds", float("nan")), cached=True,
-                                   threads=meta.get("threads"))
+                                   threads=meta.get("threads"), checkpoints=checkpoints)
             except (ValueError, KeyError, TypeError, UnicodeDecodeError) as err:  # a truncated entry
                 warnings.warn(f"ignoring a broken cache entry {w_path.name} ({err}); retraining", UserWarning,
                               stacklevel=2)
@@ -318,12 +340,16 @@ def train_spec(
         eval_sequences=spec.eval_sequences,
         progress=progress,
         desc=f"{spec.name} seed {seed}",
+        checkpoint_steps=spec.checkpoints if seed == spec.seeds[0] else (),
     )
     if cache_dir is not False:
         cache.mkdir(parents=True, exist_ok=True)
-        state = {k: v.detach().float().cpu().contiguous() for k, v in result.model.state_dict().items()}
+        state = {f"final/{k}": v.detach().float().cpu().contiguous() for k, v in result.model.state_dict().items()}
+        for n, ckpt in result.checkpoints.items():
+            state.update({f"step{n}/{k}": v.contiguous() for k, v in ckpt.items()})
         meta = {"curve": result.curve, "accuracy": result.accuracy, "seconds": result.seconds,
-                "cpu_seconds": result.cpu_seconds, "threads": result.threads}
+                "cpu_seconds": result.cpu_seconds, "threads": result.threads,
+                "checkpoints": sorted(result.checkpoints)}
         # write, then rename: an interrupted run leaves no half-written entry behind
         save_file(state, str(w_path) + ".tmp")
         Path(str(m_path) + ".tmp").write_text(json.dumps(meta), encoding="utf-8")
@@ -369,6 +395,8 @@ def save_trained(
         model.load_state_dict({k: v.float() for k, v in half.items()})
         accuracies.append(evaluate(model, task))
         state.update({f"seed{r.seed}/{k}": v.contiguous() for k, v in half.items()})
+        for n, ckpt in sorted(r.checkpoints.items()):  # the first seed's, when the spec asks for them
+            state.update({f"checkpoint{n}/{k}": v.to(torch.float16).contiguous() for k, v in ckpt.items()})
     save_file(state, str(w_path), metadata={"format": "mha_lib-trained", "name": spec.name, "version": str(spec.version)})
     meta = {
         "spec": spec.to_dict(),
@@ -379,6 +407,7 @@ def save_trained(
         "train_seconds": [r.seconds for r in results],
         "train_cpu_seconds": [r.cpu_seconds for r in results],
         "train_threads": [r.threads for r in results],  # per run (the workers'), not this process's
+        "checkpoints": sorted(results[0].checkpoints) if results else [],
         "versions": {
             "mha_lib": __version__,
             "torch": torch.__version__,

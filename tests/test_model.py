@@ -70,8 +70,8 @@ def test_block_follows_its_equation(norm_first):
     cfg = EncoderConfig(**TINY, norm_first=norm_first, activation="relu")
     block = TransformerBlock(cfg).eval()
     x = torch.randn(2, 5, 16)
-    y, w = block(x)
-    assert w is None
+    y, w, cross = block(x)
+    assert w is None and cross is None
 
     def attn(h):
         return block.attn(h)[0]
@@ -363,3 +363,148 @@ def test_numpy_integers_are_integers():
 def test_encoder_needs_an_encoder_config():
     with pytest.raises(ValueError, match="EncoderConfig.*dict"):
         Encoder(dict(TINY))
+
+
+# ----------------------------------------------------------------------------- configurations of the one block
+def _copy_torch_layer(block, layer):
+    """Copy a torch.nn.TransformerDecoderLayer / EncoderLayer into our block (same sub-layer order)."""
+    from mha_lib.attention import MultiHeadAttention
+
+    block.attn.load_state_dict(MultiHeadAttention.from_torch(layer.self_attn).state_dict())
+    if block.cross_attn is not None:
+        block.cross_attn.load_state_dict(MultiHeadAttention.from_torch(layer.multihead_attn).state_dict())
+    block.mlp.fc_in.load_state_dict(layer.linear1.state_dict())
+    block.mlp.fc_out.load_state_dict(layer.linear2.state_dict())
+    norms = [block.norm1, block.norm_cross, block.norm2] if block.cross_attn is not None else [block.norm1, block.norm2]
+    for ours, theirs in zip(norms, [layer.norm1, layer.norm2, getattr(layer, "norm3", None)]):
+        ours.load_state_dict(theirs.state_dict())
+
+
+@pytest.mark.parametrize("norm_first", [True, False])
+def test_decoder_block_equals_torch_transformer_decoder_layer(norm_first):
+    torch.manual_seed(0)
+    cfg = EncoderConfig(**TINY, norm_first=norm_first, activation="relu", cross_attention=True)
+    block = TransformerBlock(cfg).eval()
+    layer = torch.nn.TransformerDecoderLayer(16, 4, dim_feedforward=32, dropout=0.0, batch_first=True,
+                                             norm_first=norm_first).eval()
+    _copy_torch_layer(block, layer)
+    tgt, memory = torch.randn(2, 5, 16), torch.randn(2, 7, 16)
+    memory_kpm = torch.zeros(2, 7, dtype=torch.bool)
+    memory_kpm[1, 4:] = True
+    causal = torch.nn.Transformer.generate_square_subsequent_mask(5)
+    expected = layer(tgt, memory, tgt_mask=causal, tgt_is_causal=True, memory_key_padding_mask=memory_kpm)
+    with torch.no_grad():
+        got, w, cross = block(tgt, is_causal=True, memory=memory, memory_key_padding_mask=memory_kpm,
+                              need_weights=True)
+    torch.testing.assert_close(got, expected, atol=2e-5, rtol=1e-5)
+    assert w.shape == (2, 4, 5, 5) and cross.shape == (2, 4, 5, 7)
+    assert bool((w.triu(1) == 0).all())  # causal self-attention
+    assert float(cross[1, :, :, 4:].abs().max()) == 0.0  # padded memory gets no weight
+
+
+def test_memory_must_match_the_block():
+    torch.manual_seed(0)
+    plain = TransformerBlock(EncoderConfig(**TINY))
+    with pytest.raises(ValueError, match="memory"):
+        plain(torch.randn(1, 3, 16), memory=torch.randn(1, 4, 16))
+    decoder = TransformerBlock(EncoderConfig(**TINY, cross_attention=True))
+    with pytest.raises(ValueError, match="memory"):
+        decoder(torch.randn(1, 3, 16))
+
+
+def test_attention_only_block_has_no_mlp_and_follows_its_equation():
+    torch.manual_seed(0)
+    cfg = EncoderConfig(**{**TINY, "d_ff": 0})
+    block = TransformerBlock(cfg).eval()
+    assert block.mlp is None and block.norm2 is None
+    assert not any("mlp" in name for name, _ in block.named_parameters())
+    x = torch.randn(2, 5, 16)
+    torch.testing.assert_close(block(x)[0], x + block.attn(block.norm1(x))[0])
+
+
+def test_causal_config_is_the_forward_default_and_ignores_the_future():
+    torch.manual_seed(0)
+    model = make(TokenClassifier, is_causal=True, d_ff=0)
+    x = ids(B=2, L=8)
+    y = x.clone()
+    y[:, 5:] = (y[:, 5:] + 1) % TINY["vocab_size"]  # change only the future of position 4
+    a, b = model(x).logits, model(y).logits
+    torch.testing.assert_close(a[:, :5], b[:, :5])
+    assert not torch.allclose(a[:, 5:], b[:, 5:])
+    torch.testing.assert_close(model(x, is_causal=True).logits, a)  # the default is the config's
+    assert not torch.allclose(model(x, is_causal=False).logits, a)  # an explicit False overrides it
+    with pytest.raises(ValueError, match="is_causal"):
+        model(x, is_causal="yes")
+
+
+def test_patchify_order_and_errors():
+    from mha_lib.model import patchify
+
+    img = torch.arange(16.0).reshape(1, 4, 4)
+    patches = patchify(img, 2)
+    assert patches.shape == (1, 4, 4)
+    assert patches[0, 0].tolist() == [0, 1, 4, 5]  # top-left patch, row-major inside
+    assert patches[0, 1].tolist() == [2, 3, 6, 7]  # then to the right
+    assert patchify(torch.zeros(2, 3, 8, 8), 4).shape == (2, 4, 48)
+    assert torch.equal(patchify(img, 1)[0, :, 0], img.flatten())
+    with pytest.raises(ValueError, match="width 6 is not divisible by patch_size=4"):
+        patchify(torch.zeros(1, 8, 6), 4)
+    with pytest.raises(ValueError, match="patch_size"):
+        patchify(img, 0)
+    with pytest.raises(ValueError, match="float"):
+        patchify(torch.zeros(1, 4, 4, dtype=torch.long), 2)
+
+
+VIT = dict(vocab_size=0, d_model=16, num_heads=4, num_layers=2, d_ff=32, max_len=17, patch_dim=4,
+           cls_token=True, pad_token_id=None, positional="learned")
+
+
+def test_patch_front_end_with_cls_and_pooling(tmp_path):
+    from mha_lib.model import patchify
+
+    torch.manual_seed(0)
+    model = TokenClassifier(EncoderConfig(**VIT), 10, pooling="cls").eval()
+    with torch.no_grad():
+        model.encoder.cls_embedding.normal_()
+    patches = patchify(torch.rand(3, 8, 8), 2)  # (3, 16, 4)
+    out = model(patches, output_attentions=True)
+    assert out.logits.shape == (3, 10)
+    assert out.attentions[0].shape == (3, 4, 17, 17)  # 16 patches + [CLS]
+    torch.testing.assert_close(out.logits, model.readout(out.last_hidden_state[:, 0]))
+    model.save_pretrained(tmp_path)
+    again = load(tmp_path)
+    assert again.pooling == "cls"
+    torch.testing.assert_close(again(patches).logits, out.logits)
+    with pytest.raises(ValueError, match="patch_dim=4"):
+        model(torch.rand(3, 16, 5))
+    with pytest.raises(ValueError, match="exceed max_len"):
+        model(torch.rand(3, 17, 4))
+    with pytest.raises(ValueError, match="NaN"):
+        model(torch.full((1, 4, 4), float("nan")))
+
+
+def test_mean_pooling_skips_padding():
+    torch.manual_seed(0)
+    model = TokenClassifier(EncoderConfig(**TINY), 3, pooling="mean").eval()
+    x = ids(B=1, L=6)
+    kpm = torch.tensor([[False, False, False, False, True, True]])
+    padded = model(x, key_padding_mask=kpm).logits
+    short = model(x[:, :4]).logits
+    torch.testing.assert_close(padded, short, atol=1e-6, rtol=1e-5)
+    with pytest.raises(ValueError, match="pooling='max'"):
+        TokenClassifier(EncoderConfig(**TINY), 3, pooling="max")
+
+
+@pytest.mark.parametrize("bad, match", [
+    (dict(vocab_size=0), "vocab_size=0"),
+    (dict(patch_dim=4), "set vocab_size=0"),
+    (dict(vocab_size=0, patch_dim=4, pad_token_id=0), "pad_token_id"),
+    (dict(cls_token=True), "cls_token"),
+    (dict(d_ff=-1), "d_ff"),
+    (dict(is_causal=1), "is_causal"),
+    (dict(cross_attention="no"), "cross_attention"),
+    (dict(patch_dim=2.0), "patch_dim"),
+])
+def test_new_config_fields_are_checked(bad, match):
+    with pytest.raises(ValueError, match=match):
+        EncoderConfig(**{**TINY, **bad})

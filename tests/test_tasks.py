@@ -62,7 +62,7 @@ def test_one_token_alone_says_nothing_about_the_label():
 def test_determinism_and_seed_dependence():
     task = PrevMarkedTask()
     a, b, c = task.dataset(64, seed=7), task.dataset(64, seed=7), task.dataset(64, seed=8)
-    assert all(torch.equal(s, t) for s, t in zip(a, b))
+    assert all(s is t is None or torch.equal(s, t) for s, t in zip(a, b))  # `source` is None here
     assert not torch.equal(a.input_ids, c.input_ids)
     g1, g2 = torch.Generator().manual_seed(5), torch.Generator().manual_seed(5)
     assert torch.equal(task.sample(9, g1).labels, task.sample(9, g2).labels)
@@ -209,7 +209,11 @@ def test_registry_specs_are_consistent():
         assert spec.name == name
         assert config.vocab_size == task.vocab_size and config.max_len == task.seq_len
         assert config.pad_token_id is None  # every token id is real and must keep its gradient
-        assert config.type_vocab_size == 2  # the mark is a token type
+        if isinstance(task, tasks.PrevMarkedTask):
+            assert config.type_vocab_size == 2  # the mark is a token type
+        else:  # chapter 5: a causal language model, no token types
+            assert isinstance(task, tasks.InductionTask)
+            assert config.type_vocab_size == 0 and config.is_causal and task.num_classes == config.vocab_size
         assert len(spec.seeds) >= 3
         assert tasks.TrainedSpec.from_dict(json.loads(json.dumps(spec.to_dict()))) == spec
     ch1 = [tasks.SHIPPED[f"ch1-h{h}"] for h in (1, 2, 4, 8)]
@@ -234,8 +238,24 @@ def test_every_shipped_family_has_files_and_loads():
 
 
 def test_shipped_weights_are_small():
+    # a budget for the wheel: about 1-2 MiB per chapter's models (float16), checkpoints included
     total = sum(p.stat().st_size for p in tasks.WEIGHTS_DIR.glob("*.safetensors"))
-    assert total < 8 * 2**20, f"shipped weights take {total / 2**20:.1f} MiB"
+    assert total < 12 * 2**20, f"shipped weights take {total / 2**20:.1f} MiB"
+
+
+def test_checkpoints_load_and_differ_from_the_final_weights():
+    spec = tasks.SHIPPED["ch5-induction-l2"]
+    assert spec.checkpoints[0] == 0 and spec.checkpoints[-1] == spec.steps
+    first = tasks.load_trained(spec, step=0)
+    last = tasks.load_trained(spec, step=spec.steps)
+    final = tasks.load_trained(spec)
+    for (name, a), b, c in zip(first.state_dict().items(), last.state_dict().values(), final.state_dict().values()):
+        assert torch.equal(b, c), name  # the last checkpoint is the final model of the first seed
+    assert not torch.equal(first.readout.weight, final.readout.weight)
+    with pytest.raises(ValueError, match="steps"):
+        tasks.load_trained(spec, step=123)
+    with pytest.raises(ValueError, match="seed=1"):
+        tasks.load_trained(spec, 1, step=0)  # checkpoints exist for the first seed only
 
 
 def test_load_trained_errors(tmp_path):

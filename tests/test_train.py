@@ -148,3 +148,41 @@ def test_make_train_has_one_target_per_family_covering_the_registry():
         families |= set(names.split())
     assert families == set(SHIPPED)
     assert "train-ch1-budget" in makefile and "scripts/train_ch1_budget.py" in makefile
+
+
+def test_checkpoints_and_curve_scores_survive_the_cache(tmp_path):
+    from dataclasses import replace
+
+    from mha_lib.tasks import SHIPPED
+    from mha_lib.train import train_spec
+
+    spec = replace(SHIPPED["ch5-induction-l2"], steps=6, eval_every=3, checkpoints=(0, 3, 6), batch_size=8,
+                   eval_sequences=16)
+    fresh = train_spec(spec, 0, progress=False, cache_dir=tmp_path, device="cpu")
+    assert sorted(fresh.checkpoints) == [0, 3, 6]
+    assert len(fresh.curve["induction"]) == 2 and len(fresh.curve["induction"][0]) == 2  # 2 points, 2 layers
+    for key, value in fresh.model.state_dict().items():
+        assert torch.equal(fresh.checkpoints[6][key], value.float().cpu())
+    assert not torch.equal(fresh.checkpoints[0]["readout.weight"], fresh.checkpoints[6]["readout.weight"])
+    cached = train_spec(spec, 0, progress=False, cache_dir=tmp_path, device="cpu")
+    assert cached.cached and sorted(cached.checkpoints) == [0, 3, 6]
+    for n in (0, 3, 6):
+        for key, value in fresh.checkpoints[n].items():
+            assert torch.equal(cached.checkpoints[n][key], value)
+    assert cached.curve == fresh.curve
+    other_seed = train_spec(spec, 1, progress=False, cache_dir=False, device="cpu")
+    assert other_seed.checkpoints == {}  # only the first seed keeps checkpoints
+
+
+def test_checkpoint_steps_are_checked():
+    from mha_lib.tasks import InductionTask
+    from mha_lib.model import EncoderConfig, TokenClassifier
+    from mha_lib.train import train
+
+    task = InductionTask(vocab_size=8, seq_len=8, repeat_lengths=(2,))
+    model = TokenClassifier(EncoderConfig(vocab_size=8, d_model=8, num_heads=2, num_layers=1, d_ff=0, max_len=8,
+                                          is_causal=True, pad_token_id=None), 8)
+    with pytest.raises(ValueError, match="checkpoint_steps"):
+        train(model, task, steps=3, batch_size=2, lr=1e-3, checkpoint_steps=[4], progress=False)
+    with pytest.raises(ValueError, match="checkpoint_steps"):
+        train(model, task, steps=3, batch_size=2, lr=1e-3, checkpoint_steps=[1.5], progress=False)
