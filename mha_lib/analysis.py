@@ -470,13 +470,26 @@ def encoder_norm_maps(encoder, input_ids: Tensor, *, combine_heads: bool = False
 # a head adds alpha_ij x_j W_OV to position i.
 
 
-def _causal_weights(weights: Tensor, name: str = "weights") -> Tensor:
+def _one_layer_weights(weights: Tensor, name: str = "weights") -> Tensor:
+    """One layer's (B, H, L, L) attention weights, checked: float, finite, rows summing to 1
+    (or to 0: a query with no allowed key)."""
     if not isinstance(weights, Tensor) or weights.dim() != 4 or weights.shape[-1] != weights.shape[-2]:
         raise ValueError(f"{name} must be one layer's (B, H, L, L) tensor, got "
                          f"{tuple(weights.shape) if isinstance(weights, Tensor) else type(weights).__name__}")
+    if not weights.is_floating_point():
+        raise ValueError(f"{name} must be floating point attention weights, got {weights.dtype}")
+    if weights.shape[0] == 0 or weights.shape[1] == 0:
+        raise ValueError(f"{name} has no sequence or no head: shape {tuple(weights.shape)}")
     if weights.shape[-1] < 2:
         raise ValueError(f"{name} needs L >= 2 positions, got L = {weights.shape[-1]}")
-    return weights.detach().float()
+    w = weights.detach().float()
+    if not bool(torch.isfinite(w).all()):
+        raise ValueError(f"{name} holds NaN or infinite values")
+    sums = w.sum(-1)
+    if not bool(((sums - 1).abs() < 1e-3).logical_or(sums.abs() < 1e-6).all()) or bool((w < 0).any()):
+        raise ValueError(f"{name} are not attention weights: rows must be >= 0 and sum to 1 (or 0), "
+                         f"got row sums from {float(sums.min()):.3g} to {float(sums.max()):.3g}")
+    return w
 
 
 def previous_token_score(weights: Tensor) -> Tensor:
@@ -494,9 +507,11 @@ def previous_token_score(weights: Tensor) -> Tensor:
         float32 tensor (H,) in [0, 1].
 
     Raises:
-        ValueError: a tensor of another rank, non-square maps, or L < 2.
+        ValueError: a tensor of another rank, non-square maps, L < 2, an empty batch, or
+            values that are not attention weights (not float, not finite, negative, rows not
+            summing to 1 or 0).
     """
-    w = _causal_weights(weights)
+    w = _one_layer_weights(weights)
     return w.diagonal(offset=-1, dim1=-2, dim2=-1).mean(dim=(0, 2))  # diagonal: (B, H, L-1)
 
 
@@ -514,13 +529,15 @@ def induction_targets(input_ids: Tensor) -> Tensor:
         bool tensor (B, L, L): ``[b, i, j]`` True when key j is an induction target of query i.
 
     Raises:
-        ValueError: not a 2-D integer tensor.
+        ValueError: not a 2-D integer tensor, or negative ids.
     """
     if not isinstance(input_ids, Tensor) or input_ids.dim() != 2 or input_ids.is_floating_point() \
-            or input_ids.dtype == torch.bool:
+            or input_ids.is_complex() or input_ids.dtype == torch.bool:
         raise ValueError(f"input_ids must be a (B, L) integer tensor, got "
                          f"{tuple(input_ids.shape) if isinstance(input_ids, Tensor) else type(input_ids).__name__}"
                          f"{' ' + str(input_ids.dtype) if isinstance(input_ids, Tensor) else ''}")
+    if input_ids.numel() and int(input_ids.min()) < 0:
+        raise ValueError(f"input_ids must be >= 0 (token ids), got {int(input_ids.min())}")
     B, L = input_ids.shape
     before = torch.full_like(input_ids, -1)
     before[:, 1:] = input_ids[:, :-1]  # (B, L): the token before each key, -1 at key 0
@@ -546,10 +563,11 @@ def induction_score(weights: Tensor, input_ids: Tensor) -> Tensor:
         float32 tensor (H,) in [0, 1].
 
     Raises:
-        ValueError: on mismatched shapes, or when no query has an earlier occurrence of its
+        ValueError: on mismatched shapes, weights that are not attention weights (as
+            :func:`previous_token_score`), or when no query has an earlier occurrence of its
             token (nothing to score).
     """
-    w = _causal_weights(weights)
+    w = _one_layer_weights(weights)
     targets = induction_targets(input_ids)  # (B, L, L)
     if targets.shape != (w.shape[0], w.shape[2], w.shape[3]):
         raise ValueError(f"input_ids {tuple(input_ids.shape)} does not match weights (B, H, L, L) = {tuple(w.shape)}")
@@ -563,12 +581,15 @@ def induction_score(weights: Tensor, input_ids: Tensor) -> Tensor:
 def _head_matrices(mha, head: int) -> Tuple[Tensor, Tensor, Tensor, Tensor]:
     """W_Q, W_K, W_V (d_model, hd) and W_O (hd, d_model) of current head ``head`` (GQA-aware)."""
     from . import checks
+    from .attention import MultiHeadAttention
 
+    if not isinstance(mha, MultiHeadAttention):
+        raise ValueError(f"mha must be an mha_lib MultiHeadAttention, got {type(mha).__name__}")
     h = checks.as_int(head, "head")
     if not 0 <= h < mha.num_heads:
         raise ValueError(f"head={h} is outside range(num_heads={mha.num_heads}) of this layer")
     hd = mha.head_dim
-    kv = h // (mha.num_heads // mha.num_kv_heads)  # the key/value head of its group
+    kv = int(mha.kv_head_index[h])  # the key/value head it reads (its group's, also after pruning)
     rows, kv_rows = slice(h * hd, (h + 1) * hd), slice(kv * hd, (kv + 1) * hd)
     w_q = mha.q_proj.weight[rows].T  # (d_model, hd)
     w_k = mha.k_proj.weight[kv_rows].T
@@ -590,7 +611,7 @@ def qk_circuit(mha, head: int) -> Tensor:
         (d_model, d_model) tensor in the module's dtype, of rank <= head_dim.
 
     Raises:
-        ValueError: a head index that is not an int in range.
+        ValueError: ``mha`` not a MultiHeadAttention, or a head index that is not an int in range.
     """
     w_q, w_k, _, _ = _head_matrices(mha, head)
     return w_q @ w_k.T
@@ -613,9 +634,10 @@ def full_ov_circuit(model, layer: int, head: int) -> Tensor:
 
     Row t is how much the head, attending fully to a token t (through the direct path from the
     embedding, not through earlier layers), raises each output logit. Approximation: each
-    LayerNorm is replaced by its elementwise gain g (its centring and per-position 1/sigma are
-    dropped; 1/sigma is a positive factor per row and does not change the sign pattern);
-    position embeddings and biases are left out, as in Elhage et al. 2021.
+    LayerNorm is replaced by its elementwise gain g (its centring and its per-position factor
+    1/sigma are dropped; the latter rescales rows and can move eigenvalues a little);
+    position embeddings and biases are left out, as in Elhage et al. 2021. Pre-LN models
+    without an embedding LayerNorm only.
 
     Args:
         model: a :class:`~mha_lib.model.TokenClassifier` with a token front-end and
@@ -626,14 +648,18 @@ def full_ov_circuit(model, layer: int, head: int) -> Tensor:
         float tensor (V, V).
 
     Raises:
-        ValueError: a model without token embeddings or with num_classes != vocab_size, or a
-            layer or head out of range.
+        ValueError: a model without token embeddings or with num_classes != vocab_size, a
+            post-LN model or one with an embedding LayerNorm (where the approximation does not
+            hold), or a layer or head out of range.
     """
     from . import checks
 
     encoder = model.encoder
     if encoder.token_embedding is None or model.num_classes != encoder.config.vocab_size:
         raise ValueError("full_ov_circuit needs a language model: token embeddings and num_classes == vocab_size")
+    if not encoder.config.norm_first or encoder.config.embedding_norm:
+        raise ValueError("full_ov_circuit replaces pre-LN LayerNorms by their gains; this model is post-LN or has an "
+                         "embedding LayerNorm (norm_first=False or embedding_norm=True)")
     l = checks.as_int(layer, "layer")
     if not 0 <= l < len(encoder.blocks):
         raise ValueError(f"layer={l} is outside range(num_layers={len(encoder.blocks)})")
@@ -647,7 +673,7 @@ def full_ov_circuit(model, layer: int, head: int) -> Tensor:
 
 def copying_score(matrix: Tensor) -> float:
     """Elhage et al. 2021's copying score: sum of the eigenvalues over the sum of their absolute
-    values, sum(lambda) / sum(|lambda|), real part.
+    values, ``sum(eig) / sum(abs(eig))``, real part.
 
     Near 1 when the circuit maps each token mostly to itself (copying: the identity scores 1),
     near -1 when it suppresses it (-identity scores -1), near 0 without a preference.

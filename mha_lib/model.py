@@ -58,6 +58,8 @@ __all__ = [
     "TransformerBlock",
     "Encoder",
     "TokenClassifier",
+    "EncoderDecoder",
+    "EncoderDecoderOutput",
     "sinusoidal_positions",
     "patchify",
     "load",
@@ -319,6 +321,16 @@ class TransformerBlock(nn.Module):
         self.norm2 = norm() if config.d_ff > 0 else None
         self.drop = nn.Dropout(config.dropout)
 
+    @staticmethod
+    def _attend(attn: MultiHeadAttention, cache: Optional[dict], name: str, query, key, **kwargs):
+        """attn(query, key) -> (out, weights); with a cache, read and update ``cache[name]``."""
+        if cache is None:
+            return attn(query, key, **kwargs)
+        if name == "cross" and name in cache:
+            key = key[:, :0]  # memory's keys and values are in the cache already: add none
+        out, weights, cache[name] = attn(query, key, past_kv=cache.get(name), use_cache=True, **kwargs)
+        return out, weights
+
     def _residual(self, x: torch.Tensor, sublayer: Callable, norm: nn.Module):
         """x + drop(f(norm(x))) (pre-LN) or norm(x + drop(f(x))) (post-LN); f returns (out, extra)."""
         out, extra = sublayer(norm(x) if self.norm_first else x)  # (B, L, d_model)
@@ -336,6 +348,8 @@ class TransformerBlock(nn.Module):
         need_weights: bool = False,
         memory: Optional[torch.Tensor] = None,
         memory_key_padding_mask: Optional[torch.Tensor] = None,
+        cross_head_mask: Optional[torch.Tensor] = None,
+        cache: Optional[dict] = None,
     ):
         """Run one block.
 
@@ -350,6 +364,12 @@ class TransformerBlock(nn.Module):
             memory: (B, S, d_model), the sequence cross-attention reads (the encoder's output);
                 required exactly when the block has a cross-attention sub-layer.
             memory_key_padding_mask: (B, S) bool, True = padded memory position.
+            cross_head_mask: (H,) or (B, H) float gates of the cross-attention heads.
+            cache: for step-by-step decoding, a dict this block fills in place: ``"self"``, the
+                :class:`~mha_lib.attention.KVCache` of its self-attention (grows by L positions
+                per call), and ``"cross"``, the keys and values of ``memory``, projected on the
+                first call and reused after it (``memory`` is not read again). Pass the same
+                dict at every step; start with ``{}``.
 
         Returns:
             ``(x, weights, cross_weights)``: x (B, L, d_model); weights (B, H, L, L) and
@@ -365,14 +385,14 @@ class TransformerBlock(nn.Module):
                 "memory must be given exactly when the block has cross-attention "
                 f"(config.cross_attention={self.cross_attn is not None}), got memory={type(memory).__name__}"
             )
-        x, weights = self._residual(x, lambda h: self.attn(
-            h, key_padding_mask=key_padding_mask, attn_mask=attn_mask, is_causal=is_causal,
-            head_mask=head_mask, need_weights=need_weights), self.norm1)  # (B, L, d_model), (B, H, L, L)
+        x, weights = self._residual(x, lambda h: self._attend(
+            self.attn, cache, "self", h, h, key_padding_mask=key_padding_mask, attn_mask=attn_mask,
+            is_causal=is_causal, head_mask=head_mask, need_weights=need_weights), self.norm1)  # (B, L, d_model)
         cross_weights = None
         if self.cross_attn is not None:
-            x, cross_weights = self._residual(x, lambda h: self.cross_attn(
-                h, memory, key_padding_mask=memory_key_padding_mask, need_weights=need_weights),
-                self.norm_cross)  # (B, L, d_model), (B, H, L, S)
+            x, cross_weights = self._residual(x, lambda h: self._attend(
+                self.cross_attn, cache, "cross", h, memory, key_padding_mask=memory_key_padding_mask,
+                head_mask=cross_head_mask, need_weights=need_weights), self.norm_cross)  # (B, H, L, S) weights
         if self.mlp is not None:
             x, _ = self._residual(x, lambda h: (self.mlp(h), None), self.norm2)
         return x, weights, cross_weights
@@ -527,25 +547,28 @@ class Encoder(_SaveLoadMixin, nn.Module):
         self.final_norm = nn.LayerNorm(config.d_model, eps=config.layer_norm_eps) if config.final_norm else None
 
     # -- embeddings
-    def embed(self, input_ids: torch.Tensor, token_type_ids: Optional[torch.Tensor] = None) -> torch.Tensor:
+    def embed(self, input_ids: torch.Tensor, token_type_ids: Optional[torch.Tensor] = None,
+              position_offset: int = 0) -> torch.Tensor:
         """The front-end: token ids (B, L) long, or patch vectors (B, N, patch_dim) float (then
         L = N, or N + 1 with the [CLS] vector first) -> embeddings (B, L, d_model): token or patch
         embedding + position + token type, then the optional embedding LayerNorm and dropout.
 
-        Raises ValueError on bad ids or patches."""
+        ``position_offset``: the position of the first input (decoding one token at a time).
+
+        Raises ValueError on bad ids or patches, or positions past max_len."""
         if not checks.tracing():
-            self._check_inputs(input_ids, token_type_ids)
+            self._check_inputs(input_ids, token_type_ids, position_offset)
         if self.patch_embedding is not None:
             x = self.patch_embedding(input_ids)  # (B, N, d_model)
             if self.cls_embedding is not None:
                 x = torch.cat([self.cls_embedding.expand(x.shape[0], 1, -1), x], dim=1)  # (B, N + 1, d_model)
         else:
             x = self.token_embedding(input_ids)  # (B, L, d_model)
-        L = x.shape[1]
+        positions = slice(position_offset, position_offset + x.shape[1])
         if self.position_embedding is not None:
-            x = x + self.position_embedding.weight[:L]  # (L, d_model) broadcast over B
+            x = x + self.position_embedding.weight[positions]  # (L, d_model) broadcast over B
         elif self.sinusoid is not None:
-            x = x + self.sinusoid[:L].to(x.dtype)
+            x = x + self.sinusoid[positions].to(x.dtype)
         if self.token_type_embedding is not None:
             if token_type_ids is None:
                 token_type_ids = torch.zeros_like(input_ids)
@@ -554,8 +577,9 @@ class Encoder(_SaveLoadMixin, nn.Module):
             x = self.embedding_norm(x)
         return self.embedding_dropout(x)
 
-    def _check_inputs(self, input_ids, token_type_ids) -> None:
+    def _check_inputs(self, input_ids, token_type_ids, position_offset: int = 0) -> None:
         cfg = self.config
+        offset = checks.nonnegative_int(position_offset, "position_offset")
         if cfg.patch_dim:
             if not (isinstance(input_ids, torch.Tensor) and input_ids.dim() == 3 and input_ids.is_floating_point()
                     and input_ids.shape[-1] == cfg.patch_dim):
@@ -578,8 +602,9 @@ class Encoder(_SaveLoadMixin, nn.Module):
                 + (f"{tuple(input_ids.shape)} {input_ids.dtype}" if isinstance(input_ids, torch.Tensor) else repr(type(input_ids)))
             )
         B, L = input_ids.shape
-        if L > cfg.max_len and cfg.positional != "none":
-            raise ValueError(f"sequence length {L} exceeds max_len={cfg.max_len}")
+        if offset + L > cfg.max_len and cfg.positional != "none":
+            raise ValueError(f"sequence length {L} (from position {offset}) exceeds max_len={cfg.max_len}"
+                             if offset else f"sequence length {L} exceeds max_len={cfg.max_len}")
         if input_ids.numel() and (int(input_ids.min()) < 0 or int(input_ids.max()) >= cfg.vocab_size):
             raise ValueError(
                 f"input_ids must lie in [0, vocab_size={cfg.vocab_size}), got min {int(input_ids.min())} "
@@ -636,6 +661,9 @@ class Encoder(_SaveLoadMixin, nn.Module):
         output_hidden_states: bool = False,
         memory: Optional[torch.Tensor] = None,
         memory_key_padding_mask: Optional[torch.Tensor] = None,
+        cross_head_mask: HeadMask = None,
+        caches: Optional[Sequence[dict]] = None,
+        position_offset: int = 0,
     ) -> EncoderOutput:
         """Encode a batch of token ids.
 
@@ -660,6 +688,12 @@ class Encoder(_SaveLoadMixin, nn.Module):
             memory: (B, S, d_model) float, what the cross-attention sub-layers read (an encoder's
                 ``last_hidden_state``); only for ``config.cross_attention``.
             memory_key_padding_mask: (B, S) bool, True = padded memory position.
+            cross_head_mask: gates of the cross-attention heads, shaped like ``head_mask``.
+            caches: for decoding step by step, one dict per block (start with ``[{} for _ in
+                model.blocks]``), filled in place by :meth:`TransformerBlock.forward`; then
+                ``input_ids`` holds only the new positions and ``position_offset`` says where
+                they start.
+            position_offset: position of ``input_ids[:, 0]`` (default 0).
 
         Returns:
             :class:`EncoderOutput` (last_hidden_state (B, L, d_model), hidden_states,
@@ -671,7 +705,11 @@ class Encoder(_SaveLoadMixin, nn.Module):
                 (or missing with it).
         """
         layer_masks = self._layer_head_masks(head_mask)
-        x = self.embed(input_ids, token_type_ids)  # (B, L, d_model)
+        cross_masks = self._layer_head_masks(cross_head_mask)
+        if caches is not None and (not isinstance(caches, (list, tuple)) or len(caches) != len(self.blocks)
+                                   or not all(isinstance(c, dict) for c in caches)):
+            raise ValueError(f"caches must be a list of {len(self.blocks)} dicts (one per block), got {caches!r:.80}")
+        x = self.embed(input_ids, token_type_ids, position_offset)  # (B, L, d_model)
         if key_padding_mask is not None and not checks.tracing() and (
             not isinstance(key_padding_mask, torch.Tensor) or tuple(key_padding_mask.shape) != tuple(x.shape[:2])
         ):  # its dtype and values are checked by MultiHeadAttention, like every mask
@@ -683,7 +721,7 @@ class Encoder(_SaveLoadMixin, nn.Module):
         is_causal = self.config.is_causal if is_causal is None else checks.flag(is_causal, "is_causal")
         hidden_states = [x] if output_hidden_states else None
         attentions, cross_attentions = ([], []) if output_attentions else (None, None)
-        for block, hm in zip(self.blocks, layer_masks):
+        for i, (block, hm, cross_hm) in enumerate(zip(self.blocks, layer_masks, cross_masks)):
             x, weights, cross = block(
                 x,
                 key_padding_mask=key_padding_mask,
@@ -693,6 +731,8 @@ class Encoder(_SaveLoadMixin, nn.Module):
                 need_weights=output_attentions,
                 memory=memory,
                 memory_key_padding_mask=memory_key_padding_mask,
+                cross_head_mask=cross_hm,
+                cache=None if caches is None else caches[i],
             )  # (B, L, d_model), (B, H_l, L, L) or None, (B, H, L, S) or None
             if output_hidden_states:
                 hidden_states.append(x)
@@ -840,6 +880,182 @@ class TokenClassifier(_SaveLoadMixin, nn.Module):
     def num_parameters(self) -> int:
         """Number of parameters (buffers excluded)."""
         return sum(p.numel() for p in self.parameters())
+
+
+# ----------------------------------------------------------------------------- encoder-decoder
+@dataclass
+class EncoderDecoderOutput:
+    """What :meth:`EncoderDecoder.forward` returns.
+
+    Attributes:
+        logits: (B, T, C) float, a score per target class at every decoder position.
+        encoder_attentions: with ``output_attentions``, per encoder layer (B, H, S, S).
+        attentions: with ``output_attentions``, per decoder layer (B, H, T, T), causal.
+        cross_attentions: with ``output_attentions``, per decoder layer (B, H, T, S).
+    """
+
+    logits: torch.Tensor
+    encoder_attentions: Optional[tuple] = None
+    attentions: Optional[tuple] = None
+    cross_attentions: Optional[tuple] = None
+
+
+class EncoderDecoder(nn.Module):
+    """The encoder-decoder of Vaswani et al. 2017, built from two stacks of the one block.
+
+    ``source_encoder`` is an :class:`Encoder` over the source ids (bidirectional);
+    ``decoder`` is an :class:`Encoder` whose config has ``is_causal=True`` and
+    ``cross_attention=True``: each of its blocks attends causally to the target so far, then
+    to the encoder's output (cross-attention: queries from the target, keys and values from
+    the source), then applies its MLP. A linear readout gives (B, T, num_classes) logits.
+
+    Head masks: ``head_mask`` is a sequence with one gate per attention module, in the order
+    of ``model.modules()`` (what ``mha_lib.pruning.attention_layers`` returns): the encoder's
+    layers, then for each decoder layer its self-attention and its cross-attention. Each entry
+    is (H,), (B, H) or None.
+
+    Args:
+        encoder: :class:`EncoderConfig` of the source stack (``cross_attention=False``).
+        decoder: :class:`EncoderConfig` of the target stack (``is_causal=True``,
+            ``cross_attention=True``, same ``d_model``).
+        num_classes: C >= 1, the target vocabulary.
+
+    Raises:
+        ValueError: configs that break these rules (naming the field), or a bad num_classes.
+    """
+
+    def __init__(self, encoder: EncoderConfig, decoder: EncoderConfig, num_classes: int):
+        super().__init__()
+        for name, cfg in (("encoder", encoder), ("decoder", decoder)):
+            if not isinstance(cfg, EncoderConfig):
+                raise ValueError(f"{name} must be an EncoderConfig, got {type(cfg).__name__}")
+        if encoder.cross_attention or not (decoder.cross_attention and decoder.is_causal):
+            raise ValueError("an EncoderDecoder needs encoder.cross_attention=False and decoder.cross_attention="
+                             f"decoder.is_causal=True; got {encoder.cross_attention}, {decoder.cross_attention}, "
+                             f"{decoder.is_causal}")
+        if encoder.d_model != decoder.d_model:
+            raise ValueError(f"encoder.d_model={encoder.d_model} != decoder.d_model={decoder.d_model}")
+        self.num_classes = checks.positive_int(num_classes, "num_classes")
+        self.source_encoder = Encoder(encoder)
+        self.decoder = Encoder(decoder)
+        self.readout = nn.Linear(decoder.d_model, self.num_classes)
+
+    def _split_head_mask(self, head_mask) -> tuple:
+        """(encoder masks, decoder self masks, decoder cross masks), lists of per-layer entries."""
+        n_enc, n_dec = len(self.source_encoder.blocks), len(self.decoder.blocks)
+        if head_mask is None:
+            return None, None, None
+        masks = list(head_mask.unbind(0)) if isinstance(head_mask, torch.Tensor) else head_mask
+        if not isinstance(masks, (list, tuple)) or len(masks) != n_enc + 2 * n_dec:
+            raise ValueError(
+                f"head_mask needs {n_enc + 2 * n_dec} entries (encoder layers, then self and cross for each "
+                f"decoder layer), got {head_mask!r:.80}"
+            )
+        masks = list(masks)
+        return masks[:n_enc], masks[n_enc::2], masks[n_enc + 1::2]
+
+    def encode(self, src_ids: torch.Tensor, src_key_padding_mask: Optional[torch.Tensor] = None,
+               head_mask=None, output_attentions: bool = False) -> EncoderOutput:
+        """The source stack alone: src_ids (B, S) long -> :class:`EncoderOutput` (memory (B, S, d_model))."""
+        return self.source_encoder(src_ids, key_padding_mask=src_key_padding_mask, head_mask=head_mask,
+                                   output_attentions=output_attentions)
+
+    def forward(
+        self,
+        input_ids: torch.Tensor,
+        *,
+        src_ids: torch.Tensor,
+        src_key_padding_mask: Optional[torch.Tensor] = None,
+        head_mask=None,
+        output_attentions: bool = False,
+    ) -> EncoderDecoderOutput:
+        """Teacher-forced pass: the target so far (``input_ids``, (B, T) long, starting with a
+        begin-of-sequence id) given the source (``src_ids``, (B, S) long).
+
+        Args:
+            input_ids: (B, T) long target-side inputs.
+            src_ids: (B, S) long source ids.
+            src_key_padding_mask: (B, S) bool, True = padding: never attended to, by the encoder
+                nor by cross-attention.
+            head_mask: per attention module gates (see the class docstring), or None.
+            output_attentions: also return all three kinds of per-head weights.
+
+        Returns:
+            :class:`EncoderDecoderOutput` with logits (B, T, C).
+
+        Raises:
+            ValueError: bad ids or masks (as :meth:`Encoder.forward`), or a head_mask of the
+                wrong length.
+        """
+        enc_masks, self_masks, cross_masks = self._split_head_mask(head_mask)
+        enc = self.encode(src_ids, src_key_padding_mask, enc_masks, output_attentions)  # (B, S, d_model)
+        dec = self.decoder(input_ids, memory=enc.last_hidden_state, memory_key_padding_mask=src_key_padding_mask,
+                           head_mask=self_masks, cross_head_mask=cross_masks,
+                           output_attentions=output_attentions)  # (B, T, d_model)
+        return EncoderDecoderOutput(self.readout(dec.last_hidden_state), enc.attentions, dec.attentions,
+                                    dec.cross_attentions)
+
+    @torch.no_grad()
+    def generate(
+        self,
+        src_ids: torch.Tensor,
+        *,
+        bos_id: int,
+        max_new_tokens: int,
+        src_key_padding_mask: Optional[torch.Tensor] = None,
+        eos_id: Optional[int] = None,
+        use_cache: bool = True,
+        output_attentions: bool = False,
+    ):
+        """Greedy decoding: at each step, the arg-max class becomes the next input.
+
+        With ``use_cache`` (default) the source is encoded once, each decoder layer keeps a
+        :class:`~mha_lib.attention.KVCache` of its self-attention (one position more per step)
+        and projects the encoder's keys and values for cross-attention once, on the first step;
+        a step then runs the decoder on one position. ``use_cache=False`` reruns the decoder on
+        the whole prefix at every step (the same tokens, slower; for checking).
+
+        Args:
+            src_ids: (B, S) long; src_key_padding_mask: (B, S) bool, True = padding.
+            bos_id: the first input id of every target; max_new_tokens: steps, >= 1, with
+                1 + max_new_tokens <= the decoder's max_len.
+            eos_id: once a sequence has produced it, its later outputs are ``eos_id`` too.
+            output_attentions: also return, per step, the decoder's self- and
+                cross-attention weights of the new position.
+
+        Returns:
+            ``tokens`` (B, max_new_tokens) long, or ``(tokens, steps)`` with
+            ``output_attentions``: ``steps[t] = (self_weights, cross_weights)``, per layer
+            (B, H, 1, t + 1) and (B, H, 1, S).
+
+        Raises:
+            ValueError: a bad id or length (naming it), or ids rejected by the encoders.
+        """
+        bos = checks.nonnegative_int(bos_id, "bos_id")
+        steps = checks.positive_int(max_new_tokens, "max_new_tokens")
+        if steps + 1 > self.decoder.config.max_len:
+            raise ValueError(f"max_new_tokens={steps} needs {steps + 1} decoder positions, max_len is "
+                             f"{self.decoder.config.max_len}")
+        eos = None if eos_id is None else checks.nonnegative_int(eos_id, "eos_id")
+        memory = self.encode(src_ids, src_key_padding_mask).last_hidden_state  # (B, S, d_model), once
+        B = src_ids.shape[0]
+        tokens = torch.full((B, 1), bos, dtype=torch.long, device=src_ids.device)  # (B, 1 + t)
+        caches = [{} for _ in self.decoder.blocks] if use_cache else None
+        done = torch.zeros(B, dtype=torch.bool, device=src_ids.device)
+        record = []
+        for t in range(steps):
+            new = tokens[:, -1:] if use_cache else tokens  # (B, 1) or (B, 1 + t)
+            out = self.decoder(new, memory=memory, memory_key_padding_mask=src_key_padding_mask, caches=caches,
+                               position_offset=t if use_cache else 0, output_attentions=output_attentions)
+            next_id = self.readout(out.last_hidden_state[:, -1]).argmax(-1)  # (B,)
+            if eos is not None:
+                next_id = torch.where(done, torch.full_like(next_id, eos), next_id)
+                done = done | (next_id == eos)
+            tokens = torch.cat([tokens, next_id[:, None]], dim=1)
+            if output_attentions:
+                record.append((tuple(w[:, :, -1:] for w in out.attentions),
+                               tuple(w[:, :, -1:] for w in out.cross_attentions)))
+        return (tokens[:, 1:], record) if output_attentions else tokens[:, 1:]
 
 
 # ----------------------------------------------------------------------------- loading

@@ -71,6 +71,7 @@ __all__ = [
     "TaskBatch",
     "PrevMarkedTask",
     "InductionTask",
+    "TranslationTask",
     "task_from_dict",
     "target_shares",
     "attention_maps",
@@ -104,8 +105,10 @@ class TaskBatch(NamedTuple):
             token types (:class:`InductionTask`).
         labels: (B, L), class ids in [0, V), :data:`IGNORE_INDEX` where nothing is asked.
         marked: (B,) the marked position m of each sequence (:class:`InductionTask`: where the
-            repeat starts).
+            repeat starts; :class:`TranslationTask`: the source length).
         source: (B,) where the repeated segment first occurs (:class:`InductionTask`), else None.
+        inputs: further keyword tensors for the model's forward, each (B, ...) (e.g.
+            ``src_ids`` and ``src_key_padding_mask`` of :class:`TranslationTask`), or None.
     """
 
     input_ids: Tensor
@@ -113,14 +116,23 @@ class TaskBatch(NamedTuple):
     labels: Tensor
     marked: Tensor
     source: Optional[Tensor] = None
+    inputs: Optional[Dict[str, Tensor]] = None
+
+    def _map(self, fn) -> "TaskBatch":
+        def one(t):
+            if t is None:
+                return None
+            return {k: fn(v) for k, v in t.items()} if isinstance(t, dict) else fn(t)
+
+        return TaskBatch(*(one(t) for t in self))
 
     def to(self, device: Union[str, torch.device]) -> "TaskBatch":
         """The same batch on ``device``."""
-        return TaskBatch(*(None if t is None else t.to(device) for t in self))
+        return self._map(lambda t: t.to(device))
 
     def __getitem__(self, index):  # batch[2:5] slices every tensor; batch[0] is still a field
         if isinstance(index, slice):
-            return TaskBatch(*(None if t is None else t[index] for t in self))
+            return self._map(lambda t: t[index])
         return tuple.__getitem__(self, index)
 
     @property
@@ -269,7 +281,7 @@ class PrevMarkedTask:
 
 @dataclass(frozen=True)
 class InductionTask:
-    """Continue a repeat: random tokens in which one segment occurs twice (chapter 6).
+    """Continue a repeat: random tokens in which one segment occurs twice (chapter 5).
 
     Each sequence of length L holds tokens drawn independently and uniformly from
     {0, ..., V-1}. A segment of r tokens (r drawn per sequence from ``repeat_lengths``),
@@ -367,16 +379,18 @@ class InductionTask:
         return torch.stack([positions - 1, induction], dim=1)
 
     def curve_scores(self, model: torch.nn.Module, batch: TaskBatch) -> Dict[str, list]:
-        """Per-layer, per-head shares of the two relations on ``batch``, for learning curves.
+        """Per-layer, per-head previous-token and induction scores on ``batch``, for learning
+        curves (:func:`mha_lib.analysis.previous_token_score`, :func:`mha_lib.analysis.induction_score`).
 
         Returns:
-            ``{"previous": [[share of head h of layer l]], "induction": [[...]]}``: nested
-            lists (num_layers, H) of floats in [0, 1] (:func:`target_shares`), JSON-able.
+            ``{"previous": [[score of head h of layer l]], "induction": [[...]]}``: nested
+            lists (num_layers, H) of floats in [0, 1], JSON-able.
         """
-        targets = self.relation_targets(batch)
-        shares = [target_shares(w, targets) for w in attention_maps(model, batch)]  # per layer (H, 2)
-        return {name: [[round(float(v), 4) for v in layer[:, r]] for layer in shares]
-                for r, name in enumerate(self.relations)}
+        from .analysis import induction_score, previous_token_score
+
+        maps = attention_maps(model, batch)  # per layer (B, H, L, L)
+        return {"previous": [[round(float(v), 4) for v in previous_token_score(w)] for w in maps],
+                "induction": [[round(float(v), 4) for v in induction_score(w, batch.input_ids)] for w in maps]}
 
     def tokens(self, batch: TaskBatch, index: int = 0) -> List[str]:
         """Token labels of sequence ``index`` for plot axes; the two copies of the segment are
@@ -392,7 +406,135 @@ class InductionTask:
                 "repeat_lengths": list(self.repeat_lengths)}
 
 
-_TASK_KINDS = {PrevMarkedTask.kind: PrevMarkedTask, InductionTask.kind: InductionTask}
+@dataclass(frozen=True)
+class TranslationTask:
+    """A synthetic "translation" whose word order differs between source and target (chapter 6).
+
+    A source sentence is n words (n drawn per sentence from [min_words, max_words]), each
+    drawn uniformly from ``num_words`` word types. Its translation replaces every word w by a
+    fixed dictionary word f(w) (a permutation of the word types, fixed by ``dictionary_seed``)
+    and **reverses the order**, so target word j aligns with source word n - 1 - j: the
+    alignment is the anti-diagonal, not the diagonal (reversal is the simplest word-order
+    change; real languages reorder locally and less regularly).
+
+    Ids: 0 = padding, 1 = begin (BOS), 2 = end (EOS), words 3 .. num_words + 2, shared by source
+    and target. Source: the n words, EOS, then padding to ``max_words + 1``. Target (the
+    labels): the n translated words, EOS, then :data:`IGNORE_INDEX`; the decoder's inputs are
+    BOS followed by the labels shifted by one (teacher forcing).
+
+    Args:
+        num_words: word types, >= 2. min_words, max_words: 1 <= min_words <= max_words.
+        dictionary_seed: seed of the permutation f.
+
+    Raises:
+        ValueError: on a bound that is not an int or breaks these rules (naming it).
+    """
+
+    num_words: int = 24
+    min_words: int = 4
+    max_words: int = 12
+    dictionary_seed: int = 0
+
+    kind = "translation"
+    relations = ("aligned",)
+    PAD, BOS, EOS = 0, 1, 2
+
+    def __post_init__(self):
+        checks.int_at_least(self.num_words, "num_words", 2)
+        low = checks.int_at_least(self.min_words, "min_words", 1)
+        high = checks.int_at_least(self.max_words, "max_words", 1)
+        if high < low:
+            raise ValueError(f"max_words={high} < min_words={low}")
+        checks.nonnegative_int(self.dictionary_seed, "dictionary_seed")
+
+    @property
+    def num_classes(self) -> int:
+        """C = num_words + 3 (padding, BOS and EOS ids included)."""
+        return self.num_words + 3
+
+    @property
+    def seq_len(self) -> int:
+        """Positions of a source or target sequence: max_words + 1 (EOS)."""
+        return self.max_words + 1
+
+    def dictionary(self) -> Tensor:
+        """f as a long tensor (num_classes,): ``f[w]`` is the translation of id w (special ids map
+        to themselves)."""
+        perm = torch.randperm(self.num_words, generator=torch.Generator().manual_seed(self.dictionary_seed))
+        return torch.cat([torch.arange(3), perm + 3])
+
+    def sample(self, batch_size: int, generator: Optional[torch.Generator] = None) -> TaskBatch:
+        """Draw ``batch_size`` sentence pairs on the CPU (deterministic given ``generator``).
+
+        Returns:
+            a :class:`TaskBatch`: ``input_ids`` (B, T) decoder inputs, ``labels`` (B, T),
+            ``marked`` (B,) source lengths n, ``inputs = {"src_ids": (B, S), "src_key_padding_mask":
+            (B, S) bool}``, with S = T = max_words + 1.
+        """
+        B = checks.int_at_least(batch_size, "batch_size", 1)
+        T = self.seq_len
+        n = torch.randint(self.min_words, self.max_words + 1, (B,), generator=generator)  # (B,)
+        words = torch.randint(3, self.num_words + 3, (B, self.max_words), generator=generator)
+        pos = torch.arange(T)[None]  # (1, T)
+        src = torch.where(pos < n[:, None], torch.cat([words, words[:, :1]], 1), torch.full((B, T), self.PAD))
+        src[torch.arange(B), n] = self.EOS
+        # target j = f(source n - 1 - j) for j < n, then EOS
+        reversed_index = (n[:, None] - 1 - pos).clamp(min=0)  # (B, T)
+        translated = self.dictionary()[src.gather(1, reversed_index)]
+        labels = torch.where(pos < n[:, None], translated, torch.full((B, T), IGNORE_INDEX))
+        labels[torch.arange(B), n] = self.EOS
+        decoder_in = torch.cat([torch.full((B, 1), self.BOS), labels[:, :-1].clamp(min=0)], dim=1)  # pad -> 0
+        return TaskBatch(decoder_in, None, labels, n, inputs={"src_ids": src, "src_key_padding_mask": src == self.PAD})
+
+    def dataset(self, num_sequences: int, seed: int) -> TaskBatch:
+        """A fixed set of sentence pairs: the same tensors for the same seed.
+
+        Raises:
+            ValueError: on a bad size or a negative seed.
+        """
+        checks.int_at_least(seed, "seed", 0)
+        return self.sample(num_sequences, torch.Generator().manual_seed(seed))
+
+    def relation_targets(self, batch: TaskBatch) -> Tensor:
+        """The source position each target position should read (the true alignment).
+
+        Returns:
+            long tensor (B, R=1, T): n - 1 - j for target words j < n, n (the source EOS) for
+            the target EOS, -1 at padding.
+        """
+        B, T = batch.input_ids.shape
+        n = batch.marked[:, None]  # (B, 1)
+        pos = torch.arange(T, device=batch.input_ids.device)[None]  # (1, T)
+        aligned = torch.where(pos < n, n - 1 - pos, torch.where(pos == n, n, torch.full_like(pos, -1)))
+        return aligned[:, None]
+
+    def tokens(self, batch: TaskBatch, index: int = 0) -> Tuple[List[str], List[str]]:
+        """(source tokens, target input tokens) of pair ``index``, without padding, for plot axes:
+        words as ``s<k>`` / ``t<k>`` (k = id - 3), and ``<bos>``, ``<eos>``."""
+        def name(i: int, prefix: str) -> str:
+            return {self.BOS: "<bos>", self.EOS: "<eos>"}.get(i, f"{prefix}{i - 3}")
+
+        n = int(batch.marked[index])
+        src = batch.inputs["src_ids"][index, : n + 1].tolist()
+        tgt = batch.input_ids[index, : n + 1].tolist()
+        return [name(i, "s") for i in src], [name(i, "t") for i in tgt]
+
+    def curve_scores(self, model: torch.nn.Module, batch: TaskBatch) -> Dict[str, list]:
+        """Per decoder layer and head, the share of cross-attention weight on the aligned source
+        position (:func:`target_shares`), as nested lists (layers, H) for learning curves."""
+        with torch.no_grad():
+            out = model(batch.input_ids, **batch.inputs, output_attentions=True)
+        targets = self.relation_targets(batch)
+        return {"aligned": [[round(float(v), 4) for v in target_shares(w, targets)[:, 0]]
+                            for w in out.cross_attentions]}
+
+    def to_dict(self) -> dict:
+        """JSON-able description, inverse of :func:`task_from_dict`."""
+        return {"kind": self.kind, **asdict(self)}
+
+
+_TASK_KINDS = {PrevMarkedTask.kind: PrevMarkedTask, InductionTask.kind: InductionTask,
+               TranslationTask.kind: TranslationTask}
 
 
 def task_from_dict(d: Mapping):
@@ -508,9 +650,10 @@ def _model_inputs(batch) -> Tuple[dict, Tensor]:
     """(forward keywords, labels) of a :class:`TaskBatch`, an ``(input_ids, labels[,
     key_padding_mask])`` tuple or a dict with those keys."""
     if isinstance(batch, TaskBatch):
-        if batch.token_type_ids is None:
-            return {"input_ids": batch.input_ids}, batch.labels
-        return {"input_ids": batch.input_ids, "token_type_ids": batch.token_type_ids}, batch.labels
+        inputs = {"input_ids": batch.input_ids, **(batch.inputs or {})}
+        if batch.token_type_ids is not None:
+            inputs["token_type_ids"] = batch.token_type_ids
+        return inputs, batch.labels
     if isinstance(batch, Mapping) and "input_ids" in batch and "labels" in batch:
         return {"input_ids": batch["input_ids"], "key_padding_mask": batch.get("key_padding_mask")}, batch["labels"]
     if isinstance(batch, (tuple, list)) and len(batch) in (2, 3) and all(isinstance(t, Tensor) for t in batch):
@@ -632,6 +775,9 @@ class TrainedSpec:
         checkpoints: optimiser-step counts at which the first seed's weights are also saved
             (0 = initialisation), for chapters that show training unfold; load one with
             ``load_trained(name, step=n)``.
+        decoder: for an :class:`~mha_lib.model.EncoderDecoder`, the keyword arguments of its
+            decoder's :class:`~mha_lib.model.EncoderConfig` (``model`` is then the encoder's);
+            None for a :class:`~mha_lib.model.TokenClassifier`.
     """
 
     name: str
@@ -648,6 +794,7 @@ class TrainedSpec:
     eval_sequences: int = 256
     tied_heads: bool = False
     checkpoints: Tuple[int, ...] = ()
+    decoder: Optional[dict] = None
 
     def make_task(self):
         """The task object."""
@@ -663,9 +810,13 @@ class TrainedSpec:
         return EncoderConfig(**kwargs)
 
     def build(self):
-        """A freshly initialised :class:`~mha_lib.model.TokenClassifier` (uses torch's global RNG)."""
-        from .model import TokenClassifier
+        """A freshly initialised :class:`~mha_lib.model.TokenClassifier`, or
+        :class:`~mha_lib.model.EncoderDecoder` when the spec has a ``decoder`` (uses torch's
+        global RNG)."""
+        from .model import EncoderConfig, EncoderDecoder, TokenClassifier
 
+        if self.decoder is not None:
+            return EncoderDecoder(self.encoder_config(), EncoderConfig(**self.decoder), self.make_task().num_classes)
         model = TokenClassifier(self.encoder_config(), self.make_task().num_classes)
         if self.tied_heads:  # chapter 2: every head shares head 0's W^Q, W^K, W^V (kept tied in training)
             from .analysis import tie_heads
@@ -711,12 +862,14 @@ def _spec(name: str, num_heads: int, num_layers: int = 1, seeds=(0, 1, 2, 3, 4))
 
 
 _INDUCTION = dict(
-    version=1,
+    version=2,  # 2: curves log analysis.induction_score (all earlier occurrences)
     task=InductionTask(vocab_size=64, seq_len=32, repeat_lengths=(3, 4, 5, 6, 7, 8)).to_dict(),
     model=dict(vocab_size=64, d_model=64, num_heads=4, num_layers=2, d_ff=0, max_len=32, positional="sinusoidal",
                pad_token_id=None, is_causal=True, norm_first=True),  # attention-only (d_ff=0), causal
     steps=2000, batch_size=64, seeds=(0, 1, 2, 3, 4), eval_every=50,
 )
+_SEQ2SEQ = dict(vocab_size=27, d_model=64, num_heads=4, num_layers=2, d_ff=128, max_len=13, positional="sinusoidal",
+                pad_token_id=0, norm_first=True)  # TranslationTask(): 24 words + 3 special ids, 12 words + EOS
 _INDUCTION_CHECKPOINTS = (0, 200, 400, 500, 600, 700, 800, 900, 1000, 1200, 1500, 2000)
 
 #: Every shipped trained model family, by name (``make train`` walks it). Chapter 1:
@@ -724,7 +877,7 @@ _INDUCTION_CHECKPOINTS = (0, 200, 400, 500, 600, 700, 800, 900, 1000, 1200, 1500
 #: ``ch1-h16``, ``ch1-h32`` and ``ch3-h8-kv{4,2,1}`` (same task, d_model and recipe);
 #: chapter 4 uses ``ch4-l3h8`` (3 layers x 8 heads); chapter 5 the attention-only causal models
 #: ``ch5-induction-l2`` (with training checkpoints), ``ch5-induction-l2-lr1e-3`` and ``ch5-induction-l1``
-#: on :class:`InductionTask`.
+#: on :class:`InductionTask`; chapter 6 the encoder-decoder ``ch6-translation`` on :class:`TranslationTask`.
 SHIPPED: Dict[str, TrainedSpec] = {
     s.name: s
     for s in [
@@ -742,6 +895,10 @@ SHIPPED: Dict[str, TrainedSpec] = {
         TrainedSpec(name="ch5-induction-l2", lr=3e-3, checkpoints=_INDUCTION_CHECKPOINTS, **_INDUCTION),
         TrainedSpec(name="ch5-induction-l2-lr1e-3", lr=1e-3, **dict(_INDUCTION, steps=4000)),  # twice the steps
         TrainedSpec(name="ch5-induction-l1", lr=3e-3, **dict(_INDUCTION, model=dict(_INDUCTION["model"], num_layers=1))),
+        # chapter 6: an encoder-decoder on the reversed "translation"
+        TrainedSpec(name="ch6-translation", version=1, task=TranslationTask().to_dict(), model=_SEQ2SEQ,
+                    decoder=dict(_SEQ2SEQ, is_causal=True, cross_attention=True), steps=1200, batch_size=64,
+                    lr=3e-3, eval_every=50, checkpoints=(0, 50, 100, 150, 200, 300, 1200)),
     ]
 }
 

@@ -163,3 +163,38 @@ def test_a_causal_model_trains_on_the_task_without_token_types():
     scores = task.curve_scores(model.eval(), task.dataset(8, seed=0))
     assert set(scores) == {"previous", "induction"}
     assert len(scores["previous"]) == 2 and len(scores["previous"][0]) == 2
+
+
+def test_circuits_follow_kv_head_index_after_uneven_gqa_pruning():
+    torch.manual_seed(0)
+    mha = MultiHeadAttention(16, 4, num_kv_heads=2, bias=False).eval()
+    mha.prune_heads([3])  # heads 0, 1 read KV head 0; head 2 reads KV head 1
+    x = torch.randn(1, 5, 16)
+    _, weights = mha(x, need_weights=True)
+    for h in range(mha.num_heads):
+        scores = x[0] @ qk_circuit(mha, h) @ x[0].T / 4**0.5
+        torch.testing.assert_close(torch.softmax(scores, -1), weights[0, h], atol=1e-5, rtol=1e-5)
+    with pytest.raises(ValueError, match="MultiHeadAttention"):
+        qk_circuit(torch.nn.Linear(4, 4), 0)
+
+
+@pytest.mark.parametrize("bad, match", [
+    (torch.ones(1, 1, 3, 3, dtype=torch.bool), "floating point"),
+    (torch.full((1, 1, 3, 3), float("nan")), "NaN"),
+    (torch.full((1, 1, 3, 3), 2 / 3), "not attention weights"),
+    (torch.zeros(0, 1, 3, 3), "no sequence"),
+])
+def test_scores_refuse_what_is_not_attention_weights(bad, match):
+    with pytest.raises(ValueError, match=match):
+        previous_token_score(bad)
+    with pytest.raises(ValueError, match=match):
+        induction_score(bad, torch.tensor([[1, 1, 1]]).expand(bad.shape[0], 3))
+
+
+def test_induction_targets_refuse_negative_ids_and_full_ov_refuses_post_ln():
+    with pytest.raises(ValueError, match=">= 0"):
+        induction_targets(torch.tensor([[-1, 2, -1, 2]]))
+    cfg = EncoderConfig(vocab_size=6, d_model=8, num_heads=2, num_layers=1, d_ff=0, max_len=8, is_causal=True,
+                        pad_token_id=None, norm_first=False)
+    with pytest.raises(ValueError, match="post-LN"):
+        full_ov_circuit(TokenClassifier(cfg, 6), 0, 0)

@@ -6,6 +6,8 @@ import json
 import pytest
 import torch
 
+from mha_lib.model import EncoderConfig
+
 from mha_lib import tasks
 from mha_lib.tasks import IGNORE_INDEX, PrevMarkedTask, TaskBatch, best_heads
 from mha_lib.tasks import target_shares as relation_shares
@@ -207,7 +209,14 @@ def test_registry_specs_are_consistent():
         task = spec.make_task()
         config = spec.encoder_config()
         assert spec.name == name
-        assert config.vocab_size == task.vocab_size and config.max_len == task.seq_len
+        assert config.max_len == task.seq_len
+        if isinstance(task, tasks.TranslationTask):  # chapter 6: an encoder-decoder, id 0 pads
+            decoder = EncoderConfig(**spec.decoder)
+            assert config.vocab_size == decoder.vocab_size == task.num_classes and config.pad_token_id == 0
+            assert decoder.is_causal and decoder.cross_attention and not config.cross_attention
+            assert len(spec.seeds) >= 3
+            continue
+        assert config.vocab_size == task.vocab_size
         assert config.pad_token_id is None  # every token id is real and must keep its gradient
         if isinstance(task, tasks.PrevMarkedTask):
             assert config.type_vocab_size == 2  # the mark is a token type

@@ -1,0 +1,135 @@
+"""Tests for the encoder-decoder built from the one block, greedy decoding with a cache, and the
+translation task."""
+import pytest
+import torch
+
+from mha_lib.model import EncoderConfig, EncoderDecoder
+from mha_lib.pruning import attention_layers
+from mha_lib.tasks import IGNORE_INDEX, TranslationTask, per_example_loss, task_from_dict
+
+ENC = dict(vocab_size=15, d_model=16, num_heads=4, num_layers=2, d_ff=32, max_len=9, pad_token_id=0)
+
+
+def make(seed=0):
+    torch.manual_seed(seed)
+    return EncoderDecoder(EncoderConfig(**ENC), EncoderConfig(**ENC, is_causal=True, cross_attention=True), 15).eval()
+
+
+def src(B=3, S=7, seed=1):
+    g = torch.Generator().manual_seed(seed)
+    ids = torch.randint(3, 15, (B, S), generator=g)
+    kpm = torch.zeros(B, S, dtype=torch.bool)
+    kpm[1, 4:] = True
+    return ids.masked_fill(kpm, 0), kpm
+
+
+def test_teacher_forced_pass_shapes_and_causality():
+    model = make()
+    s, kpm = src()
+    tgt = torch.randint(3, 15, (3, 6))
+    out = model(tgt, src_ids=s, src_key_padding_mask=kpm, output_attentions=True)
+    assert out.logits.shape == (3, 6, 15)
+    assert [w.shape for w in out.encoder_attentions] == [(3, 4, 7, 7)] * 2
+    assert [w.shape for w in out.attentions] == [(3, 4, 6, 6)] * 2
+    assert [w.shape for w in out.cross_attentions] == [(3, 4, 6, 7)] * 2
+    assert float(out.cross_attentions[0][1, :, :, 4:].detach().abs().max()) == 0.0  # padded source gets nothing
+    changed = tgt.clone()
+    changed[:, 4:] = 3
+    again = model(changed, src_ids=s, src_key_padding_mask=kpm).logits
+    torch.testing.assert_close(again[:, :4], out.logits[:, :4])  # the decoder does not see the future
+
+
+def test_generate_with_cache_equals_recomputing_and_projects_memory_once():
+    model = make()
+    s, kpm = src()
+    calls = []
+    # the key each cross-attention call receives: memory (S = 7 positions) on the first step, then none
+    hooks = [b.cross_attn.register_forward_pre_hook(lambda m, args: calls.append(args[1].shape[1]))
+             for b in model.decoder.blocks]
+    cached, steps = model.generate(s, src_key_padding_mask=kpm, bos_id=1, max_new_tokens=8,
+                                   output_attentions=True)
+    for h in hooks:
+        h.remove()
+    assert calls[:2] == [7, 7] and calls[2:] == [0] * 14  # memory projected once per decoder layer
+    plain = model.generate(s, src_key_padding_mask=kpm, bos_id=1, max_new_tokens=8, use_cache=False)
+    assert torch.equal(cached, plain)
+    # and greedy: each token is the arg-max of a teacher-forced pass on the tokens before it
+    inputs = torch.cat([torch.ones(3, 1, dtype=torch.long), cached[:, :-1]], 1)
+    assert torch.equal(model(inputs, src_ids=s, src_key_padding_mask=kpm).logits.argmax(-1), cached)
+    assert len(steps) == 8 and steps[3][0][0].shape == (3, 4, 1, 4) and steps[3][1][0].shape == (3, 4, 1, 7)
+
+
+def test_generate_stops_at_eos_and_checks_its_arguments():
+    model = make()
+    s, kpm = src()
+    tokens = model.generate(s, src_key_padding_mask=kpm, bos_id=1, max_new_tokens=8, eos_id=int(
+        model.generate(s, src_key_padding_mask=kpm, bos_id=1, max_new_tokens=1)[0, 0]))
+    first_eos = (tokens[0] == tokens[0, 0]).nonzero()[0, 0]
+    assert bool((tokens[0, first_eos:] == tokens[0, 0]).all())
+    with pytest.raises(ValueError, match="max_new_tokens=9"):
+        model.generate(s, bos_id=1, max_new_tokens=9)
+    with pytest.raises(ValueError, match="bos_id"):
+        model.generate(s, bos_id=-1, max_new_tokens=2)
+
+
+def test_head_mask_follows_attention_layers_order():
+    model = make()
+    s, kpm = src()
+    tgt = torch.randint(3, 15, (3, 5))
+    layers = attention_layers(model)
+    assert len(layers) == 6
+    assert layers[2] is model.decoder.blocks[0].attn and layers[3] is model.decoder.blocks[0].cross_attn
+    base = model(tgt, src_ids=s, src_key_padding_mask=kpm).logits
+    ones = [torch.ones(4) for _ in layers]
+    torch.testing.assert_close(model(tgt, src_ids=s, src_key_padding_mask=kpm, head_mask=ones).logits, base)
+    no_cross = [torch.ones(4), torch.ones(4), torch.ones(4), torch.zeros(4), torch.ones(4), torch.zeros(4)]
+    blind = model(tgt, src_ids=s, src_key_padding_mask=kpm, head_mask=no_cross).logits
+    other = model(tgt, src_ids=torch.full_like(s, 5), head_mask=no_cross).logits
+    torch.testing.assert_close(blind, other)  # without cross-attention the source cannot matter
+    with pytest.raises(ValueError, match="6 entries"):
+        model(tgt, src_ids=s, head_mask=ones[:4])
+
+
+def test_configs_are_checked():
+    enc, dec = EncoderConfig(**ENC), EncoderConfig(**ENC, is_causal=True, cross_attention=True)
+    with pytest.raises(ValueError, match="cross_attention"):
+        EncoderDecoder(enc, enc, 15)
+    with pytest.raises(ValueError, match="d_model"):
+        EncoderDecoder(enc, EncoderConfig(**{**ENC, "d_model": 32}, is_causal=True, cross_attention=True), 15)
+    with pytest.raises(ValueError, match="num_classes"):
+        EncoderDecoder(enc, dec, 0)
+
+
+def test_translation_task_reverses_through_the_dictionary():
+    task = TranslationTask(num_words=10, min_words=2, max_words=6, dictionary_seed=3)
+    batch = task.dataset(200, seed=0)
+    f = task.dictionary()
+    assert sorted(f[3:].tolist()) == list(range(3, 13)) and f[:3].tolist() == [0, 1, 2]
+    n = batch.marked
+    src_ids, kpm = batch.inputs["src_ids"], batch.inputs["src_key_padding_mask"]
+    for b in range(200):
+        k = int(n[b])
+        words = src_ids[b, :k]
+        assert int(src_ids[b, k]) == task.EOS and bool(kpm[b, k + 1:].all()) and not bool(kpm[b, :k + 1].any())
+        assert batch.labels[b, :k].tolist() == f[words.flip(0)].tolist()
+        assert int(batch.labels[b, k]) == task.EOS and bool((batch.labels[b, k + 1:] == IGNORE_INDEX).all())
+        assert int(batch.input_ids[b, 0]) == task.BOS
+        assert batch.input_ids[b, 1:k + 1].tolist() == batch.labels[b, :k].tolist()
+    aligned = task.relation_targets(batch)[:, 0]  # (B, T)
+    rows, cols = (aligned >= 0).nonzero(as_tuple=True)
+    # the aligned source position holds the word whose translation is the label (EOS for EOS)
+    assert torch.equal(f[src_ids[rows, aligned[rows, cols]]], batch.labels[rows, cols])
+    assert task_from_dict(task.to_dict()) == task
+    with pytest.raises(ValueError, match="max_words=2 < min_words=3"):
+        TranslationTask(min_words=3, max_words=2)
+
+
+def test_an_encoder_decoder_trains_on_the_task_batches():
+    task = TranslationTask(num_words=12, min_words=2, max_words=8)
+    model = make()
+    batch = task.sample(4, torch.Generator().manual_seed(0))
+    loss = per_example_loss(model, batch)
+    assert loss.shape == (4,) and bool(torch.isfinite(loss).all())
+    assert batch[1:3].inputs["src_ids"].shape == (2, 9)  # slicing reaches the extra inputs
+    scores = task.curve_scores(model, task.dataset(8, seed=0))
+    assert len(scores["aligned"]) == 2 and len(scores["aligned"][0]) == 4
