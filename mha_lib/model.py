@@ -1017,8 +1017,8 @@ class EncoderDecoder(nn.Module):
 
         Args:
             src_ids: (B, S) long; src_key_padding_mask: (B, S) bool, True = padding.
-            bos_id: the first input id of every target; max_new_tokens: steps, >= 1, with
-                1 + max_new_tokens <= the decoder's max_len.
+            bos_id: the first input id of every target; max_new_tokens: steps, >= 1, at most
+                the decoder's max_len.
             eos_id: once a sequence has produced it, its later outputs are ``eos_id`` too.
             output_attentions: also return, per step, the decoder's self- and
                 cross-attention weights of the new position.
@@ -1033,8 +1033,8 @@ class EncoderDecoder(nn.Module):
         """
         bos = checks.nonnegative_int(bos_id, "bos_id")
         steps = checks.positive_int(max_new_tokens, "max_new_tokens")
-        if steps + 1 > self.decoder.config.max_len:
-            raise ValueError(f"max_new_tokens={steps} needs {steps + 1} decoder positions, max_len is "
+        if steps > self.decoder.config.max_len:  # inputs at positions 0 .. steps - 1
+            raise ValueError(f"max_new_tokens={steps} needs {steps} decoder positions, max_len is "
                              f"{self.decoder.config.max_len}")
         eos = None if eos_id is None else checks.nonnegative_int(eos_id, "eos_id")
         memory = self.encode(src_ids, src_key_padding_mask).last_hidden_state  # (B, S, d_model), once

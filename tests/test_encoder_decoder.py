@@ -66,8 +66,9 @@ def test_generate_stops_at_eos_and_checks_its_arguments():
         model.generate(s, src_key_padding_mask=kpm, bos_id=1, max_new_tokens=1)[0, 0]))
     first_eos = (tokens[0] == tokens[0, 0]).nonzero()[0, 0]
     assert bool((tokens[0, first_eos:] == tokens[0, 0]).all())
-    with pytest.raises(ValueError, match="max_new_tokens=9"):
-        model.generate(s, bos_id=1, max_new_tokens=9)
+    assert model.generate(s, bos_id=1, max_new_tokens=9).shape == (3, 9)  # max_len positions
+    with pytest.raises(ValueError, match="max_new_tokens=10"):
+        model.generate(s, bos_id=1, max_new_tokens=10)
     with pytest.raises(ValueError, match="bos_id"):
         model.generate(s, bos_id=-1, max_new_tokens=2)
 

@@ -243,7 +243,8 @@ def test_every_shipped_family_has_files_and_loads():
         assert len(info["accuracy"]) == len(spec.seeds) == len(info["curves"])
         model = tasks.load_trained(name, spec.seeds[-1])
         assert not model.training
-        assert model.config.num_heads == spec.model["num_heads"]
+        config = model.source_encoder.config if spec.decoder else model.config
+        assert config.num_heads == spec.model["num_heads"]
 
 
 def test_shipped_weights_are_small():
