@@ -16,7 +16,7 @@ export TQDM_DISABLE := 1
 export PYTHONHASHSEED := 0
 
 .PHONY: venv check-notebooks book test test-unit test-notebooks test-browser browser-deps execute train train-ch1 \
-        train-ch2 train-ch3 train-ch4 train-ch5 train-ch6 train-ch1-budget bench clean
+        train-ch2 train-ch3 train-ch4 train-ch5 train-ch6 train-ch7 train-ch1-budget bench clean
 
 $(STAMP): requirements.txt constraints.txt pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -72,7 +72,7 @@ execute: venv
 # Retrain every shipped model from scratch, seeded: one target per family (mha_lib.tasks.SHIPPED),
 # then chapter 1's budget sweep (its per-run records: mha_lib/data/ch1_budget_sweep.json).
 TRAIN := $(BIN)/python scripts/train_all.py
-train: train-ch1 train-ch2 train-ch3 train-ch4 train-ch5 train-ch6 train-ch1-budget
+train: train-ch1 train-ch2 train-ch3 train-ch4 train-ch5 train-ch6 train-ch7 train-ch1-budget
 train-ch1: venv
 	$(TRAIN) ch1-h1 ch1-h2 ch1-h4 ch1-h8 ch1-h16 ch1-h32
 train-ch2: venv
@@ -85,6 +85,8 @@ train-ch5: venv
 	$(TRAIN) ch5-induction-l2 ch5-induction-l2-lr1e-3 ch5-induction-l1
 train-ch6: venv
 	$(TRAIN) ch6-translation
+train-ch7: venv
+	$(TRAIN) ch7-digits-h1 ch7-digits-h2 ch7-digits-h4 ch7-digits-h8
 train-ch1-budget: venv
 	$(BIN)/python scripts/train_ch1_budget.py
 

@@ -32,6 +32,10 @@ Two questions a reader asks of a trained model, each with one function family:
    :func:`qk_circuit`, :func:`ov_circuit`, :func:`full_ov_circuit` and :func:`copying_score`
    read what a head matches and what it writes from its weights (Elhage et al. 2021).
 
+5. **Heads over image patches.** :func:`attention_rollout` follows attention through the
+   layers (Abnar and Zuidema 2020); :func:`offset_kernels` averages a head's weight by the
+   key's offset from the query, a "kernel" per head (Cordonnier et al. 2020).
+
 Shapes: B batch, H heads (current, i.e. kept, heads after pruning), L queries, S keys,
 d_model model width, hd head_dim. Everything works in the dtype of its inputs (float32 in the
 book) and on their device.
@@ -63,6 +67,8 @@ __all__ = [
     "ov_circuit",
     "full_ov_circuit",
     "copying_score",
+    "attention_rollout",
+    "offset_kernels",
 ]
 
 #: The relations of Clark et al. 2019's first analyses: positional offsets and special tokens.
@@ -698,3 +704,85 @@ def copying_score(matrix: Tensor) -> float:
     if total == 0.0:
         raise ValueError("every eigenvalue is 0: the copying score is undefined")
     return float(eig.sum().real) / total
+
+
+# ---------------------------------------------------------------------------------------------
+# 5. Heads over image patches: rollout and relative-offset kernels
+# ---------------------------------------------------------------------------------------------
+
+
+def attention_rollout(attentions: Sequence[Tensor]) -> Tensor:
+    """Attention rollout of Abnar and Zuidema 2020 ("Quantifying Attention Flow in Transformers").
+
+    Each layer's weights are averaged over heads, the residual connection is added as an
+    identity, ``A_l = (mean_h W_l + I) / 2`` (rows sum to 1 again), and the layers are
+    multiplied, later layers on the left: ``R = A_n ... A_2 A_1``. Row i of R says how much of
+    each input position flows into position i at the top of the stack, through every path.
+
+    Args:
+        attentions: per layer (B, H, L, L) float weights (e.g. a model's ``attentions``
+            output), all with the same B and L.
+
+    Returns:
+        float32 tensor (B, L, L), rows summing to 1.
+
+    Raises:
+        ValueError: an empty sequence, or layers that are not (B, H, L, L) attention weights
+            of one shape.
+    """
+    if isinstance(attentions, Tensor) or not isinstance(attentions, (list, tuple)) or not attentions:
+        raise ValueError("attentions must be a non-empty list of per-layer (B, H, L, L) tensors")
+    layers = [_one_layer_weights(w, f"attentions[{i}]") for i, w in enumerate(attentions)]
+    if len({tuple(w.shape[:1] + w.shape[2:]) for w in layers}) != 1:
+        raise ValueError(f"layers differ in B or L: {[tuple(w.shape) for w in layers]}")
+    B, _, L, _ = layers[0].shape
+    eye = torch.eye(L, device=layers[0].device)
+    rollout = eye.expand(B, L, L)
+    for w in layers:
+        a = 0.5 * w.mean(1) + 0.5 * eye  # (B, L, L), rows sum to 1
+        rollout = a @ rollout
+    return rollout
+
+
+def offset_kernels(weights: Tensor, grid: int, *, first_patch: int = 1, margin: int = 0) -> Tensor:
+    """Each head's mean attention weight as a function of the key's offset from the query, on a
+    square grid of patches: a small 2-D "kernel" per head (the view of Cordonnier et al. 2020,
+    "On the Relationship between Self-Attention and Convolutional Layers").
+
+    Queries are the patches at least ``margin`` patches away from every border (interior
+    queries see every offset up to ``margin`` on all sides); keys are all patches (a [CLS]
+    position before them is left out, so a kernel sums to one minus the weight on [CLS]).
+
+    Args:
+        weights: (B, H, L, L) float attention weights of one layer, with L = first_patch +
+            grid**2 positions, patches in row-major order (as :func:`mha_lib.model.patchify`).
+        grid: patches per side, >= 1.
+        first_patch: index of the first patch (1 after a [CLS] token, 0 without).
+        margin: queries closer than this to a border are skipped; 0 <= 2 margin < grid.
+
+    Returns:
+        float32 tensor (H, 2 grid - 1, 2 grid - 1): entry [h, dy + grid - 1, dx + grid - 1] is
+        head h's mean weight on the key dy rows and dx columns away from the query.
+
+    Raises:
+        ValueError: weights that are not attention weights, L != first_patch + grid**2, or a
+            bad grid, first_patch or margin.
+    """
+    from . import checks
+
+    w = _one_layer_weights(weights)
+    g = checks.positive_int(grid, "grid")
+    first = checks.nonnegative_int(first_patch, "first_patch")
+    m = checks.nonnegative_int(margin, "margin")
+    if w.shape[-1] != first + g * g:
+        raise ValueError(f"weights have L = {w.shape[-1]} positions, expected first_patch + grid**2 = {first + g * g}")
+    if 2 * m >= g:
+        raise ValueError(f"margin={m} leaves no interior query on a {g} x {g} grid")
+    H = w.shape[1]
+    patches = w[:, :, first:, first:].reshape(w.shape[0], H, g, g, g, g)  # (B, H, qy, qx, ky, kx)
+    kernel = torch.zeros(H, 2 * g - 1, 2 * g - 1, dtype=w.dtype, device=w.device)
+    queries = [(qy, qx) for qy in range(m, g - m) for qx in range(m, g - m)]
+    for qy, qx in queries:
+        # keys at offsets (ky - qy, kx - qx) land at rows g-1-qy .. 2g-2-qy of the kernel
+        kernel[:, g - 1 - qy: 2 * g - 1 - qy, g - 1 - qx: 2 * g - 1 - qx] += patches[:, :, qy, qx].mean(0)
+    return kernel / len(queries)

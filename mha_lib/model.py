@@ -62,6 +62,7 @@ __all__ = [
     "EncoderDecoderOutput",
     "sinusoidal_positions",
     "patchify",
+    "unpatchify",
     "load",
     "CONFIG_NAME",
     "WEIGHTS_NAME",
@@ -260,6 +261,34 @@ def patchify(images: torch.Tensor, patch_size: int) -> torch.Tensor:
     return x.reshape(B, (H // p) * (W // p), C * p * p)  # (B, N, C*p*p)
 
 
+def unpatchify(patches: torch.Tensor, height: int, width: int, patch_size: int) -> torch.Tensor:
+    """The inverse of :func:`patchify`: (B, N, C*p*p) patches back to images (B, C, H, W).
+
+    Args:
+        patches: (B, N, C*p*p) float, N = (H/p) * (W/p) in row-major order.
+        height, width: the image's size in pixels, divisible by ``patch_size``.
+        patch_size: p >= 1.
+
+    Returns:
+        (B, C, H, W) float.
+
+    Raises:
+        ValueError: a shape that does not fit the sizes (naming them).
+    """
+    p = checks.positive_int(patch_size, "patch_size")
+    H, W = checks.positive_int(height, "height"), checks.positive_int(width, "width")
+    if H % p or W % p:
+        raise ValueError(f"image size {H}x{W} is not divisible by patch_size={p}")
+    if not isinstance(patches, torch.Tensor) or patches.dim() != 3:
+        raise ValueError(f"patches must be a (B, N, C*p*p) tensor, got {getattr(patches, 'shape', type(patches))}")
+    B, N, D = patches.shape
+    if N != (H // p) * (W // p) or D % (p * p):
+        raise ValueError(f"patches of shape {tuple(patches.shape)} do not tile a {H}x{W} image with {p}x{p} patches")
+    C = D // (p * p)
+    x = patches.reshape(B, H // p, W // p, C, p, p).permute(0, 3, 1, 4, 2, 5)  # (B, C, H/p, p, W/p, p)
+    return x.reshape(B, C, H, W)
+
+
 class MLP(nn.Module):
     """Position-wise feed-forward: Linear(d_model, d_ff) -> activation -> Linear(d_ff, d_model)."""
 
@@ -326,8 +355,12 @@ class TransformerBlock(nn.Module):
         """attn(query, key) -> (out, weights); with a cache, read and update ``cache[name]``."""
         if cache is None:
             return attn(query, key, **kwargs)
-        if name == "cross" and name in cache:
-            key = key[:, :0]  # memory's keys and values are in the cache already: add none
+        if name == "cross":
+            if cache.setdefault("memory", key) is not key:  # the same memory tensor at every step
+                raise ValueError("this cache holds another memory's keys and values: start a new cache "
+                                 "({}) for every source")
+            if name in cache:
+                key = key[:, :0]  # memory's keys and values are in the cache already: add none
         out, weights, cache[name] = attn(query, key, past_kv=cache.get(name), use_cache=True, **kwargs)
         return out, weights
 
@@ -368,8 +401,9 @@ class TransformerBlock(nn.Module):
             cache: for step-by-step decoding, a dict this block fills in place: ``"self"``, the
                 :class:`~mha_lib.attention.KVCache` of its self-attention (grows by L positions
                 per call), and ``"cross"``, the keys and values of ``memory``, projected on the
-                first call and reused after it (``memory`` is not read again). Pass the same
-                dict at every step; start with ``{}``.
+                first call and reused after it (``memory`` is not read again; passing another
+                memory tensor with the same cache raises ValueError). Pass the same dict at every
+                step; start with ``{}``.
 
         Returns:
             ``(x, weights, cross_weights)``: x (B, L, d_model); weights (B, H, L, L) and
@@ -663,7 +697,7 @@ class Encoder(_SaveLoadMixin, nn.Module):
         memory_key_padding_mask: Optional[torch.Tensor] = None,
         cross_head_mask: HeadMask = None,
         caches: Optional[Sequence[dict]] = None,
-        position_offset: int = 0,
+        position_offset: Optional[int] = None,
     ) -> EncoderOutput:
         """Encode a batch of token ids.
 
@@ -693,7 +727,8 @@ class Encoder(_SaveLoadMixin, nn.Module):
                 model.blocks]``), filled in place by :meth:`TransformerBlock.forward`; then
                 ``input_ids`` holds only the new positions and ``position_offset`` says where
                 they start.
-            position_offset: position of ``input_ids[:, 0]`` (default 0).
+            position_offset: position of ``input_ids[:, 0]``; default: the number of positions
+                already in ``caches`` (0 without). A value that differs from it raises ValueError.
 
         Returns:
             :class:`EncoderOutput` (last_hidden_state (B, L, d_model), hidden_states,
@@ -709,6 +744,15 @@ class Encoder(_SaveLoadMixin, nn.Module):
         if caches is not None and (not isinstance(caches, (list, tuple)) or len(caches) != len(self.blocks)
                                    or not all(isinstance(c, dict) for c in caches)):
             raise ValueError(f"caches must be a list of {len(self.blocks)} dicts (one per block), got {caches!r:.80}")
+        cached = 0
+        if caches is not None and "self" in caches[0]:
+            cached = caches[0]["self"].length
+        if caches is not None and memory is not None and any(c.get("memory", memory) is not memory for c in caches):
+            raise ValueError("these caches hold another memory's keys and values: start new caches for every source")
+        if position_offset is None:
+            position_offset = cached
+        elif caches is not None and checks.nonnegative_int(position_offset, "position_offset") != cached:
+            raise ValueError(f"position_offset={position_offset} but the caches hold {cached} positions")
         x = self.embed(input_ids, token_type_ids, position_offset)  # (B, L, d_model)
         if key_padding_mask is not None and not checks.tracing() and (
             not isinstance(key_padding_mask, torch.Tensor) or tuple(key_padding_mask.shape) != tuple(x.shape[:2])
@@ -954,6 +998,16 @@ class EncoderDecoder(nn.Module):
         masks = list(masks)
         return masks[:n_enc], masks[n_enc::2], masks[n_enc + 1::2]
 
+    def _source_padding(self, src_ids, mask):
+        """The source's padding mask: the one given, else ``src_ids == pad_token_id`` (when the
+        encoder has a padding id); refuses sources with no real position."""
+        if mask is None and self.source_encoder.config.pad_token_id is not None and isinstance(src_ids, torch.Tensor):
+            mask = src_ids == self.source_encoder.config.pad_token_id
+        if isinstance(mask, torch.Tensor) and mask.dtype == torch.bool and mask.dim() == 2 and not checks.tracing() \
+                and bool(mask.all(-1).any()):
+            raise ValueError("a source sequence is all padding (or empty): nothing to translate")
+        return mask
+
     def encode(self, src_ids: torch.Tensor, src_key_padding_mask: Optional[torch.Tensor] = None,
                head_mask=None, output_attentions: bool = False) -> EncoderOutput:
         """The source stack alone: src_ids (B, S) long -> :class:`EncoderOutput` (memory (B, S, d_model))."""
@@ -976,7 +1030,8 @@ class EncoderDecoder(nn.Module):
             input_ids: (B, T) long target-side inputs.
             src_ids: (B, S) long source ids.
             src_key_padding_mask: (B, S) bool, True = padding: never attended to, by the encoder
-                nor by cross-attention.
+                nor by cross-attention. Default: ``src_ids == pad_token_id`` of the encoder's config
+                (no mask when it has none).
             head_mask: per attention module gates (see the class docstring), or None.
             output_attentions: also return all three kinds of per-head weights.
 
@@ -984,10 +1039,11 @@ class EncoderDecoder(nn.Module):
             :class:`EncoderDecoderOutput` with logits (B, T, C).
 
         Raises:
-            ValueError: bad ids or masks (as :meth:`Encoder.forward`), or a head_mask of the
-                wrong length.
+            ValueError: bad ids or masks (as :meth:`Encoder.forward`), a source that is all
+                padding, or a head_mask of the wrong length.
         """
         enc_masks, self_masks, cross_masks = self._split_head_mask(head_mask)
+        src_key_padding_mask = self._source_padding(src_ids, src_key_padding_mask)
         enc = self.encode(src_ids, src_key_padding_mask, enc_masks, output_attentions)  # (B, S, d_model)
         dec = self.decoder(input_ids, memory=enc.last_hidden_state, memory_key_padding_mask=src_key_padding_mask,
                            head_mask=self_masks, cross_head_mask=cross_masks,
@@ -1016,7 +1072,8 @@ class EncoderDecoder(nn.Module):
         the whole prefix at every step (the same tokens, slower; for checking).
 
         Args:
-            src_ids: (B, S) long; src_key_padding_mask: (B, S) bool, True = padding.
+            src_ids: (B, S) long; src_key_padding_mask: (B, S) bool, True = padding (default
+                as in :meth:`forward`).
             bos_id: the first input id of every target; max_new_tokens: steps, >= 1, at most
                 the decoder's max_len.
             eos_id: once a sequence has produced it, its later outputs are ``eos_id`` too.
@@ -1037,6 +1094,11 @@ class EncoderDecoder(nn.Module):
             raise ValueError(f"max_new_tokens={steps} needs {steps} decoder positions, max_len is "
                              f"{self.decoder.config.max_len}")
         eos = None if eos_id is None else checks.nonnegative_int(eos_id, "eos_id")
+        for name, value in (("bos_id", bos), ("eos_id", eos)):
+            if value is not None and value >= self.decoder.config.vocab_size:
+                raise ValueError(f"{name}={value} is outside the decoder's vocabulary [0, {self.decoder.config.vocab_size})")
+        use_cache = checks.flag(use_cache, "use_cache")
+        src_key_padding_mask = self._source_padding(src_ids, src_key_padding_mask)
         memory = self.encode(src_ids, src_key_padding_mask).last_hidden_state  # (B, S, d_model), once
         B = src_ids.shape[0]
         tokens = torch.full((B, 1), bos, dtype=torch.long, device=src_ids.device)  # (B, 1 + t)
@@ -1046,7 +1108,7 @@ class EncoderDecoder(nn.Module):
         for t in range(steps):
             new = tokens[:, -1:] if use_cache else tokens  # (B, 1) or (B, 1 + t)
             out = self.decoder(new, memory=memory, memory_key_padding_mask=src_key_padding_mask, caches=caches,
-                               position_offset=t if use_cache else 0, output_attentions=output_attentions)
+                               output_attentions=output_attentions)  # positions follow the caches
             next_id = self.readout(out.last_hidden_state[:, -1]).argmax(-1)  # (B,)
             if eos is not None:
                 next_id = torch.where(done, torch.full_like(next_id, eos), next_id)

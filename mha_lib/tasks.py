@@ -72,6 +72,7 @@ __all__ = [
     "PrevMarkedTask",
     "InductionTask",
     "TranslationTask",
+    "DigitsTask",
     "task_from_dict",
     "target_shares",
     "attention_maps",
@@ -97,13 +98,15 @@ EVAL_SEED = 2_000_003
 
 
 class TaskBatch(NamedTuple):
-    """One batch of a task. All tensors long, on one device.
+    """One batch of a task, on one device.
 
     Attributes:
-        input_ids: (B, L) tokens in [0, V).
+        input_ids: (B, L) long tokens in [0, V), or (B, N, patch_dim) float patches
+            (:class:`DigitsTask`).
         token_type_ids: (B, L), 1 at the marked position, else 0; None for a task without
             token types (:class:`InductionTask`).
-        labels: (B, L), class ids in [0, V), :data:`IGNORE_INDEX` where nothing is asked.
+        labels: (B, L) long, class ids in [0, V), :data:`IGNORE_INDEX` where nothing is asked;
+            (B,) for a task with one label per sequence (:class:`DigitsTask`).
         marked: (B,) the marked position m of each sequence (:class:`InductionTask`: where the
             repeat starts; :class:`TranslationTask`: the source length).
         source: (B,) where the repeated segment first occurs (:class:`InductionTask`), else None.
@@ -499,13 +502,14 @@ class TranslationTask:
         """The source position each target position should read (the true alignment).
 
         Returns:
-            long tensor (B, R=1, T): n - 1 - j for target words j < n, n (the source EOS) for
-            the target EOS, -1 at padding.
+            long tensor (B, R=1, T): n - 1 - j at the decoder position j that predicts target
+            word j (j < n); -1 at the position that predicts EOS (no source word aligns with
+            it) and at padding.
         """
         B, T = batch.input_ids.shape
         n = batch.marked[:, None]  # (B, 1)
         pos = torch.arange(T, device=batch.input_ids.device)[None]  # (1, T)
-        aligned = torch.where(pos < n, n - 1 - pos, torch.where(pos == n, n, torch.full_like(pos, -1)))
+        aligned = torch.where(pos < n, n - 1 - pos, torch.full_like(pos, -1))  # (B, T)
         return aligned[:, None]
 
     def tokens(self, batch: TaskBatch, index: int = 0) -> Tuple[List[str], List[str]]:
@@ -533,8 +537,109 @@ class TranslationTask:
         return {"kind": self.kind, **asdict(self)}
 
 
+@dataclass(frozen=True)
+class DigitsTask:
+    """Classify scikit-learn's 8x8 handwritten digits from pixel patches (chapter 7).
+
+    The 1,797 images of ``sklearn.datasets.load_digits`` (shipped inside scikit-learn, no
+    download) are split once, by a fixed permutation, into ``num_test`` test images and the
+    rest for training. Pixel values 0..16 are scaled to [0, 1]. Each image becomes a sequence
+    of patches (:func:`mha_lib.model.patchify`): with ``patch_size=1`` every pixel is a token,
+    an 8x8 grid of 64 tokens (a [CLS] vector is the model's business, ``cls_token=True``).
+
+    Args:
+        patch_size: 1, 2, 4 or 8 pixels.
+        num_test: test images, in [1, 1796].
+
+    Raises:
+        ValueError: a patch size that does not divide 8, or a bad num_test.
+    """
+
+    patch_size: int = 1
+    num_test: int = 360
+
+    kind = "digits"
+    image_side = 8
+    num_classes = 10
+
+    def __post_init__(self):
+        p = checks.positive_int(self.patch_size, "patch_size")
+        if 8 % p:
+            raise ValueError(f"patch_size={p} does not divide the 8-pixel side")
+        n = checks.positive_int(self.num_test, "num_test")
+        if n >= 1797:
+            raise ValueError(f"num_test={n} leaves no training image (1,797 in all)")
+
+    @property
+    def grid(self) -> int:
+        """Patches per side: 8 / patch_size."""
+        return self.image_side // self.patch_size
+
+    @property
+    def patch_dim(self) -> int:
+        """Values per patch: patch_size**2."""
+        return self.patch_size ** 2
+
+    def images(self, split: str) -> Tuple[Tensor, Tensor]:
+        """``(images (N, 8, 8) float32 in [0, 1], labels (N,) long)`` of ``"train"`` or ``"test"``.
+
+        Raises:
+            ValueError: another split name.
+        """
+        if split not in ("train", "test"):
+            raise ValueError(f"split must be 'train' or 'test', got {split!r}")
+        images, labels = _digits()
+        order = torch.randperm(len(labels), generator=torch.Generator().manual_seed(0))
+        chosen = order[: self.num_test] if split == "test" else order[self.num_test:]
+        return images[chosen], labels[chosen]
+
+    def _batch(self, images: Tensor, labels: Tensor, index: Tensor) -> TaskBatch:
+        from .model import patchify
+
+        return TaskBatch(patchify(images, self.patch_size), None, labels, index)
+
+    def sample(self, batch_size: int, generator: Optional[torch.Generator] = None) -> TaskBatch:
+        """``batch_size`` training images drawn with replacement (deterministic given ``generator``).
+
+        Returns:
+            a :class:`TaskBatch`: ``input_ids`` (B, N, patch_dim) float patches, ``labels`` (B,)
+            digits, ``marked`` (B,) the images' indices in the training split.
+        """
+        B = checks.int_at_least(batch_size, "batch_size", 1)
+        images, labels = self.images("train")
+        index = torch.randint(0, len(labels), (B,), generator=generator)
+        return self._batch(images[index], labels[index], index)
+
+    def dataset(self, num_sequences: int, seed: int) -> TaskBatch:
+        """Test images: the whole test split in a seeded order, or the first ``num_sequences``
+        of that order when fewer are asked for (``marked`` holds their test-split indices).
+
+        Raises:
+            ValueError: on a bad size or a negative seed.
+        """
+        n = checks.int_at_least(num_sequences, "num_sequences", 1)
+        seed = checks.int_at_least(seed, "seed", 0)
+        images, labels = self.images("test")
+        index = torch.randperm(len(labels), generator=torch.Generator().manual_seed(seed))[:n]
+        return self._batch(images[index], labels[index], index)
+
+    def to_dict(self) -> dict:
+        """JSON-able description, inverse of :func:`task_from_dict`."""
+        return {"kind": self.kind, **asdict(self)}
+
+
+def _digits() -> Tuple[Tensor, Tensor]:
+    """scikit-learn's digits as (images (1797, 8, 8) float32 in [0, 1], labels (1797,) long)."""
+    try:
+        from sklearn.datasets import load_digits
+    except ImportError as err:  # pragma: no cover - scikit-learn is a requirement of the book
+        raise ValueError("DigitsTask needs scikit-learn: pip install scikit-learn") from err
+    data = load_digits()
+    return torch.tensor(data.images / 16.0, dtype=torch.float32), torch.tensor(data.target, dtype=torch.long)
+
+
 _TASK_KINDS = {PrevMarkedTask.kind: PrevMarkedTask, InductionTask.kind: InductionTask,
-               TranslationTask.kind: TranslationTask}
+               TranslationTask.kind: TranslationTask, DigitsTask.kind: DigitsTask}
 
 
 def task_from_dict(d: Mapping):
@@ -676,6 +781,8 @@ def logits(model: torch.nn.Module, batch, head_mask=None, **kwargs) -> Tensor:
 def per_example_loss(model: torch.nn.Module, batch, head_mask=None) -> Tensor:
     """Each sequence's mean cross-entropy (nats) over its labelled positions: float (B,).
 
+    A pooled classifier (logits (B, C), labels (B,)) gives each sequence's cross-entropy.
+
     The ONE loss of mha_lib's token classifiers. It has the ``loss_fn(model, batch,
     head_mask)`` signature of ``mha_lib.pruning.head_importance``.
 
@@ -689,8 +796,10 @@ def per_example_loss(model: torch.nn.Module, batch, head_mask=None) -> Tensor:
     Raises:
         ValueError: a malformed batch, or a sequence with no labelled position.
     """
-    out = logits(model, batch, head_mask)  # (B, L, C)
+    out = logits(model, batch, head_mask)  # (B, L, C), or (B, C) for a pooled classifier
     _, labels = _model_inputs(batch)
+    if out.dim() == 2:  # one label per sequence (an image classifier)
+        return torch.nn.functional.cross_entropy(out, labels, reduction="none")  # (B,)
     per_token = torch.nn.functional.cross_entropy(
         out.transpose(1, 2), labels, ignore_index=IGNORE_INDEX, reduction="none"
     )  # (B, L)
@@ -723,7 +832,7 @@ def accuracy(model: torch.nn.Module, batch, head_mask=None, batch_size: int = 10
         batches = [batch]
     correct = total = 0
     for chunk in batches:
-        pred = logits(model, chunk, head_mask).argmax(-1)  # (b, L)
+        pred = logits(model, chunk, head_mask).argmax(-1)  # (b, L), or (b,) pooled
         _, labels = _model_inputs(chunk)
         keep = labels != IGNORE_INDEX
         correct += int(((pred == labels) & keep).sum())
@@ -778,6 +887,7 @@ class TrainedSpec:
         decoder: for an :class:`~mha_lib.model.EncoderDecoder`, the keyword arguments of its
             decoder's :class:`~mha_lib.model.EncoderConfig` (``model`` is then the encoder's);
             None for a :class:`~mha_lib.model.TokenClassifier`.
+        pooling: the TokenClassifier's readout (``"token"``, ``"cls"`` or ``"mean"``).
     """
 
     name: str
@@ -795,6 +905,7 @@ class TrainedSpec:
     tied_heads: bool = False
     checkpoints: Tuple[int, ...] = ()
     decoder: Optional[dict] = None
+    pooling: str = "token"
 
     def make_task(self):
         """The task object."""
@@ -817,7 +928,7 @@ class TrainedSpec:
 
         if self.decoder is not None:
             return EncoderDecoder(self.encoder_config(), EncoderConfig(**self.decoder), self.make_task().num_classes)
-        model = TokenClassifier(self.encoder_config(), self.make_task().num_classes)
+        model = TokenClassifier(self.encoder_config(), self.make_task().num_classes, pooling=self.pooling)
         if self.tied_heads:  # chapter 2: every head shares head 0's W^Q, W^K, W^V (kept tied in training)
             from .analysis import tie_heads
 
@@ -870,6 +981,8 @@ _INDUCTION = dict(
 )
 _SEQ2SEQ = dict(vocab_size=27, d_model=64, num_heads=4, num_layers=2, d_ff=128, max_len=13, positional="sinusoidal",
                 pad_token_id=0, norm_first=True)  # TranslationTask(): 24 words + 3 special ids, 12 words + EOS
+_VIT = dict(vocab_size=0, patch_dim=1, cls_token=True, d_model=32, num_heads=4, num_layers=2, d_ff=64, max_len=65,
+            positional="learned", pad_token_id=None, norm_first=True)  # 64 pixel tokens + [CLS]
 _INDUCTION_CHECKPOINTS = (0, 200, 400, 500, 600, 700, 800, 900, 1000, 1200, 1500, 2000)
 
 #: Every shipped trained model family, by name (``make train`` walks it). Chapter 1:
@@ -877,7 +990,8 @@ _INDUCTION_CHECKPOINTS = (0, 200, 400, 500, 600, 700, 800, 900, 1000, 1200, 1500
 #: ``ch1-h16``, ``ch1-h32`` and ``ch3-h8-kv{4,2,1}`` (same task, d_model and recipe);
 #: chapter 4 uses ``ch4-l3h8`` (3 layers x 8 heads); chapter 5 the attention-only causal models
 #: ``ch5-induction-l2`` (with training checkpoints), ``ch5-induction-l2-lr1e-3`` and ``ch5-induction-l1``
-#: on :class:`InductionTask`; chapter 6 the encoder-decoder ``ch6-translation`` on :class:`TranslationTask`.
+#: on :class:`InductionTask`; chapter 6 the encoder-decoder ``ch6-translation`` on :class:`TranslationTask`;
+#: chapter 7 the Vision Transformers ``ch7-digits-h{1,2,4,8}`` on :class:`DigitsTask`.
 SHIPPED: Dict[str, TrainedSpec] = {
     s.name: s
     for s in [
@@ -896,9 +1010,13 @@ SHIPPED: Dict[str, TrainedSpec] = {
         TrainedSpec(name="ch5-induction-l2-lr1e-3", lr=1e-3, **dict(_INDUCTION, steps=4000)),  # twice the steps
         TrainedSpec(name="ch5-induction-l1", lr=3e-3, **dict(_INDUCTION, model=dict(_INDUCTION["model"], num_layers=1))),
         # chapter 6: an encoder-decoder on the reversed "translation"
-        TrainedSpec(name="ch6-translation", version=1, task=TranslationTask().to_dict(), model=_SEQ2SEQ,
+        # version 2: the learning curves score word positions only (no alignment for the EOS prediction)
+        TrainedSpec(name="ch6-translation", version=2, task=TranslationTask().to_dict(), model=_SEQ2SEQ,
                     decoder=dict(_SEQ2SEQ, is_causal=True, cross_attention=True), steps=1200, batch_size=64,
                     lr=3e-3, eval_every=50),
+        # chapter 7: a small Vision Transformer on 8x8 digits, one pixel per token, 1 to 8 heads at equal size
+        *(TrainedSpec(name=f"ch7-digits-h{h}", version=1, task=DigitsTask().to_dict(), model=dict(_VIT, num_heads=h),
+                      pooling="cls", steps=600, batch_size=64, lr=3e-3, eval_every=50) for h in (1, 2, 4, 8)),
     ]
 }
 

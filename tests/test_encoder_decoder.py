@@ -117,8 +117,9 @@ def test_translation_task_reverses_through_the_dictionary():
         assert int(batch.input_ids[b, 0]) == task.BOS
         assert batch.input_ids[b, 1:k + 1].tolist() == batch.labels[b, :k].tolist()
     aligned = task.relation_targets(batch)[:, 0]  # (B, T)
+    assert bool((aligned[torch.arange(200), n] == -1).all())  # nothing aligns with the EOS prediction
     rows, cols = (aligned >= 0).nonzero(as_tuple=True)
-    # the aligned source position holds the word whose translation is the label (EOS for EOS)
+    # the aligned source position holds the word whose translation is the label
     assert torch.equal(f[src_ids[rows, aligned[rows, cols]]], batch.labels[rows, cols])
     assert task_from_dict(task.to_dict()) == task
     with pytest.raises(ValueError, match="max_words=2 < min_words=3"):
@@ -134,3 +135,26 @@ def test_an_encoder_decoder_trains_on_the_task_batches():
     assert batch[1:3].inputs["src_ids"].shape == (2, 9)  # slicing reaches the extra inputs
     scores = task.curve_scores(model, task.dataset(8, seed=0))
     assert len(scores["aligned"]) == 2 and len(scores["aligned"][0]) == 4
+
+
+def test_decoding_state_is_checked():
+    model = make()
+    s, kpm = src()
+    assert torch.equal(model.generate(s, bos_id=1, max_new_tokens=4),  # padding mask from pad_token_id
+                       model.generate(s, src_key_padding_mask=kpm, bos_id=1, max_new_tokens=4))
+    memory = model.encode(s, kpm).last_hidden_state
+    caches = [{} for _ in model.decoder.blocks]
+    step = torch.ones(3, 1, dtype=torch.long)
+    model.decoder(step, memory=memory, memory_key_padding_mask=kpm, caches=caches)
+    with pytest.raises(ValueError, match="another memory"):
+        model.decoder(step, memory=memory.clone(), memory_key_padding_mask=kpm, caches=caches)
+    with pytest.raises(ValueError, match="position_offset=0 but the caches hold 1"):
+        model.decoder(step, memory=memory, memory_key_padding_mask=kpm, caches=caches, position_offset=0)
+    empty = s.clone()
+    empty[0] = 0
+    with pytest.raises(ValueError, match="all padding"):
+        model.generate(empty, bos_id=1, max_new_tokens=2)
+    with pytest.raises(ValueError, match="eos_id=15"):
+        model.generate(s, bos_id=1, max_new_tokens=2, eos_id=15)
+    with pytest.raises(ValueError, match="use_cache"):
+        model.generate(s, bos_id=1, max_new_tokens=2, use_cache=1)
