@@ -29,6 +29,7 @@ venv: $(STAMP)
 # Fails, naming the file, on a toc entry with no page, an unexecuted cell or an error output.
 check-notebooks: venv
 	$(BIN)/python tools/check_notebooks.py
+	$(BIN)/python tools/diagrams.py --check
 
 # Local copies of the scripts the book serves (require.js, ipywidgets' HTML manager, MathJax,
 # d3, jquery), pinned by tests/browser/package-lock.json; npm ci re-runs when the lock changes.

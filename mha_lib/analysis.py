@@ -724,7 +724,8 @@ def attention_rollout(attentions: Sequence[Tensor]) -> Tensor:
             output), all with the same B and L.
 
     Returns:
-        float32 tensor (B, L, L), rows summing to 1.
+        float32 tensor (B, L, L), rows summing to 1 (a query row that no layer lets attend,
+        e.g. padding, sums to less).
 
     Raises:
         ValueError: an empty sequence, or layers that are not (B, H, L, L) attention weights
@@ -751,7 +752,9 @@ def offset_kernels(weights: Tensor, grid: int, *, first_patch: int = 1, margin: 
 
     Queries are the patches at least ``margin`` patches away from every border (interior
     queries see every offset up to ``margin`` on all sides); keys are all patches (a [CLS]
-    position before them is left out, so a kernel sums to one minus the weight on [CLS]).
+    position before them is left out). Each offset is averaged over the queries that have a
+    key there, so far offsets, which few queries have, are not shrunk towards 0; within
+    ``margin`` every query counts.
 
     Args:
         weights: (B, H, L, L) float attention weights of one layer, with L = first_patch +
@@ -762,7 +765,8 @@ def offset_kernels(weights: Tensor, grid: int, *, first_patch: int = 1, margin: 
 
     Returns:
         float32 tensor (H, 2 grid - 1, 2 grid - 1): entry [h, dy + grid - 1, dx + grid - 1] is
-        head h's mean weight on the key dy rows and dx columns away from the query.
+        head h's mean weight on the key dy rows and dx columns away from the query, averaged
+        over the queries (and sequences) that have a key at that offset; 0 where none has.
 
     Raises:
         ValueError: weights that are not attention weights, L != first_patch + grid**2, or a
@@ -781,8 +785,11 @@ def offset_kernels(weights: Tensor, grid: int, *, first_patch: int = 1, margin: 
     H = w.shape[1]
     patches = w[:, :, first:, first:].reshape(w.shape[0], H, g, g, g, g)  # (B, H, qy, qx, ky, kx)
     kernel = torch.zeros(H, 2 * g - 1, 2 * g - 1, dtype=w.dtype, device=w.device)
-    queries = [(qy, qx) for qy in range(m, g - m) for qx in range(m, g - m)]
-    for qy, qx in queries:
-        # keys at offsets (ky - qy, kx - qx) land at rows g-1-qy .. 2g-2-qy of the kernel
-        kernel[:, g - 1 - qy: 2 * g - 1 - qy, g - 1 - qx: 2 * g - 1 - qx] += patches[:, :, qy, qx].mean(0)
-    return kernel / len(queries)
+    count = torch.zeros(2 * g - 1, 2 * g - 1, dtype=w.dtype, device=w.device)
+    for qy in range(m, g - m):
+        for qx in range(m, g - m):
+            # keys at offsets (ky - qy, kx - qx) land at rows g-1-qy .. 2g-2-qy of the kernel
+            window = (slice(g - 1 - qy, 2 * g - 1 - qy), slice(g - 1 - qx, 2 * g - 1 - qx))
+            kernel[(slice(None), *window)] += patches[:, :, qy, qx].mean(0)
+            count[window] += 1
+    return kernel / count.clamp(min=1)

@@ -279,8 +279,9 @@ def unpatchify(patches: torch.Tensor, height: int, width: int, patch_size: int) 
     H, W = checks.positive_int(height, "height"), checks.positive_int(width, "width")
     if H % p or W % p:
         raise ValueError(f"image size {H}x{W} is not divisible by patch_size={p}")
-    if not isinstance(patches, torch.Tensor) or patches.dim() != 3:
-        raise ValueError(f"patches must be a (B, N, C*p*p) tensor, got {getattr(patches, 'shape', type(patches))}")
+    if not isinstance(patches, torch.Tensor) or patches.dim() != 3 or not patches.is_floating_point():
+        raise ValueError(f"patches must be a float (B, N, C*p*p) tensor, got "
+                         f"{getattr(patches, 'dtype', type(patches).__name__)} {tuple(getattr(patches, 'shape', ()))}")
     B, N, D = patches.shape
     if N != (H // p) * (W // p) or D % (p * p):
         raise ValueError(f"patches of shape {tuple(patches.shape)} do not tile a {H}x{W} image with {p}x{p} patches")
@@ -901,6 +902,10 @@ class TokenClassifier(_SaveLoadMixin, nn.Module):
             memory_key_padding_mask=memory_key_padding_mask,
         )
         h = enc.last_hidden_state  # (B, L, d_model)
+        causal = self.config.is_causal if is_causal is None else is_causal
+        if self.pooling == "cls" and causal is True:
+            raise ValueError("pooling='cls' reads position 0, which a causal model lets see only itself; "
+                             "use pooling='mean' or is_causal=False")
         if self.pooling == "cls":
             h = h[:, 0]  # (B, d_model)
         elif self.pooling == "mean":

@@ -799,6 +799,7 @@ def per_example_loss(model: torch.nn.Module, batch, head_mask=None) -> Tensor:
     out = logits(model, batch, head_mask)  # (B, L, C), or (B, C) for a pooled classifier
     _, labels = _model_inputs(batch)
     if out.dim() == 2:  # one label per sequence (an image classifier)
+        _check_pooled_labels(labels, out)
         return torch.nn.functional.cross_entropy(out, labels, reduction="none")  # (B,)
     per_token = torch.nn.functional.cross_entropy(
         out.transpose(1, 2), labels, ignore_index=IGNORE_INDEX, reduction="none"
@@ -807,6 +808,17 @@ def per_example_loss(model: torch.nn.Module, batch, head_mask=None) -> Tensor:
     if bool((counted == 0).any()):
         raise ValueError("per_example_loss: a sequence has no position with a label")
     return per_token.sum(1) / counted
+
+
+def _check_pooled_labels(labels: Tensor, logits: Tensor) -> None:
+    """One class id per sequence, in range, for pooled logits (B, C)."""
+    B, C = logits.shape
+    if not isinstance(labels, Tensor) or labels.shape != (B,) or labels.is_floating_point() \
+            or labels.dtype == torch.bool:
+        raise ValueError(f"a pooled classifier needs integer labels of shape (B,) = ({B},), got "
+                         f"{getattr(labels, 'dtype', type(labels).__name__)} {tuple(getattr(labels, 'shape', ()))}")
+    if labels.numel() and (int(labels.min()) < 0 or int(labels.max()) >= C):
+        raise ValueError(f"labels must lie in [0, {C}), got min {int(labels.min())} max {int(labels.max())}")
 
 
 @torch.no_grad()
@@ -832,8 +844,11 @@ def accuracy(model: torch.nn.Module, batch, head_mask=None, batch_size: int = 10
         batches = [batch]
     correct = total = 0
     for chunk in batches:
-        pred = logits(model, chunk, head_mask).argmax(-1)  # (b, L), or (b,) pooled
+        scores = logits(model, chunk, head_mask)  # (b, L, C), or (b, C) pooled
+        pred = scores.argmax(-1)
         _, labels = _model_inputs(chunk)
+        if scores.dim() == 2:
+            _check_pooled_labels(labels, scores)
         keep = labels != IGNORE_INDEX
         correct += int(((pred == labels) & keep).sum())
         total += int(keep.sum())

@@ -111,3 +111,28 @@ def test_unpatchify_inverts_patchify_and_the_front_end_is_per_patch():
     torch.testing.assert_close(x[0, 0], enc.cls_embedding[0, 0] + pos[0])
     for i in range(4):
         torch.testing.assert_close(x[0, i + 1], enc.patch_embedding(patches[0, i]) + pos[i + 1])
+
+
+def test_pooled_labels_and_causal_cls_are_checked():
+    task = DigitsTask()
+    cfg = EncoderConfig(vocab_size=0, patch_dim=1, cls_token=True, d_model=16, num_heads=2, num_layers=1, d_ff=32,
+                        max_len=65, positional="learned", pad_token_id=None)
+    torch.manual_seed(0)
+    model = TokenClassifier(cfg, 10, pooling="cls").eval()
+    batch = task.dataset(8, seed=0)
+    x, y = batch.input_ids, batch.labels
+    with pytest.raises(ValueError, match=r"shape \(B,\)"):
+        accuracy(model, (x, y[:, None]))
+    with pytest.raises(ValueError, match=r"lie in \[0, 10\)"):
+        per_example_loss(model, (x, torch.full_like(y, 10)))
+    with pytest.raises(ValueError, match="integer labels"):
+        per_example_loss(model, (x, y.float()))
+    with pytest.raises(ValueError, match="causal"):
+        model(x, is_causal=True)
+
+
+def test_offset_kernels_average_each_offset_over_the_queries_that_have_it():
+    g, L = 4, 17
+    uniform = torch.full((1, 1, L, L), 1.0 / L)
+    kernel = offset_kernels(uniform, g)  # every query, every offset that exists
+    assert torch.allclose(kernel[kernel > 0], torch.tensor(1.0 / L))  # flat: far offsets are not shrunk

@@ -209,6 +209,10 @@ def test_registry_specs_are_consistent():
         task = spec.make_task()
         config = spec.encoder_config()
         assert spec.name == name
+        if isinstance(task, tasks.DigitsTask):  # chapter 7: pixels as patches, [CLS] first, pooled readout
+            assert config.patch_dim == task.patch_dim and config.cls_token and spec.pooling == "cls"
+            assert config.max_len == 1 + task.grid**2 and len(spec.seeds) >= 5
+            continue
         assert config.max_len == task.seq_len
         if isinstance(task, tasks.TranslationTask):  # chapter 6: an encoder-decoder, id 0 pads
             decoder = EncoderConfig(**spec.decoder)

@@ -115,12 +115,15 @@ def test_explorer_sliders_change_the_map_by_mouse_and_keyboard(open_page, rel):
         handle = explorer.locator(".noUi-handle").first
         track = explorer.locator(".noUi-target").first
 
-        # mouse: drag the handle to the right end of its track
+        # mouse: drag the handle to the far end of its track (right, or left if it starts at the right)
         before, label_before = _visible_map(explorer), _readout(explorer)
         hbox, tbox = handle.bounding_box(), track.bounding_box()
-        page.mouse.move(hbox["x"] + hbox["width"] / 2, hbox["y"] + hbox["height"] / 2)
+        centre = hbox["x"] + hbox["width"] / 2
+        at_right = centre > tbox["x"] + tbox["width"] / 2
+        target = tbox["x"] + 1 if at_right else tbox["x"] + tbox["width"] - 1
+        page.mouse.move(centre, hbox["y"] + hbox["height"] / 2)
         page.mouse.down()
-        page.mouse.move(tbox["x"] + tbox["width"] - 1, hbox["y"] + hbox["height"] / 2, steps=12)
+        page.mouse.move(target, hbox["y"] + hbox["height"] / 2, steps=12)
         page.mouse.up()
         page.wait_for_timeout(200)
         after, label_after = _visible_map(explorer), _readout(explorer)
@@ -129,12 +132,12 @@ def test_explorer_sliders_change_the_map_by_mouse_and_keyboard(open_page, rel):
             pytest.fail(f"{rel}, explorer {i}: the slider moved ({label_before} -> {label_after}) "
                         "but the map did not change")
 
-        # keyboard: focus the handle, one step left
+        # keyboard: focus the handle, one step back towards where it started
         handle.focus()
-        page.keyboard.press("ArrowLeft")
+        page.keyboard.press("ArrowRight" if at_right else "ArrowLeft")
         page.wait_for_timeout(200)
         keyed, label_keyed = _visible_map(explorer), _readout(explorer)
-        assert label_keyed != label_after, f"explorer {i}: ArrowLeft did not move the slider"
+        assert label_keyed != label_after, f"explorer {i}: the arrow key did not move the slider"
         if keyed == after:
             pytest.fail(f"{rel}, explorer {i}: the slider moved by keyboard ({label_after} -> {label_keyed}) "
                         "but the map did not change")

@@ -1,0 +1,164 @@
+"""Draw the book's diagrams as SVG files in _static/diagrams/ (run by `make book`).
+
+The diagrams are code, like every other figure of the book: plain SVG written by this script
+(no drawing library, no fonts to download), deterministic, so that a changed diagram shows up
+as a changed file. Each has a <title> and <desc> for screen readers; the pages that show them
+give the same text as alt text.
+
+    python tools/diagrams.py            # writes _static/diagrams/*.svg
+    python tools/diagrams.py --check    # exit 1 if a committed file differs from what it draws
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from xml.sax.saxutils import escape
+
+OUT = Path(__file__).resolve().parent.parent / "_static" / "diagrams"
+FONT = "font-family='DejaVu Sans, Arial, Helvetica, sans-serif'"
+INK, MUTED, LINE = "#1f2933", "#52606d", "#52606d"
+FILL = {"input": "#e4f0fb", "proj": "#fdf1dc", "attn": "#e6f6ec", "head": "#f2e8fb", "out": "#e4f0fb"}
+
+
+def _svg(width: int, height: int, title: str, desc: str, body: list[str]) -> str:
+    return "\n".join([
+        f"<svg xmlns='http://www.w3.org/2000/svg' viewBox='0 0 {width} {height}' width='{width}' "
+        f"height='{height}' role='img' aria-labelledby='t d'>",
+        f"<title id='t'>{escape(title)}</title>",
+        f"<desc id='d'>{escape(desc)}</desc>",
+        "<defs><marker id='arrow' viewBox='0 0 10 10' refX='9' refY='5' markerWidth='7' markerHeight='7' "
+        f"orient='auto-start-reverse'><path d='M0,0 L10,5 L0,10 z' fill='{LINE}'/></marker></defs>",
+        f"<rect width='{width}' height='{height}' fill='white'/>",
+        *body,
+        "</svg>",
+        "",
+    ])
+
+
+def _box(x, y, w, h, kind, lines, size=14):
+    """A rounded box with centred lines of text; a line may hold <tspan> markup."""
+    out = [f"<rect x='{x}' y='{y}' width='{w}' height='{h}' rx='6' fill='{FILL[kind]}' stroke='{LINE}'/>"]
+    top = y + h / 2 - (len(lines) - 1) * size * 0.6
+    for i, text in enumerate(lines):
+        out.append(f"<text x='{x + w / 2}' y='{top + i * size * 1.2 + size * 0.35:.1f}' text-anchor='middle' "
+                   f"font-size='{size}' fill='{INK}' {FONT}>{text}</text>")
+    return out
+
+
+def _arrow(x1, y1, x2, y2):
+    return [f"<line x1='{x1}' y1='{y1}' x2='{x2}' y2='{y2}' stroke='{LINE}' stroke-width='1.5' "
+            f"marker-end='url(#arrow)'/>"]
+
+
+def _label(x, y, text, size=12, anchor="middle", colour=MUTED):
+    return [f"<text x='{x}' y='{y}' text-anchor='{anchor}' font-size='{size}' fill='{colour}' {FONT}>{text}</text>"]
+
+
+def sub(base: str, index: str) -> str:
+    return f"{base}<tspan baseline-shift='sub' font-size='70%'>{index}</tspan>"
+
+
+def sup_sub(base: str, upper: str, index: str) -> str:
+    return (f"{base}<tspan baseline-shift='super' font-size='70%'>{upper}</tspan>"
+            f"<tspan baseline-shift='sub' font-size='70%' dx='-0.6em'>{index}</tspan>")
+
+
+def mha_dataflow() -> str:
+    """The data flow of multi-head attention: one input, H heads with their own projections."""
+    W, H = 860, 400
+    body: list[str] = []
+    body += _box(20, 165, 110, 70, "input", ["input X", "(L × d<tspan baseline-shift='sub' font-size='70%'>model</tspan>)"])
+    lanes = [("1", 40), ("2", 150), ("H", 290)]
+    for index, y in lanes:
+        body += _arrow(130, 200, 168, y + 30)
+        body += _box(170, y, 150, 60, "proj", [f"{sub('Q', index)} = X {sup_sub('W', 'Q', index)}",
+                                                f"{sub('K', index)}, {sub('V', index)} likewise"], size=13)
+        body += _arrow(320, y + 30, 358, y + 30)
+        body += _box(360, y, 230, 60, "attn", [f"softmax({sub('Q', index)}{sub('K', index)}<tspan baseline-shift='super' font-size='70%'>⊤</tspan> / √d<tspan baseline-shift='sub' font-size='70%'>k</tspan>) {sub('V', index)}"], size=13)
+        body += _arrow(590, y + 30, 628, 200)
+        body += _label(475, y + 76, f"head {index}: one attention map per query, (L × d<tspan baseline-shift='sub' font-size='70%'>k</tspan>) out", size=11)
+    body += _label(245, 268, "⋮", size=22, colour=INK)
+    body += _label(475, 268, "⋮", size=22, colour=INK)
+    body += _box(630, 160, 90, 80, "head", ["Concat", "(L × H d<tspan baseline-shift='sub' font-size='70%'>k</tspan>)"], size=13)
+    body += _arrow(720, 200, 748, 200)
+    body += _box(750, 165, 90, 70, "out", [f"× {sup_sub('W', 'O', '')}", "(L × d<tspan baseline-shift='sub' font-size='70%'>model</tspan>)"], size=13)
+    body += _label(430, 392, "Every head has its own projections, so it compares the tokens in its own subspace; "
+                   f"the outputs are concatenated and mixed by {sup_sub('W', 'O', '')}.", size=12)
+    return _svg(W, H, "Multi-head attention, data flow",
+                "The input X, of L tokens by d_model features, goes to H heads. Head i projects it with its own "
+                "matrices into queries, keys and values of width d_k, computes softmax(Q_i K_i transposed over the "
+                "square root of d_k) times V_i, and returns L by d_k values. The H head outputs are concatenated "
+                "into L by H d_k and multiplied by W^O, giving an L by d_model output.", body)
+
+
+def transformer_block() -> str:
+    """The pre-LN Transformer block around multi-head attention, as mha_lib builds it."""
+    W, H = 520, 515
+    body: list[str] = []
+    x0 = 200
+    body += _box(x0, 415, 140, 40, "input", ["x (L × d<tspan baseline-shift='sub' font-size='70%'>model</tspan>)"], size=13)
+    body += _arrow(x0 + 70, 415, x0 + 70, 375)
+    body += _box(x0, 335, 140, 40, "proj", ["LayerNorm"], size=13)
+    body += _arrow(x0 + 70, 335, x0 + 70, 305)
+    body += _box(x0, 255, 140, 50, "attn", ["multi-head", "attention"], size=13)
+    body += _arrow(x0 + 70, 255, x0 + 70, 232)
+    body += [f"<circle cx='{x0 + 70}' cy='220' r='12' fill='white' stroke='{LINE}'/>"]
+    body += _label(x0 + 70, 225, "+", size=16, colour=INK)
+    # residual 1: from the input around to the sum
+    body += [f"<path d='M {x0 + 70} 395 H {x0 - 40} V 220 H {x0 + 56}' fill='none' stroke='{LINE}' "
+             f"stroke-width='1.5' marker-end='url(#arrow)'/>"]
+    body += _label(x0 - 48, 300, "residual", size=11, anchor="end")
+    body += _arrow(x0 + 70, 208, x0 + 70, 180)
+    body += _box(x0, 140, 140, 40, "proj", ["LayerNorm"], size=13)
+    body += _arrow(x0 + 70, 140, x0 + 70, 115)
+    body += _box(x0, 70, 140, 45, "head", ["MLP (feed-forward)", "d<tspan baseline-shift='sub' font-size='70%'>model</tspan> → d<tspan baseline-shift='sub' font-size='70%'>ff</tspan> → d<tspan baseline-shift='sub' font-size='70%'>model</tspan>"], size=12)
+    body += _arrow(x0 + 70, 70, x0 + 70, 47)
+    body += [f"<circle cx='{x0 + 70}' cy='35' r='12' fill='white' stroke='{LINE}'/>"]
+    body += _label(x0 + 70, 40, "+", size=16, colour=INK)
+    body += [f"<path d='M {x0 + 70} 198 H {x0 + 180} V 35 H {x0 + 84}' fill='none' stroke='{LINE}' "
+             f"stroke-width='1.5' marker-end='url(#arrow)'/>"]
+    body += _label(x0 + 188, 120, "residual", size=11, anchor="start")
+    body += _arrow(x0 + 70, 23, x0 + 70, -20)
+    body += _label(x0 + 82, -6, "to the next block", size=11, anchor="start")
+    body += _label(260, 472, "pre-LN, as mha_lib's toy models (BERT puts each LayerNorm after its sum)", size=11)
+    body = ["<g transform='translate(0,32)'>", *body, "</g>"]
+    return _svg(W, H, "A Transformer block around multi-head attention",
+                "From the bottom: the input x goes through a LayerNorm into multi-head attention, whose output is "
+                "added to x (a residual connection). The sum goes through a second LayerNorm into a feed-forward "
+                "MLP, whose output is added to the sum again, and passed to the next block.", body)
+
+
+def favicon() -> str:
+    """The book's icon: three heads (coloured bars) over one input (a grey bar)."""
+    bars = "".join(f"<rect x='{4 + 9 * i}' y='4' width='6' height='16' rx='2' fill='{c}'/>"
+                   for i, c in enumerate(("#3b82c4", "#2f9e5a", "#8e5bc7")))
+    return ("<svg xmlns='http://www.w3.org/2000/svg' viewBox='0 0 32 32' width='32' height='32'>"
+            f"{bars}<rect x='4' y='24' width='24' height='5' rx='2' fill='#52606d'/></svg>\n")
+
+
+DIAGRAMS = {"mha_dataflow.svg": mha_dataflow, "transformer_block.svg": transformer_block, "favicon.svg": favicon}
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--check", action="store_true", help="compare with the files instead of writing")
+    args = parser.parse_args(argv)
+    OUT.mkdir(parents=True, exist_ok=True)
+    stale = []
+    for name, draw in DIAGRAMS.items():
+        text = draw()
+        path = OUT / name
+        if args.check:
+            if not path.is_file() or path.read_text(encoding="utf-8") != text:
+                stale.append(name)
+        else:
+            path.write_text(text, encoding="utf-8")
+    if stale:
+        print(f"diagrams out of date: {stale}; run python tools/diagrams.py", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
