@@ -11,9 +11,9 @@ value, batch first). Our module is a copy of the reference made with
     need_weights=True   ours: explicit path, per-head weights (B, H, L, S)
                         torch: need_weights=True, average_attn_weights=False (same output)
 
-Each of ``--runs`` runs times ``--reps`` calls of ours and ``--reps`` calls of torch, back to back,
-alternating which goes first, and records ratio = (our seconds per call) / (torch's seconds per
-call). Ratios below 1 mean we are faster. The script prints min / median / max of the ratios, and
+Each of ``--runs`` rounds times ``--reps`` calls of ours and ``--reps`` calls of torch, back to
+back (``mha_lib.measure.round_robin_times``, the library's one timing loop), and records ratio =
+(our seconds per call) / (torch's seconds per call) of that round. Ratios below 1 mean we are faster. The script prints min / median / max of the ratios, and
 the absolute seconds per call (medians) for context. Targets for the median ratio: <= 1.10 without
 weights, <= 1.25 with weights.
 
@@ -26,36 +26,19 @@ import argparse
 import platform
 import statistics
 import sys
-import time
 from pathlib import Path
 
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a checkout without installing
 from mha_lib.attention import MultiHeadAttention  # noqa: E402
+from mha_lib.measure import environment_string, round_robin_times  # noqa: E402
 
 SHAPES = [  # (B, L, d_model, H)
     (8, 256, 256, 8),
     (1, 1024, 512, 8),
 ]
 TARGETS = {False: 1.10, True: 1.25}
-
-
-def cpu_name() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
-
-
-def seconds_per_call(fn, reps: int) -> float:
-    start = time.perf_counter()
-    for _ in range(reps):
-        fn()
-    return (time.perf_counter() - start) / reps
 
 
 def bench_one(B: int, L: int, d: int, H: int, need_weights: bool, runs: int, reps: int) -> dict:
@@ -77,19 +60,13 @@ def bench_one(B: int, L: int, d: int, H: int, need_weights: bool, runs: int, rep
         torch.testing.assert_close(o1, o2, atol=1e-5, rtol=1e-4)
         if need_weights:
             torch.testing.assert_close(w1, w2, atol=1e-5, rtol=1e-4)
-        for _ in range(2):  # warm-up (allocator, kernel selection)
-            run_ours(), run_ref()
-        ratios, t_ours, t_ref = [], [], []
-        for i in range(runs):
-            if i % 2 == 0:
-                a = seconds_per_call(run_ours, reps)
-                b = seconds_per_call(run_ref, reps)
-            else:
-                b = seconds_per_call(run_ref, reps)
-                a = seconds_per_call(run_ours, reps)
-            t_ours.append(a)
-            t_ref.append(b)
-            ratios.append(a / b)
+        def repeat(fn):
+            return lambda: [fn() for _ in range(reps)]
+
+        samples = round_robin_times({"ours": repeat(run_ours), "torch": repeat(run_ref)}, repeats=runs, warmup=2)
+        t_ours = [t / reps for t in samples["ours"]["wall"]]
+        t_ref = [t / reps for t in samples["torch"]["wall"]]
+        ratios = [a / b for a, b in zip(t_ours, t_ref)]
     return {
         "ratios": ratios,
         "ours_s": statistics.median(t_ours),
@@ -108,8 +85,7 @@ def main(argv=None) -> int:
     if args.threads:
         torch.set_num_threads(args.threads)
 
-    print(f"torch {torch.__version__} | CPU: {cpu_name()} | torch threads: {torch.get_num_threads()} "
-          f"| python {platform.python_version()}")
+    print(f"{environment_string()} | torch threads: {torch.get_num_threads()} | python {platform.python_version()}")
     print(f"fp32, eval, no_grad, self-attention; {args.runs} interleaved runs x {args.reps} calls per side")
     print("ratio = mha_lib time / torch.nn.MultiheadAttention time (lower is better)\n")
     header = f"{'B':>2} {'L':>5} {'d':>4} {'H':>2}  {'need_weights':<12} {'min':>6} {'median':>6} {'max':>6}  " \

@@ -7,12 +7,12 @@ What is measured (CPU unless CUDA is present; fp32; eval; torch.inference_mode()
 1. One self-attention layer, d_model=512, for H in {1, 8, 64}, on both paths of
    ``mha_lib.MultiHeadAttention``: the explicit path (need_weights=True, materialises the
    (B, H, L, L) weights) and the SDPA path (need_weights=False, fused kernel). All six are timed
-   round-robin by ``mha_lib.cost.compare_times`` (so a shared machine's noise hits them alike),
+   round-robin by ``mha_lib.measure.compare_times`` (so a shared machine's noise hits them alike),
    and reported as ratios to H=1 on the same path, beside the peak memory and the fraction of
    the measured matmul peak.
 2. One decode step with a KV cache of 4096 positions, batch 4, d_model=512, H=8, for
    num_kv_heads 8 (MHA), 2 (GQA) and 1 (MQA), on both paths, timed round-robin by
-   ``cost.sweep_decode``: seconds per token as a ratio to MHA on the same path, and the cache
+   ``measure.sweep_decode``: seconds per token as a ratio to MHA on the same path, and the cache
    bytes (measured = formula).
 
 Nothing here has a pass/fail target: it prints numbers to compare across machines. The book's
@@ -27,7 +27,7 @@ from pathlib import Path
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a checkout without installing
-from mha_lib import cost  # noqa: E402
+from mha_lib import cost, measure  # noqa: E402
 from mha_lib._runtime import default_device  # noqa: E402
 
 
@@ -43,13 +43,13 @@ def main() -> int:
     device = default_device()
     if device.type not in ("cpu", "cuda"):
         device = torch.device("cpu")
-    print(cost.environment_string(device))
+    print(measure.environment_string(device))
 
-    peak = cost.measure_matmul_peak(device=device)
+    peak = measure.measure_matmul_peak(device=device)
     print(f"measured matmul peak: {peak / 1e9:.3g} GFLOP/s (fp32)")
 
     heads = [1, 8, 64]
-    results = cost.sweep_heads(d_model=512, num_heads=heads, batch=args.batch, seq_len=args.seq_len,
+    results = measure.sweep_heads(d_model=512, num_heads=heads, batch=args.batch, seq_len=args.seq_len,
                                device=device, repeats=args.repeats)
     base = {r.need_weights: r.seconds for r in results if r.num_heads == 1}
     print(f"\n1. one attention layer, d_model=512, B={args.batch}, L={args.seq_len} "
@@ -62,7 +62,7 @@ def main() -> int:
               f"{cost.format_bytes(r.map_bytes):>10} {r.flop_per_s / peak:>8.1%}")
 
     print("\n2. one decode step, KV cache of 4096 positions, B=4, d_model=512, H=8")
-    steps = cost.sweep_decode(d_model=512, num_heads=8, num_kv_heads=[8, 2, 1], context_len=4096, batch=4,
+    steps = measure.sweep_decode(d_model=512, num_heads=8, num_kv_heads=[8, 2, 1], context_len=4096, batch=4,
                               need_weights=(False, True), device=device, repeats=args.repeats)
     mha = {r.need_weights: r.seconds_per_token for r in steps if r.num_kv_heads == 8}
     print(f"{'path':>9} {'num_kv_heads':>12} {'ms/token':>9} {'x MHA':>6} {'cache':>10} {'formula':>10}")

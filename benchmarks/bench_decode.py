@@ -11,7 +11,7 @@ per-head weights). The cache is a :class:`mha_lib.attention.KVCache`, cropped ba
 key/value in place. For reference, the same step with a (k, v) tuple as ``past_kv`` (copied into
 a new cache on every call, which is what concatenating caches cost) is timed too.
 
-Timing: ``mha_lib.cost.compare_times`` (round-robin, median of ``--repeats``), so the ratios share
+Timing: ``mha_lib.measure.compare_times`` (round-robin, median of ``--repeats``), so the ratios share
 the machine's noise. Targets (issue "mha_lib's core"): MQA step <= 0.5 x the MHA step at 4096
 cached positions. A CPU measurement: on a GPU, where decoding is bound by reading the cache, the
 ratio should track the cache bytes (1/8 for MQA) more closely; not measured here.
@@ -25,7 +25,7 @@ from pathlib import Path
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a checkout without installing
-from mha_lib import cost  # noqa: E402
+from mha_lib import cost, measure  # noqa: E402
 from mha_lib.attention import MultiHeadAttention  # noqa: E402
 
 B, D_MODEL, H = 4, 512, 8
@@ -57,8 +57,8 @@ def main() -> int:
             if kv in (8, 1):
                 fns[f"H_kv={kv}, tuple cache"] = lambda m=m, pair=pair: m(token, past_kv=pair, need_weights=True)
             modules[kv] = m
-        times = cost.compare_times(fns, repeats=args.repeats, warmup=2)
-    print(f"# {cost.environment_string()}; torch threads {torch.get_num_threads()}")
+        times = measure.compare_times(fns, repeats=args.repeats, warmup=2)
+    print(f"# {measure.environment_string()}; torch threads {torch.get_num_threads()}")
     print(f"# decode step, B={B} d_model={D_MODEL} H={H}, {args.context} cached positions, need_weights=True")
     base = times["H_kv=8"]
     for name, t in times.items():

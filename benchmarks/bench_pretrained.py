@@ -1,8 +1,8 @@
 """Forward-pass time of mha_lib's BERT encoder vs transformers' BertModel, same checkpoint, CPU.
 
 Batch 16 x 32 tokens of all-MiniLM-L6-v2, inference mode, no weights requested. The two models
-are timed alternately (interleaved, the order flipping every repeat) so that drifts in machine
-load hit both; each repeat's ratio = ours / transformers. Prints min, median and max of the
+are timed alternately (``mha_lib.measure.round_robin_times``, the library's one timing loop) so
+that drifts in machine load hit both; each repeat's ratio = ours / transformers. Prints min, median and max of the
 ratio (target: median <= 1.2), plus the versions and thread count that the numbers depend on.
 
 Run: ``python benchmarks/bench_pretrained.py [--repeats 30] [--inner 5] [--threads N]``
@@ -13,19 +13,10 @@ from __future__ import annotations
 import argparse
 import os
 import statistics
-import time
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 import torch  # noqa: E402
-
-
-def time_call(fn, inner: int) -> float:
-    """Seconds per call, averaged over ``inner`` back-to-back calls."""
-    start = time.perf_counter()
-    for _ in range(inner):
-        fn()
-    return (time.perf_counter() - start) / inner
 
 
 def main() -> None:
@@ -63,18 +54,16 @@ def main() -> None:
         def run_ref():
             ref(input_ids=ids, token_type_ids=types, attention_mask=(~pad).long())
 
-        for _ in range(3):  # warm-up
-            run_ours()
-            run_ref()
-        ratios, t_ours, t_ref = [], [], []
-        for r in range(args.repeats):
-            if r % 2 == 0:
-                to, tr = time_call(run_ours, args.inner), time_call(run_ref, args.inner)
-            else:
-                tr, to = time_call(run_ref, args.inner), time_call(run_ours, args.inner)
-            t_ours.append(to)
-            t_ref.append(tr)
-            ratios.append(to / tr)
+        from mha_lib.measure import round_robin_times
+
+        def repeat(fn):
+            return lambda: [fn() for _ in range(args.inner)]
+
+        samples = round_robin_times({"ours": repeat(run_ours), "ref": repeat(run_ref)}, repeats=args.repeats,
+                                    warmup=3)
+        t_ours = [t / args.inner for t in samples["ours"]["wall"]]
+        t_ref = [t / args.inner for t in samples["ref"]["wall"]]
+        ratios = [a / b for a, b in zip(t_ours, t_ref)]
 
     print(f"torch {torch.__version__}, transformers {transformers.__version__}, "
           f"threads {torch.get_num_threads()}, device cpu")

@@ -26,7 +26,7 @@ import sys
 
 import torch
 
-from mha_lib.cost import environment_string
+from mha_lib.measure import environment_string
 from mha_lib.pruning import measure_pruning_speedup
 
 

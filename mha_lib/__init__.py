@@ -14,9 +14,11 @@ Modules, in the order data flows through them:
 * ``tasks``: synthetic tasks, and the trained toy models shipped with the package;
 * ``train``: the training loop, seeding and device choice;
 * ``pruning``: head importance scores and pruning schedules;
-* ``cost``: parameter, FLOP and memory formulas; timing and peak memory;
+* ``cost``: parameter, FLOP and memory formulas;
+* ``measure``: timing, peak memory and machine speed, to check the formulas;
 * ``pretrained``: BERT-family checkpoints as an mha_lib encoder;
-* ``analysis``: reading heads (relation shares, tied heads, norm-based maps);
+* ``analysis``: reading heads (relation shares, tied heads, norm-based maps, circuits, rollout,
+  Voita et al.'s statistics);
 * ``stats``: intervals for success rates over seeds;
 * ``viz``: per-head heatmaps, the attention explorer widget, the bertviz adapter;
 * ``notebook``: small helpers the chapters share (glue, sig).
@@ -34,7 +36,7 @@ from ._runtime import default_device, set_seed  # noqa: E402
 # other submodule is imported later.
 from .attention import MultiHeadAttention, attention  # noqa: E402
 
-_SUBMODULES = ("checks", "attention", "model", "tasks", "train", "pruning", "cost", "pretrained", "viz", "analysis", "stats", "notebook")
+_SUBMODULES = ("checks", "attention", "model", "tasks", "train", "pruning", "cost", "measure", "pretrained", "viz", "analysis", "stats", "notebook")
 # Public names re-exported at the top level, resolved lazily from their module.
 _EXPORTS = {
     "head_importance": "pruning",

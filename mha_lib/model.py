@@ -970,7 +970,8 @@ class EncoderDecoder(nn.Module):
         num_classes: C >= 1, the target vocabulary.
 
     Raises:
-        ValueError: configs that break these rules (naming the field), or a bad num_classes.
+        ValueError: configs that break these rules (naming the field), or a num_classes that is
+            not a positive int or exceeds the decoder's vocab_size.
     """
 
     def __init__(self, encoder: EncoderConfig, decoder: EncoderConfig, num_classes: int):
@@ -985,6 +986,9 @@ class EncoderDecoder(nn.Module):
         if encoder.d_model != decoder.d_model:
             raise ValueError(f"encoder.d_model={encoder.d_model} != decoder.d_model={decoder.d_model}")
         self.num_classes = checks.positive_int(num_classes, "num_classes")
+        if decoder.patch_dim or self.num_classes > decoder.vocab_size:  # outputs are fed back as decoder inputs
+            raise ValueError(f"num_classes={self.num_classes} must not exceed the decoder's vocab_size="
+                             f"{decoder.vocab_size}: every output id is fed back to the decoder")
         self.source_encoder = Encoder(encoder)
         self.decoder = Encoder(decoder)
         self.readout = nn.Linear(decoder.d_model, self.num_classes)

@@ -144,8 +144,21 @@ class TaskBatch(NamedTuple):
         return self.input_ids.shape[0]
 
 
+class _SeededDataset:
+    """``dataset(n, seed)`` for a task whose ``sample(n, generator)`` draws fresh sequences."""
+
+    def dataset(self, num_sequences: int, seed: int) -> TaskBatch:
+        """A fixed set of ``num_sequences`` sequences: the same tensors for the same seed.
+
+        Raises:
+            ValueError: on a bad size or a negative seed.
+        """
+        checks.int_at_least(seed, "seed", 0)
+        return self.sample(num_sequences, torch.Generator().manual_seed(seed))
+
+
 @dataclass(frozen=True)
-class PrevMarkedTask:
+class PrevMarkedTask(_SeededDataset):
     """Previous-minus-marked: y_i = (x_{i-1} - x_m) mod V, see the module docstring.
 
     Args:
@@ -248,15 +261,6 @@ class PrevMarkedTask:
         labels[:, 1:] = self.combine(x[:, :-1], x[rows, m][:, None])  # (B, L-1)
         return TaskBatch(x, types, labels, m)
 
-    def dataset(self, num_sequences: int, seed: int) -> TaskBatch:
-        """A fixed set of ``num_sequences`` sequences: the same tensors for the same seed.
-
-        Raises:
-            ValueError: on a bad size or a negative seed.
-        """
-        checks.int_at_least(seed, "seed", 0)
-        return self.sample(num_sequences, torch.Generator().manual_seed(seed))
-
     def relation_targets(self, batch: TaskBatch) -> Tensor:
         """The key position each relation points at, for every query.
 
@@ -283,7 +287,7 @@ class PrevMarkedTask:
 
 
 @dataclass(frozen=True)
-class InductionTask:
+class InductionTask(_SeededDataset):
     """Continue a repeat: random tokens in which one segment occurs twice (chapter 5).
 
     Each sequence of length L holds tokens drawn independently and uniformly from
@@ -358,15 +362,6 @@ class InductionTask:
             labels[rows[inside], s2[inside] + k] = x[rows[inside], s2[inside] + k + 1]
         return TaskBatch(x, None, labels, s2, s1)
 
-    def dataset(self, num_sequences: int, seed: int) -> TaskBatch:
-        """A fixed set of ``num_sequences`` sequences: the same tensors for the same seed.
-
-        Raises:
-            ValueError: on a bad size or a negative seed.
-        """
-        checks.int_at_least(seed, "seed", 0)
-        return self.sample(num_sequences, torch.Generator().manual_seed(seed))
-
     def relation_targets(self, batch: TaskBatch) -> Tensor:
         """The key each relation points at, for every query.
 
@@ -410,7 +405,7 @@ class InductionTask:
 
 
 @dataclass(frozen=True)
-class TranslationTask:
+class TranslationTask(_SeededDataset):
     """A synthetic "translation" whose word order differs between source and target (chapter 6).
 
     A source sentence is n words (n drawn per sentence from [min_words, max_words]), each
@@ -488,15 +483,6 @@ class TranslationTask:
         labels[torch.arange(B), n] = self.EOS
         decoder_in = torch.cat([torch.full((B, 1), self.BOS), labels[:, :-1].clamp(min=0)], dim=1)  # pad -> 0
         return TaskBatch(decoder_in, None, labels, n, inputs={"src_ids": src, "src_key_padding_mask": src == self.PAD})
-
-    def dataset(self, num_sequences: int, seed: int) -> TaskBatch:
-        """A fixed set of sentence pairs: the same tensors for the same seed.
-
-        Raises:
-            ValueError: on a bad size or a negative seed.
-        """
-        checks.int_at_least(seed, "seed", 0)
-        return self.sample(num_sequences, torch.Generator().manual_seed(seed))
 
     def relation_targets(self, batch: TaskBatch) -> Tensor:
         """The source position each target position should read (the true alignment).

@@ -12,7 +12,7 @@ import torch.nn.functional as F
 import importlib
 
 attention_module = importlib.import_module("mha_lib.attention")  # the module, not the function
-from mha_lib import checks, cost
+from mha_lib import checks, cost, measure
 from mha_lib.attention import KVCache, MultiHeadAttention, attention
 
 pytestmark = pytest.mark.usefixtures("single_thread")
@@ -274,7 +274,7 @@ def test_causal_peak_memory_stays_close_to_no_mask():
     m = make(d_model=16, num_heads=1)
     x = torch.randn(1, 8192, 16)
     with torch.no_grad():
-        causal = cost.measure_peak_memory(lambda: m(x, is_causal=True))
-        plain = cost.measure_peak_memory(lambda: m(x))
+        causal = measure.measure_peak_memory(lambda: m(x, is_causal=True))
+        plain = measure.measure_peak_memory(lambda: m(x))
     assert causal < plain + 32 * 2**20, (causal, plain)
     assert causal < 64 * 2**20

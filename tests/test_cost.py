@@ -15,7 +15,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from torch.utils.flop_counter import FlopCounterMode
 
-from mha_lib import cost
+from mha_lib import cost, measure
 from mha_lib.attention import MultiHeadAttention
 
 MiB = 2**20
@@ -248,11 +248,11 @@ def test_numpy_integers_are_integers():
 def test_sweeps_refuse_repeated_configurations():
     """sweep_heads(num_heads=[2, 2]) used to return one result for two requested."""
     with pytest.raises(ValueError, match=r"num_heads lists \[2\] more than once"):
-        cost.sweep_heads(d_model=16, num_heads=[2, 2], batch=1, seq_len=4, repeats=1, warmup=0, memory=False)
+        measure.sweep_heads(d_model=16, num_heads=[2, 2], batch=1, seq_len=4, repeats=1, warmup=0, memory=False)
     with pytest.raises(ValueError, match=r"need_weights lists \[True\] more than once"):
-        cost.sweep_heads(d_model=16, num_heads=[2], need_weights=[True, 1], batch=1, seq_len=4)
+        measure.sweep_heads(d_model=16, num_heads=[2], need_weights=[True, 1], batch=1, seq_len=4)
     with pytest.raises(ValueError, match=r"num_kv_heads lists \[1\] more than once"):
-        cost.sweep_decode(d_model=16, num_heads=4, num_kv_heads=[1, 2, 1], context_len=4)
+        measure.sweep_decode(d_model=16, num_heads=4, num_kv_heads=[1, 2, 1], context_len=4)
 
 
 # ---------------------------------------------------------------------------- bad input
@@ -276,15 +276,15 @@ def test_sweeps_refuse_repeated_configurations():
         (lambda: cost.kv_cache_bytes(num_layers=0, num_kv_heads=2, head_dim=8, seq_len=5),
          r"num_layers must be a positive integer, got 0"),
         (lambda: cost.attention_layer_cost(1, 4, d_model=64, num_heads=6), r"d_model=64 is not divisible by num_heads=6"),
-        (lambda: cost.measure_time(lambda: None, repeats=0), r"repeats must be a positive integer, got 0"),
-        (lambda: cost.compare_times({}), r"at least one"),
-        (lambda: cost.measure_memory_bandwidth(nbytes=0), r"nbytes must be a positive integer, got 0"),
-        (lambda: cost.measure_peak_memory(lambda: None, device="meta"), r"cpu and cuda"),
-        (lambda: cost.sweep_heads(d_model=64, num_heads=[1, 3], batch=1, seq_len=4),
+        (lambda: measure.measure_time(lambda: None, repeats=0), r"repeats must be a positive integer, got 0"),
+        (lambda: measure.compare_times({}), r"at least one"),
+        (lambda: measure.measure_memory_bandwidth(nbytes=0), r"nbytes must be a positive integer, got 0"),
+        (lambda: measure.measure_peak_memory(lambda: None, device="meta"), r"cpu and cuda"),
+        (lambda: measure.sweep_heads(d_model=64, num_heads=[1, 3], batch=1, seq_len=4),
          r"d_model=64 is not divisible by num_heads=3"),
-        (lambda: cost.sweep_decode(d_model=64, num_heads=8, num_kv_heads=[3], context_len=4),
+        (lambda: measure.sweep_decode(d_model=64, num_heads=8, num_kv_heads=[3], context_len=4),
          r"num_kv_heads=3 must divide num_heads=8"),
-        (lambda: cost.sweep_decode(d_model=64, num_heads=8, num_kv_heads=[8], context_len=0),
+        (lambda: measure.sweep_decode(d_model=64, num_heads=8, num_kv_heads=[8], context_len=0),
          r"context_len must be a positive integer, got 0"),
     ],
 )
@@ -301,11 +301,11 @@ def test_zero_sizes_give_zero_cost():
 # ---------------------------------------------------------------------------- measurements
 def test_timing_functions_return_positive_seconds():
     a = torch.randn(64, 64)
-    samples = cost.timing_samples(lambda: a @ a, repeats=4, warmup=1, number=3)
+    samples = measure.timing_samples(lambda: a @ a, repeats=4, warmup=1, number=3)
     assert len(samples) == 4 and all(s > 0 and math.isfinite(s) for s in samples)
-    t = cost.measure_time(lambda: a @ a, repeats=3)
+    t = measure.measure_time(lambda: a @ a, repeats=3)
     assert 0 < t < 60
-    times = cost.compare_times({"small": lambda: a @ a, "big": lambda: a.repeat(4, 4) @ a.repeat(4, 4)}, repeats=3)
+    times = measure.compare_times({"small": lambda: a @ a, "big": lambda: a.repeat(4, 4) @ a.repeat(4, 4)}, repeats=3)
     assert list(times) == ["small", "big"] and all(v > 0 for v in times.values())
 
 
@@ -315,7 +315,7 @@ def test_peak_memory_on_cpu_counts_torch_allocations():
     def two_tensors():
         return torch.ones(n), torch.ones(n)
 
-    peak = cost.measure_peak_memory(two_tensors)
+    peak = measure.measure_peak_memory(two_tensors)
     assert 2 * MiB <= peak < 2 * MiB + 64 * 1024
 
     def temporary():  # a 4 MiB temporary freed before a 1 MiB result: the peak sees it
@@ -324,7 +324,7 @@ def test_peak_memory_on_cpu_counts_torch_allocations():
         del big
         return small
 
-    peak = cost.measure_peak_memory(temporary)
+    peak = measure.measure_peak_memory(temporary)
     assert 5 * MiB <= peak < 5 * MiB + 64 * 1024
 
 
@@ -334,41 +334,41 @@ def test_peak_memory_explicit_path_holds_the_map_and_sdpa_does_not():
     x = torch.randn(B, L, d)
     map_bytes = cost.attention_map_bytes(B, L, num_heads=H)
     with torch.inference_mode():
-        explicit = cost.measure_peak_memory(lambda: mha(x, need_weights=True))
-        fused = cost.measure_peak_memory(lambda: mha(x, need_weights=False))
+        explicit = measure.measure_peak_memory(lambda: mha(x, need_weights=True))
+        fused = measure.measure_peak_memory(lambda: mha(x, need_weights=False))
     assert explicit >= map_bytes  # the weights are returned: at least one (B, H, L, L) map
     assert fused < map_bytes  # CPU flash kernel: no (B, H, L, L) tensor
 
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
 def test_peak_memory_on_cuda():
-    peak = cost.measure_peak_memory(lambda: torch.ones(256 * 1024, device="cuda"), device="cuda")
+    peak = measure.measure_peak_memory(lambda: torch.ones(256 * 1024, device="cuda"), device="cuda")
     assert peak >= MiB
 
 
 def test_matmul_peak_bandwidth_and_environment_string():
-    peak = cost.measure_matmul_peak(sizes=(64, 128), repeats=2)
+    peak = measure.measure_matmul_peak(sizes=(64, 128), repeats=2)
     assert peak > 0 and math.isfinite(peak)
-    bandwidth = cost.measure_memory_bandwidth(nbytes=4 * MiB, repeats=2)
+    bandwidth = measure.measure_memory_bandwidth(nbytes=4 * MiB, repeats=2)
     assert bandwidth > 0 and math.isfinite(bandwidth)
-    env = cost.environment_string()
+    env = measure.environment_string()
     assert torch.__version__ in env and f"{torch.get_num_threads()} thread" in env and "cpu" in env
 
 
 def test_sweep_heads_and_benchmark_attention():
-    results = cost.sweep_heads(d_model=64, num_heads=[1, 8], batch=2, seq_len=32, repeats=2)
+    results = measure.sweep_heads(d_model=64, num_heads=[1, 8], batch=2, seq_len=32, repeats=2)
     assert [(r.num_heads, r.need_weights) for r in results] == [(1, True), (1, False), (8, True), (8, False)]
     for r in results:
         assert r.seconds > 0 and r.flop_per_s > 0 and r.peak_bytes > 0
         assert r.flops == cost.attention_flops(2, 32, d_model=64, num_heads=r.num_heads).total
     explicit8 = results[2]
     assert explicit8.peak_bytes >= explicit8.map_bytes
-    one = cost.benchmark_attention(d_model=64, num_heads=4, batch=1, seq_len=8, need_weights=False, memory=False)
+    one = measure.benchmark_attention(d_model=64, num_heads=4, batch=1, seq_len=8, need_weights=False, memory=False)
     assert one.peak_bytes is None and one.seconds > 0
 
 
 def test_sweep_decode_cache_bytes_match_formula():
-    results = cost.sweep_decode(d_model=64, num_heads=8, num_kv_heads=[8, 2, 1], context_len=32, batch=2,
+    results = measure.sweep_decode(d_model=64, num_heads=8, num_kv_heads=[8, 2, 1], context_len=32, batch=2,
                                 need_weights=[False, True], repeats=2)
     assert [(r.num_kv_heads, r.need_weights) for r in results] == [
         (8, False), (8, True), (2, False), (2, True), (1, False), (1, True)]
@@ -379,7 +379,7 @@ def test_sweep_decode_cache_bytes_match_formula():
         assert r.seconds_per_token > 0
         assert r.flops == cost.attention_flops(2, 1, 33, d_model=64, num_heads=8, num_kv_heads=H_kv,
                                                kv_proj_len=1).total
-    one = cost.measure_decode_step(d_model=64, num_heads=4, context_len=5, repeats=1)
+    one = measure.measure_decode_step(d_model=64, num_heads=4, context_len=5, repeats=1)
     assert (one.num_kv_heads, one.need_weights, one.cache_bytes) == (4, False, 2 * 4 * 6 * 16 * 4)
 
 
@@ -397,8 +397,8 @@ def test_cpu_peak_fallback_through_chrome_trace_agrees():
         def export_chrome_trace(self, path):
             prof.export_chrome_trace(path)
 
-    direct = cost._cpu_peak_from_profile(prof)
-    fallback = cost._cpu_peak_from_profile(NoKineto())
+    direct = measure._cpu_peak_from_profile(prof)
+    fallback = measure._cpu_peak_from_profile(NoKineto())
     assert direct == fallback >= MiB
 
 
@@ -427,3 +427,31 @@ def test_decode_traffic_has_weights_and_cache_and_their_crossover():
     assert cost.decode_traffic(llama7, batch=8, context=4096).cache_bytes == 8 * t.cache_bytes
     with pytest.raises(ValueError, match="no published parameter count"):
         cost.decode_traffic(cost.get_config("all-MiniLM-L6-v2"), context=1)
+
+
+def test_measurements_moved_to_measure_keep_their_old_names_for_one_release():
+    import mha_lib.measure
+
+    with pytest.warns(DeprecationWarning, match="moved to mha_lib.measure.measure_time"):
+        old = cost.measure_time
+    assert old is mha_lib.measure.measure_time
+    with pytest.raises(AttributeError):
+        cost.no_such_name
+
+
+def test_round_robin_times_interleaves_and_meets_min_seconds():
+    from mha_lib.measure import round_robin_times
+
+    order = []
+    samples = round_robin_times({"a": lambda: order.append("a"), "b": lambda: order.append("b")},
+                                repeats=3, warmup=1)
+    assert order == ["a", "b"] * 4  # one warm-up round, then three timed rounds, in turn
+    assert all(len(v["wall"]) == len(v["cpu"]) == 3 for v in samples.values())
+    import time as _time
+
+    slow = round_robin_times({"sleep": lambda: _time.sleep(0.002)}, repeats=1, min_seconds=0.02, warmup=0)
+    assert sum(slow["sleep"]["wall"]) >= 0.02  # more rounds until the total is reached
+    with pytest.raises(ValueError, match="at least one"):
+        round_robin_times({})
+    with pytest.raises(ValueError, match="min_seconds"):
+        round_robin_times({"a": lambda: None}, min_seconds=-1)

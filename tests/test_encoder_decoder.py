@@ -99,6 +99,21 @@ def test_configs_are_checked():
         EncoderDecoder(enc, EncoderConfig(**{**ENC, "d_model": 32}, is_causal=True, cross_attention=True), 15)
     with pytest.raises(ValueError, match="num_classes"):
         EncoderDecoder(enc, dec, 0)
+    with pytest.raises(ValueError, match="num_classes=16 must not exceed the decoder's vocab_size=15"):
+        EncoderDecoder(enc, dec, 16)
+
+
+def test_source_padding_never_leaks():
+    model = make()
+    s, kpm = src()
+    tgt = torch.randint(3, 15, (3, 5))
+    other = s.clone()
+    other[kpm] = 7  # different ids under the padding mask
+    a = model(tgt, src_ids=s, src_key_padding_mask=kpm).logits
+    b = model(tgt, src_ids=other, src_key_padding_mask=kpm).logits
+    torch.testing.assert_close(a, b)
+    assert torch.equal(model.generate(s, src_key_padding_mask=kpm, bos_id=1, max_new_tokens=6),
+                       model.generate(other, src_key_padding_mask=kpm, bos_id=1, max_new_tokens=6))
 
 
 def test_translation_task_reverses_through_the_dictionary():

@@ -197,7 +197,7 @@ def test_second_pass_records_and_pooling(tmp_path):
             tasks.budget_sweep(path)
     with pytest.raises(ValueError, match="seed must be a non-negative integer, got True"):
         tasks.load_trained("ch1-h1", True)
-    from mha_lib.pruning import attention_confidence
+    from mha_lib.analysis import attention_confidence
 
     assert attention_confidence(torch.zeros(1, 0, 3, 3)).shape == (0,)
 

@@ -6,16 +6,14 @@ import torch
 
 from mha_lib.attention import MultiHeadAttention
 from mha_lib.model import EncoderConfig, TokenClassifier, load
+from mha_lib.analysis import attention_confidence, head_attention_stats, positional_offsets
 from mha_lib.pruning import (
-    attention_confidence,
-    head_attention_stats,
     head_importance,
     heads_to_mask,
     kept_mask,
     layer_head_masks,
     mask_to_heads,
     measure_pruning_speedup,
-    positional_offsets,
     prune_heads,
     pruned_attention_flops,
     pruning_schedule,
@@ -490,7 +488,7 @@ def test_old_loss_and_accuracy_names_still_work_with_a_deprecation_warning():
 
 
 def test_confidence_leaves_out_sink_keys():
-    from mha_lib.pruning import attention_confidence
+    from mha_lib.analysis import attention_confidence
 
     w = torch.zeros(1, 2, 3, 3)
     w[0, 0, :, 0] = 0.9  # head 0 parks 0.9 on key 0 (a sink) ...
@@ -503,3 +501,12 @@ def test_confidence_leaves_out_sink_keys():
     torch.testing.assert_close(excluded, torch.tensor([0.05, 2 / 3]))  # head 1's query 0 is the sink's own row
     with pytest.raises(ValueError, match="sink_keys must be a bool tensor"):
         attention_confidence(w, sink_keys=sinks.float())
+
+
+def test_voita_statistics_moved_to_analysis_keep_their_old_names():
+    import mha_lib.analysis
+    import mha_lib.pruning
+
+    for name in ("attention_confidence", "positional_offsets", "head_attention_stats", "HeadStats"):
+        with pytest.warns(DeprecationWarning, match=f"moved to mha_lib.analysis.{name}"):
+            assert getattr(mha_lib.pruning, name) is getattr(mha_lib.analysis, name)
