@@ -14,8 +14,8 @@ value, batch first). Our module is a copy of the reference made with
 Each of ``--runs`` rounds times ``--reps`` calls of ours and ``--reps`` calls of torch, back to
 back (``mha_lib.measure.round_robin_times``, the library's one timing loop), and records ratio =
 (our seconds per call) / (torch's seconds per call) of that round. Ratios below 1 mean we are faster. The script prints min / median / max of the ratios, and
-the absolute seconds per call (medians) for context. Targets for the median ratio: <= 1.10 without
-weights, <= 1.25 with weights.
+the absolute seconds per call (medians) for context. Target for the median ratio: <= 1.10, with
+and without weights.
 
 Wall-clock ratios on a CPU shared with other jobs are noisy: interleaving makes both sides see
 the same load, but read the spread (min..max), not only the median.
@@ -38,7 +38,7 @@ SHAPES = [  # (B, L, d_model, H)
     (8, 256, 256, 8),
     (1, 1024, 512, 8),
 ]
-TARGETS = {False: 1.10, True: 1.25}
+TARGETS = {False: 1.10, True: 1.10}  # issue: forward with per-head weights <= 1.10x torch
 
 
 def bench_one(B: int, L: int, d: int, H: int, need_weights: bool, runs: int, reps: int) -> dict:
