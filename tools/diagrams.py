@@ -65,26 +65,38 @@ def sup_sub(base: str, upper: str, index: str) -> str:
 
 
 def mha_dataflow() -> str:
-    """The data flow of multi-head attention: one input, H heads with their own projections."""
-    W, H = 860, 400
-    body: list[str] = []
-    body += _box(20, 165, 110, 70, "input", ["input X", "(L × d<tspan baseline-shift='sub' font-size='70%'>model</tspan>)"])
-    lanes = [("1", 40), ("2", 150), ("H", 290)]
+    """The data flow of multi-head attention: one input, H heads with their own projections.
+
+    Drawn top to bottom in a narrow column, so that it stays legible on a phone."""
+    W, H = 500, 700
+    mid = W / 2
+    dmodel = "d<tspan baseline-shift='sub' font-size='70%'>model</tspan>"
+    dk = "d<tspan baseline-shift='sub' font-size='70%'>k</tspan>"
+    lanes = [("1", 110), ("2", 250), ("H", 420)]
+    # the input feeds every head: a rail on the left
+    body = _box(mid - 90, 10, 180, 56, "input", ["input X", f"(L × {dmodel})"], size=15)
+    body += [f"<path d='M {mid} 66 V 84 H 8 V {lanes[-1][1] + 32}' fill='none' stroke='{LINE}' stroke-width='1.5'/>"]
     for index, y in lanes:
-        body += _arrow(130, 200, 168, y + 30)
-        body += _box(170, y, 150, 60, "proj", [f"{sub('Q', index)} = X {sup_sub('W', 'Q', index)}",
-                                                f"{sub('K', index)}, {sub('V', index)} likewise"], size=13)
-        body += _arrow(320, y + 30, 358, y + 30)
-        body += _box(360, y, 230, 60, "attn", [f"softmax({sub('Q', index)}{sub('K', index)}<tspan baseline-shift='super' font-size='70%'>⊤</tspan> / √d<tspan baseline-shift='sub' font-size='70%'>k</tspan>) {sub('V', index)}"], size=13)
-        body += _arrow(590, y + 30, 628, 200)
-        body += _label(475, y + 76, f"head {index}: one attention map per query, (L × d<tspan baseline-shift='sub' font-size='70%'>k</tspan>) out", size=11)
-    body += _label(245, 268, "⋮", size=22, colour=INK)
-    body += _label(475, 268, "⋮", size=22, colour=INK)
-    body += _box(630, 160, 90, 80, "head", ["Concat", "(L × H d<tspan baseline-shift='sub' font-size='70%'>k</tspan>)"], size=13)
-    body += _arrow(720, 200, 748, 200)
-    body += _box(750, 165, 90, 70, "out", [f"× {sup_sub('W', 'O', '')}", "(L × d<tspan baseline-shift='sub' font-size='70%'>model</tspan>)"], size=13)
-    body += _label(430, 392, "Every head has its own projections, so it compares the tokens in its own subspace; "
-                   f"the outputs are concatenated and mixed by {sup_sub('W', 'O', '')}.", size=12)
+        body += _arrow(8, y + 32, 18, y + 32)
+        body += _box(20, y, 200, 64, "proj", [f"{sub('Q', index)} = X {sup_sub('W', 'Q', index)}",
+                                               f"{sub('K', index)}, {sub('V', index)} likewise"], size=15)
+        body += _arrow(220, y + 32, 258, y + 32)
+        body += _box(260, y, 220, 64, "attn", [
+            f"softmax({sub('Q', index)}{sub('K', index)}<tspan baseline-shift='super' font-size='70%'>⊤</tspan> / √{dk})",
+            f"× {sub('V', index)}  →  head {index}"], size=15)
+        body += _label(370, y + 84, f"(L × {dk}): one attention map per query", size=12)
+        body += [f"<line x1='480' y1='{y + 32}' x2='492' y2='{y + 32}' stroke='{LINE}' stroke-width='1.5'/>"]
+    body += _label(120, 375, "⋮", size=24, colour=INK)
+    body += _label(370, 375, "⋮", size=24, colour=INK)
+    # the heads' outputs gather on a rail on the right, down to Concat
+    body += [f"<path d='M 492 {lanes[0][1] + 32} V 560 H {mid + 8}' fill='none' stroke='{LINE}' stroke-width='1.5' "
+             f"marker-end='url(#arrow)'/>"]
+    body += _box(mid - 150, 540, 150, 56, "head", ["Concat", f"(L × H {dk})"], size=15)
+    body += _arrow(mid - 75, 596, mid - 75, 622)
+    body += _box(mid - 150, 624, 150, 56, "out", [f"× {sup_sub('W', 'O', '')}", f"(L × {dmodel})"], size=15)
+    body += _label(mid + 12, 650, "each head: its own projections,", size=12, anchor="start")
+    body += _label(mid + 12, 666, "its own attention; then mixed", size=12, anchor="start")
+    body += _label(mid + 12, 682, f"by {sup_sub('W', 'O', '')}", size=12, anchor="start")
     return _svg(W, H, "Multi-head attention, data flow",
                 "The input X, of L tokens by d_model features, goes to H heads. Head i projects it with its own "
                 "matrices into queries, keys and values of width d_k, computes softmax(Q_i K_i transposed over the "
