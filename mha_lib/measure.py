@@ -74,19 +74,15 @@ def timing_samples(fn: Callable[[], object], *, repeats: int = 7, warmup: int = 
     repeats = checks.int_at_least(repeats, "repeats", 1)
     warmup = checks.int_at_least(warmup, "warmup", 0)
     number = checks.int_at_least(number, "number", 1)
-    dev = _device_of(device)
     for _ in range(warmup):
         fn()
-    _sync(dev)
-    samples = []
-    for _ in range(repeats):
-        _sync(dev)
-        start = time.perf_counter()
+
+    def calls():
         for _ in range(number):
             fn()
-        _sync(dev)
-        samples.append((time.perf_counter() - start) / number)
-    return samples
+
+    samples = round_robin_times({"fn": calls}, repeats=repeats, warmup=0, device=device)["fn"]["wall"]
+    return [t / number for t in samples]
 
 
 def measure_time(fn: Callable[[], object], *, repeats: int = 7, warmup: int = 2, number: int = 1,

@@ -357,9 +357,7 @@ class TransformerBlock(nn.Module):
         if cache is None:
             return attn(query, key, **kwargs)
         if name == "cross":
-            if cache.setdefault("memory", key) is not key:  # the same memory tensor at every step
-                raise ValueError("this cache holds another memory's keys and values: start a new cache "
-                                 "({}) for every source")
+            cache.setdefault("memory", key)  # forward checked that it is this memory
             if name in cache:
                 key = key[:, :0]  # memory's keys and values are in the cache already: add none
         out, weights, cache[name] = attn(query, key, past_kv=cache.get(name), use_cache=True, **kwargs)
@@ -420,6 +418,9 @@ class TransformerBlock(nn.Module):
                 "memory must be given exactly when the block has cross-attention "
                 f"(config.cross_attention={self.cross_attn is not None}), got memory={type(memory).__name__}"
             )
+        if cache is not None and memory is not None and cache.get("memory", memory) is not memory:
+            raise ValueError("this cache holds another memory's keys and values: start a new cache ({}) "
+                             "for every source")  # checked before anything is written to the cache
         x, weights = self._residual(x, lambda h: self._attend(
             self.attn, cache, "self", h, h, key_padding_mask=key_padding_mask, attn_mask=attn_mask,
             is_causal=is_causal, head_mask=head_mask, need_weights=need_weights), self.norm1)  # (B, L, d_model)
@@ -748,8 +749,6 @@ class Encoder(_SaveLoadMixin, nn.Module):
         cached = 0
         if caches is not None and "self" in caches[0]:
             cached = caches[0]["self"].length
-        if caches is not None and memory is not None and any(c.get("memory", memory) is not memory for c in caches):
-            raise ValueError("these caches hold another memory's keys and values: start new caches for every source")
         if position_offset is None:
             position_offset = cached
         elif caches is not None and checks.nonnegative_int(position_offset, "position_offset") != cached:

@@ -121,6 +121,11 @@ def _progress_disabled(progress: bool) -> bool:
     return (not progress) or os.environ.get("TQDM_DISABLE", "") not in ("", "0", "false", "False")
 
 
+def _snapshot(model: nn.Module) -> Dict[str, torch.Tensor]:
+    """A float32 CPU copy of the model's state, for a checkpoint."""
+    return {k: v.detach().float().cpu().clone() for k, v in model.state_dict().items()}
+
+
 def train(
     model: nn.Module,
     task,
@@ -169,7 +174,7 @@ def train(
             ``steps``) after which a copy of the weights goes into ``TrainResult.checkpoints``.
 
     A task with a ``curve_scores(model, batch) -> dict`` method (e.g.
-    :class:`~mha_lib.tasks.InductionTask`: per-head previous-token and induction shares) also
+    :class:`~mha_lib.tasks.InductionTask`: per-head previous-token and induction scores) also
     gets those values in the curve at every point, under their keys.
 
     Returns:
@@ -200,7 +205,7 @@ def train(
     curve_scores = getattr(task, "curve_scores", None)
     checkpoints: Dict[int, dict] = {}
     if 0 in keep_at:  # step 0: the initial weights
-        checkpoints[0] = {k: v.detach().float().cpu().clone() for k, v in model.state_dict().items()}
+        checkpoints[0] = _snapshot(model)
     running, count = 0.0, 0
     start, cpu_start = time.perf_counter(), time.process_time()
     bar = tqdm(range(steps), desc=desc, disable=_progress_disabled(progress), leave=False, mininterval=0.5)
@@ -217,7 +222,7 @@ def train(
         running += loss.item()
         count += 1
         if step + 1 in keep_at:
-            checkpoints[step + 1] = {k: v.detach().float().cpu().clone() for k, v in model.state_dict().items()}
+            checkpoints[step + 1] = _snapshot(model)
         if (step + 1) % eval_every == 0 or step + 1 == steps:
             model.eval()
             acc = accuracy(model, eval_batch)

@@ -31,12 +31,17 @@ def test_digits_split_is_fixed_and_disjoint():
         task.images("val")
 
 
-def test_pooled_classifier_loss_and_accuracy():
-    task = DigitsTask()
+def _tiny_vit():
+    """A one-layer ViT over the 64 one-pixel patches of a digit, [CLS] readout, seed 0."""
     cfg = EncoderConfig(vocab_size=0, patch_dim=1, cls_token=True, d_model=16, num_heads=2, num_layers=1, d_ff=32,
                         max_len=65, positional="learned", pad_token_id=None)
     torch.manual_seed(0)
-    model = TokenClassifier(cfg, 10, pooling="cls").eval()
+    return TokenClassifier(cfg, 10, pooling="cls").eval()
+
+
+def test_pooled_classifier_loss_and_accuracy():
+    task = DigitsTask()
+    model = _tiny_vit()
     batch = task.dataset(32, seed=0)
     loss = per_example_loss(model, batch)
     assert loss.shape == (32,) and bool(torch.isfinite(loss).all())
@@ -115,10 +120,7 @@ def test_unpatchify_inverts_patchify_and_the_front_end_is_per_patch():
 
 def test_pooled_labels_and_causal_cls_are_checked():
     task = DigitsTask()
-    cfg = EncoderConfig(vocab_size=0, patch_dim=1, cls_token=True, d_model=16, num_heads=2, num_layers=1, d_ff=32,
-                        max_len=65, positional="learned", pad_token_id=None)
-    torch.manual_seed(0)
-    model = TokenClassifier(cfg, 10, pooling="cls").eval()
+    model = _tiny_vit()
     batch = task.dataset(8, seed=0)
     x, y = batch.input_ids, batch.labels
     with pytest.raises(ValueError, match=r"shape \(B,\)"):

@@ -64,17 +64,18 @@ def sup_sub(base: str, upper: str, index: str) -> str:
             f"<tspan baseline-shift='sub' font-size='70%' dx='-0.6em'>{index}</tspan>")
 
 
+DMODEL, DK, DFF = sub("d", "model"), sub("d", "k"), sub("d", "ff")
+
+
 def mha_dataflow() -> str:
     """The data flow of multi-head attention: one input, H heads with their own projections.
 
     Drawn top to bottom in a narrow column, so that it stays legible on a phone."""
     W, H = 500, 700
     mid = W / 2
-    dmodel = "d<tspan baseline-shift='sub' font-size='70%'>model</tspan>"
-    dk = "d<tspan baseline-shift='sub' font-size='70%'>k</tspan>"
     lanes = [("1", 110), ("2", 250), ("H", 420)]
     # the input feeds every head: a rail on the left
-    body = _box(mid - 90, 10, 180, 56, "input", ["input X", f"(L × {dmodel})"], size=15)
+    body = _box(mid - 90, 10, 180, 56, "input", ["input X", f"(L × {DMODEL})"], size=15)
     body += [f"<path d='M {mid} 66 V 84 H 8 V {lanes[-1][1] + 32}' fill='none' stroke='{LINE}' stroke-width='1.5'/>"]
     for index, y in lanes:
         body += _arrow(8, y + 32, 18, y + 32)
@@ -82,18 +83,18 @@ def mha_dataflow() -> str:
                                                f"{sub('K', index)}, {sub('V', index)} likewise"], size=15)
         body += _arrow(220, y + 32, 258, y + 32)
         body += _box(260, y, 220, 64, "attn", [
-            f"softmax({sub('Q', index)}{sub('K', index)}<tspan baseline-shift='super' font-size='70%'>⊤</tspan> / √{dk})",
+            f"softmax({sub('Q', index)}{sub('K', index)}<tspan baseline-shift='super' font-size='70%'>⊤</tspan> / √{DK})",
             f"× {sub('V', index)}  →  head {index}"], size=15)
-        body += _label(370, y + 84, f"(L × {dk}): one attention map per query", size=12)
+        body += _label(370, y + 84, f"(L × {DK}): one attention map per query", size=12)
         body += [f"<line x1='480' y1='{y + 32}' x2='492' y2='{y + 32}' stroke='{LINE}' stroke-width='1.5'/>"]
     body += _label(120, 375, "⋮", size=24, colour=INK)
     body += _label(370, 375, "⋮", size=24, colour=INK)
     # the heads' outputs gather on a rail on the right, down to Concat
     body += [f"<path d='M 492 {lanes[0][1] + 32} V 560 H {mid + 8}' fill='none' stroke='{LINE}' stroke-width='1.5' "
              f"marker-end='url(#arrow)'/>"]
-    body += _box(mid - 150, 540, 150, 56, "head", ["Concat", f"(L × H {dk})"], size=15)
+    body += _box(mid - 150, 540, 150, 56, "head", ["Concat", f"(L × H {DK})"], size=15)
     body += _arrow(mid - 75, 596, mid - 75, 622)
-    body += _box(mid - 150, 624, 150, 56, "out", [f"× {sup_sub('W', 'O', '')}", f"(L × {dmodel})"], size=15)
+    body += _box(mid - 150, 624, 150, 56, "out", [f"× {sup_sub('W', 'O', '')}", f"(L × {DMODEL})"], size=15)
     body += _label(mid + 12, 650, "each head: its own projections,", size=12, anchor="start")
     body += _label(mid + 12, 666, "its own attention; then mixed", size=12, anchor="start")
     body += _label(mid + 12, 682, f"by {sup_sub('W', 'O', '')}", size=12, anchor="start")
@@ -109,7 +110,7 @@ def transformer_block() -> str:
     W, H = 520, 515
     body: list[str] = []
     x0 = 200
-    body += _box(x0, 415, 140, 40, "input", ["x (L × d<tspan baseline-shift='sub' font-size='70%'>model</tspan>)"], size=13)
+    body += _box(x0, 415, 140, 40, "input", [f"x (L × {DMODEL})"], size=13)
     body += _arrow(x0 + 70, 415, x0 + 70, 375)
     body += _box(x0, 335, 140, 40, "proj", ["LayerNorm"], size=13)
     body += _arrow(x0 + 70, 335, x0 + 70, 305)
@@ -124,7 +125,7 @@ def transformer_block() -> str:
     body += _arrow(x0 + 70, 208, x0 + 70, 180)
     body += _box(x0, 140, 140, 40, "proj", ["LayerNorm"], size=13)
     body += _arrow(x0 + 70, 140, x0 + 70, 115)
-    body += _box(x0, 70, 140, 45, "head", ["MLP (feed-forward)", "d<tspan baseline-shift='sub' font-size='70%'>model</tspan> → d<tspan baseline-shift='sub' font-size='70%'>ff</tspan> → d<tspan baseline-shift='sub' font-size='70%'>model</tspan>"], size=12)
+    body += _box(x0, 70, 140, 45, "head", ["MLP (feed-forward)", f"{DMODEL} → {DFF} → {DMODEL}"], size=12)
     body += _arrow(x0 + 70, 70, x0 + 70, 47)
     body += [f"<circle cx='{x0 + 70}' cy='35' r='12' fill='white' stroke='{LINE}'/>"]
     body += _label(x0 + 70, 40, "+", size=16, colour=INK)
