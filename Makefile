@@ -16,7 +16,7 @@ export TQDM_DISABLE := 1
 export PYTHONHASHSEED := 0
 
 .PHONY: venv check-notebooks book test test-unit test-notebooks test-browser browser-deps execute train train-ch1 \
-        train-ch2 train-ch3 train-ch4 train-ch5 train-ch6 train-ch7 train-ch1-budget bench clean
+        train-ch2 train-ch3 train-ch4 train-ch4-gates train-ch5 train-ch6 train-ch7 train-ch1-budget bench clean
 
 $(STAMP): requirements.txt constraints.txt pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -41,6 +41,7 @@ $(VENDOR_STAMP): tests/browser/package.json tests/browser/package-lock.json
 # The HTML book, from the committed executed notebooks, warnings as errors.
 book: check-notebooks $(VENDOR_STAMP)
 	$(BIN)/jupyter-book build . --warningiserror --keep-going
+	$(BIN)/python tools/export_site_models.py _build/html/_static/models
 
 # Chromium for the browser tests, from Debian's packages, when it is missing.
 browser-deps:
@@ -73,7 +74,7 @@ execute: venv
 # Retrain every shipped model from scratch, seeded: one target per family (mha_lib.tasks.SHIPPED),
 # then chapter 1's budget sweep (its per-run records: mha_lib/data/ch1_budget_sweep.json).
 TRAIN := $(BIN)/python scripts/train_all.py
-train: train-ch1 train-ch2 train-ch3 train-ch4 train-ch5 train-ch6 train-ch7 train-ch1-budget
+train: train-ch1 train-ch2 train-ch3 train-ch4 train-ch4-gates train-ch5 train-ch6 train-ch7 train-ch1-budget
 train-ch1: venv
 	$(TRAIN) ch1-h1 ch1-h2 ch1-h4 ch1-h8 ch1-h16 ch1-h32
 train-ch2: venv
@@ -82,6 +83,10 @@ train-ch3: venv
 	$(TRAIN) ch3-h8-kv4 ch3-h8-kv2 ch3-h8-kv1
 train-ch4: venv
 	$(TRAIN) ch4-l3h8
+# Chapter 4's Hard-Concrete head gates on the frozen ch4-l3h8 seeds and MiniLM (after train-ch4):
+# mha_lib/data/ch4_gates.json
+train-ch4-gates: venv
+	$(BIN)/python scripts/train_gates.py
 train-ch5: venv
 	$(TRAIN) ch5-induction-l2 ch5-induction-l2-lr1e-3 ch5-induction-l1
 train-ch6: venv

@@ -21,6 +21,8 @@ Modules, in the order data flows through them:
   Voita et al.'s statistics);
 * ``stats``: intervals for success rates over seeds;
 * ``viz``: per-head heatmaps, the attention explorer widget, the bertviz adapter;
+* ``export``: ONNX files of the encoders for onnxruntime and the book's live views (extra ``export``);
+* ``live``: the HTML of the book's live views (maps the reader's browser recomputes) and their data;
 * ``notebook``: small helpers the chapters share (glue, sig).
 """
 from __future__ import annotations
@@ -36,7 +38,8 @@ from ._runtime import default_device, set_seed  # noqa: E402
 # other submodule is imported later.
 from .attention import MultiHeadAttention, attention  # noqa: E402
 
-_SUBMODULES = ("checks", "attention", "model", "tasks", "train", "pruning", "cost", "measure", "pretrained", "viz", "analysis", "stats", "notebook")
+_SUBMODULES = ("checks", "attention", "model", "tasks", "train", "pruning", "cost", "measure", "pretrained", "viz", "analysis", "stats", "notebook",
+               "export", "live")
 # Public names re-exported at the top level, resolved lazily from their module.
 _EXPORTS = {
     "head_importance": "pruning",

