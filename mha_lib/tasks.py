@@ -1007,7 +1007,7 @@ SHIPPED: Dict[str, TrainedSpec] = {
     s.name: s
     for s in [
         *(_spec(f"ch1-h{h}", h) for h in (1, 2, 4, 8, 16, 32)),
-        _spec("ch4-l3h8", 8, num_layers=3, seeds=(0, 1, 2)),
+        _spec("ch4-l3h8", 8, num_layers=3, seeds=tuple(range(8))),  # 8 seeds: per-seed intervals in chapter 4
         # chapter 2, section 4: 4 tied heads vs one head of width d_model/4 (3 of 4 heads pruned at init)
         TrainedSpec(name="ch2-tied-h4", version=1, task=_TASK, model=dict(_MODEL, num_heads=4), tied_heads=True,
                     **_RECIPE),
