@@ -652,7 +652,14 @@ class AttentionExplorer:
 
     Attributes:
         widget: the ``VBox`` to display (displaying the explorer displays it).
-        slider: the ``SelectionSlider`` over the frame keys.
+        slider: the ``SelectionSlider`` over the frame keys (its own label and readout off:
+            the row around it shows them).
+        slider_row: the ``HBox`` the reader sees: the description, the current value (the
+            readout), the first value's label, the slider, the last value's label.
+        readout: what shows the current value: a ``Stack`` of one ``Label`` per value,
+            ``jslink``-ed to the slider (ipywidgets 8, works without a kernel), or one
+            ``Label`` the kernel updates (ipywidgets 7).
+        description: the slider's name, as given.
         images: the ``Image`` widgets: one per slider value inside ``stack`` (ipywidgets 8),
             or a single one that ``.observe`` updates in place (ipywidgets 7).
         stack: the ``Stack`` (ipywidgets 8) or None.
@@ -666,7 +673,8 @@ class AttentionExplorer:
     def __init__(self, frames: Mapping[Hashable, Any], *, description: str = "", compute=None,
                  sentence: Optional[str] = None, value: Any = None, cmap: str = DEFAULT_CMAP,
                  vmin: float = 0.0, vmax: Optional[float] = None, cell: Optional[int] = None,
-                 ncols: Optional[int] = None, continuous_update: bool = True):
+                 ncols: Optional[int] = None, continuous_update: bool = True,
+                 end_labels: Optional[Tuple[str, str]] = None):
         if not isinstance(frames, Mapping) or len(frames) == 0:
             raise ValueError("frames must be a non-empty dict {slider value: frame}")
         if compute is not None and not callable(compute):
@@ -685,13 +693,42 @@ class AttentionExplorer:
         self.sentence = sentence
         self.pngs = self._render_all({v: _as_frame(frames[v], f"frames[{v!r}]") for v in self.values})
 
-        self.slider = widgets.SelectionSlider(
-            options=[(str(v), v) for v in self.values], value=value, description=description,
-            continuous_update=continuous_update, style={"description_width": "initial"},
-            layout=widgets.Layout(width="420px", max_width="100%"),
-        )
-        image_layout = dict(max_width="100%", height="auto")
+        labels = [str(v) for v in self.values]
+        if end_labels is None:
+            end_labels = (labels[0], labels[-1])
+        if (not isinstance(end_labels, (tuple, list)) or len(end_labels) != 2
+                or not all(isinstance(t, str) for t in end_labels)):
+            raise ValueError(f"end_labels must be two strings (left end, right end), got {end_labels!r}")
+        self.description = str(description)
         index = self.values.index(value)
+        # The slider's own label and readout are off: the row shows the name, the value, and a
+        # label at each end of the track, so the reader sees which way the values run.
+        self.slider = widgets.SelectionSlider(
+            options=list(zip(labels, self.values)), value=value, description="", readout=False,
+            continuous_update=continuous_update,
+            layout=widgets.Layout(flex="1 1 160px", min_width="100px", width="auto"),
+        )
+        if _has_stack():  # one Label per value, switched in the browser like the frames
+            self.readout = widgets.Stack([widgets.Label(t) for t in labels], selected_index=index)
+            self.readout_link = widgets.jslink((self.slider, "index"), (self.readout, "selected_index"))
+        else:  # ipywidgets 7: the kernel updates one Label (see _on_index)
+            self.readout = widgets.Label(labels[index])
+            self.readout_link = None
+        width = max(len(t) for t in labels) + 1
+        self.readout.layout = widgets.Layout(min_width=f"{width}ch", margin="0 1em 0 0.3em")
+        self.readout.add_class("widget-readout")     # what the book's script and tests read
+        self.readout.add_class("mha-slider-readout")
+        name = widgets.Label(self.description)
+        name.add_class("mha-slider-name")
+        ends = [widgets.Label(t) for t in end_labels]
+        for end in ends:
+            end.add_class("mha-slider-end")
+        self.slider_row = widgets.HBox(
+            [name, self.readout, ends[0], self.slider, ends[1]],
+            layout=widgets.Layout(align_items="center", width="100%", max_width="640px"),
+        )
+        self.slider_row.add_class("mha-slider-row")
+        image_layout = dict(max_width="100%", height="auto")
         if _has_stack():
             # Static HTML: every frame is in the page and the browser switches them (jslink),
             # so the slider works without a kernel. With a kernel the same link runs, and the
@@ -723,7 +760,7 @@ class AttentionExplorer:
             value=("<small>Type a sentence and press Enter to recompute: that needs a running kernel "
                    "(Jupyter, Colab). The slider works everywhere.</small>") if compute is not None else ""
         )
-        children += [self.slider, view, self.message]
+        children += [self.slider_row, view, self.message]
         self.widget = widgets.VBox(children)
         self.widget.add_class("mha-attention-explorer")  # the browser tests find explorers by it
 
@@ -763,8 +800,11 @@ class AttentionExplorer:
         if self.stack is not None:
             if self.stack.selected_index != i:
                 self.stack.selected_index = i
+            if self.readout.selected_index != i:
+                self.readout.selected_index = i
         else:
             self.images[0].value = self.pngs[self.values[i]]  # in place: same widget, new bytes
+            self.readout.value = str(self.values[i])
 
     def _on_text(self, change) -> None:
         self.set_sentence(change["new"])
@@ -835,7 +875,7 @@ class AttentionExplorer:
     def __repr__(self) -> str:
         values = ", ".join(str(v) for v in self.values)
         mode = "Stack + jslink" if self.stack is not None else "one Image, kernel updates"
-        return f"AttentionExplorer({self.slider.description or 'value'}: {values}; {mode})"
+        return f"AttentionExplorer({self.description or 'value'}: {values}; {mode})"
 
     def _repr_mimebundle_(self, include=None, exclude=None):
         # ipywidgets 8: the widget view, with a short text/plain (the VBox repr would dump
@@ -869,6 +909,7 @@ def attention_explorer(
     cell: Optional[int] = None,
     ncols: Optional[int] = None,
     continuous_update: bool = True,
+    end_labels: Optional[Tuple[str, str]] = None,
 ) -> AttentionExplorer:
     """A slider that flips between attention maps, live in a kernel and in the static book.
 
@@ -882,13 +923,19 @@ def attention_explorer(
     * ipywidgets 7 (no ``Stack``, e.g. older Colab): one ``Image``, whose bytes the kernel
       replaces in place from ``.observe`` on the slider.
 
+    The slider's row reads ``description  value  first ━━●━━ last``: its name, the value
+    shown now (switched in the browser like the frames), and a label at each end of the
+    track, so the reader sees which way the values run. The book's script (``_static/
+    mha_book.js``) gives the slider handle that name and value as ``aria-label`` and
+    ``aria-valuetext``.
+
     With ``compute``, a text box recomputes every frame for a sentence the reader types
     (needs a kernel); an empty sentence or a failing ``compute`` shows a message and keeps
     the current maps.
 
     Args:
-        frames: ``{slider value: frame}``, in slider order. A frame is a :class:`Frame`, a dict
-            of its fields, or a ``(weights, tokens)`` tuple; weights (H, L, S),
+        frames: ``{slider value: frame}``, in slider order (left to right). A frame is a
+            :class:`Frame`, a dict of its fields, or a ``(weights, tokens)`` tuple; weights (H, L, S),
             (layers, H, L, S) or per-layer, as for :func:`plot_heads`.
         description: slider label, e.g. ``"heads"`` or ``"layer"``.
         compute: optional ``compute(value, sentence) -> frame`` for a typed sentence; called
@@ -899,13 +946,17 @@ def attention_explorer(
         cell: pixels per attention entry (default: about 176 px per panel).
         ncols: heads per row for one-layer frames.
         continuous_update: update while dragging (True) or on release.
+        end_labels: the text at the left and right ends of the slider (default: the first and
+            last keys), e.g. ``("all 72 heads", "7")``. Give the keys in the order a reader
+            expects, usually increasing to the right.
 
     Returns:
         an :class:`AttentionExplorer`; display it (last line of a cell) to show the control.
 
     Raises:
         ValueError: empty ``frames``, a ``value`` not in ``frames``, a non-callable
-            ``compute``, an unknown ``cmap``, or a frame :func:`plot_heads` would reject.
+            ``compute``, an unknown ``cmap``, ``end_labels`` that are not two strings, or a
+            frame :func:`plot_heads` would reject.
 
     Example -- a head-count slider over models with 1, 2, 4 and 8 heads, and a layer slider
     over a pretrained encoder that recomputes for a typed sentence::
@@ -930,7 +981,7 @@ def attention_explorer(
     """
     return AttentionExplorer(frames, description=description, compute=compute, sentence=sentence, value=value,
                              cmap=cmap, vmin=vmin, vmax=vmax, cell=cell, ncols=ncols,
-                             continuous_update=continuous_update)
+                             continuous_update=continuous_update, end_labels=end_labels)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -1062,12 +1113,16 @@ def bertviz_view(
 ):
     """bertviz's head view or model view (Vig 2019) of mha_lib attention weights, batch 1.
 
-    The HTML differs from bertviz's own in three ways, so that it works in more places:
+    The HTML differs from bertviz's own, so that it works in more places:
     it loads require.js itself when the page has none (JupyterLab, VS Code, Colab and the
     book, where bertviz's plain display fails with "require is not defined"); it takes its
     script URLs from ``window.mhaLibScripts`` when a page sets it (the book serves its own
     copies) and from bertviz's CDN otherwise; and its element id is derived from the data,
-    not a random uuid, so re-running a notebook gives the same output.
+    not a random uuid, so re-running a notebook gives the same output. And it reads well in a
+    narrow column: the head view gives each of 12 heads its own colour (:data:`HEAD_COLOURS`,
+    where bertviz repeats its 10) and writes the head number on each colour swatch; the model
+    view is laid out as wide as its box (320 to 970 px, where bertviz always draws 970 px), so
+    every head is in view on a laptop or a phone.
 
     Args:
         weights: a sequence of per-layer (1, H, L, L) tensors (``output_attentions=True``),
@@ -1127,6 +1182,75 @@ def bertviz_view(
     return HTML(page)
 
 
+# The head view's head colours. bertviz cycles d3.schemeCategory10, so in a 12-head layer heads 0
+# and 10, and 1 and 11, look the same. These are the first 12 colours of colorcet's
+# glasbey_category10: category10, then the colours farthest from every colour already chosen
+# (Glasbey et al. 2007, "Colour displays for categorical images"). A 13th head reuses colour 0;
+# the number on its swatch still tells it apart.
+HEAD_COLOURS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b",
+                "#e377c2", "#7f7f7f", "#bcbd22", "#17becf", "#3a0183", "#004301")
+
+# The head view: head i gets HEAD_COLOURS[i]; each colour swatch shows its head number, in black
+# or white, whichever contrasts more with the swatch (WCAG relative luminance), and a tooltip.
+_HEAD_NUMBERS = """.attr("height", CHECKBOX_SIZE);
+        // mha_lib: the head number on each swatch, and a tooltip
+        checkbox.append("title").text((d, i) => "head " + i);
+        checkboxContainer.selectAll("text").data(config.headVis).enter().append("text")
+            .text((d, i) => i)
+            .attr("x", (d, i) => (i + 0.5) * CHECKBOX_SIZE)
+            .attr("y", top + CHECKBOX_SIZE / 2)
+            .attr("dy", "0.35em")
+            .attr("text-anchor", "middle")
+            .attr("font-size", "11px")
+            .style("pointer-events", "none")
+            .style("user-select", "none");
+        function mhaInk(colour) {
+            const c = d3.rgb(colour);
+            const lin = v => { v /= 255; return v <= 0.03928 ? v / 12.92 : Math.pow((v + 0.055) / 1.055, 2.4); };
+            return 0.2126 * lin(c.r) + 0.7152 * lin(c.g) + 0.0722 * lin(c.b) > 0.179 ? "#000" : "#fff";
+        }"""
+_HEAD_NUMBER_INK = """.attr("fill", (d, i) => d ? headColors(i): lighten(headColors(i)));
+            checkboxContainer.selectAll("text").data(config.headVis)
+                .attr("fill", (d, i) => mhaInk(d ? headColors(i) : lighten(headColors(i))));"""
+
+# The model view: bertviz draws it 970 px wide, which a book column (688 px on a laptop, 358 px
+# on a phone) cuts off. It is laid out as wide as its box at drawing time instead (320 to 970 px;
+# 970 when the box has no width yet, e.g. hidden), with a viewBox so that it scales if the box
+# changes later; the detail panel of a clicked head stays inside the view.
+_MODEL_WIDTH = """const DIV_WIDTH = (function () {  // mha_lib: as wide as its box, 320 to 970 px
+            const root = document.getElementById(params['root_div_id']);
+            const width = root ? Math.floor(root.getBoundingClientRect().width) : 0;
+            return width >= 320 ? Math.min(970, width) : 970;
+        })();"""
+
+# (kind, bertviz's text, replacement): each must occur exactly once (bertviz 1.4's head_view.js
+# and model_view.js); a missing one raises instead of silently showing bertviz's layout.
+_BERTVIZ_PATCHES = (
+    ("head", "d3.scaleOrdinal(d3.schemeCategory10)",
+     "(function (i) { const c = %s; return c[(+i) %% c.length]; })" % json.dumps(list(HEAD_COLOURS))),
+    ("head", '.attr("height", CHECKBOX_SIZE);', _HEAD_NUMBERS),
+    ("head", '.attr("fill", (d, i) => d ? headColors(i): lighten(headColors(i)));', _HEAD_NUMBER_INK),
+    ("model", "const DIV_WIDTH = 970;", _MODEL_WIDTH),
+    ("model", '.attr("width", DIV_WIDTH)',
+     '.attr("width", DIV_WIDTH)\n                .attr("viewBox", "0 0 " + DIV_WIDTH + " " + config.divHeight)'),
+    ("model", "var posLeftText = x;",
+     "x = Math.max(MIN_X, Math.min(x, maxX - DETAIL_WIDTH));  // mha_lib: inside a narrow view\n"
+     "            var posLeftText = x;"),
+)
+
+
+def _patch_bertviz_js(body: str, kind: str) -> str:
+    """Apply :data:`_BERTVIZ_PATCHES` for ``kind`` ("head" or "model") to bertviz's script."""
+    for patch_kind, old, new in _BERTVIZ_PATCHES:
+        if patch_kind != kind:
+            continue
+        if body.count(old) != 1:
+            raise RuntimeError(f"bertviz's {kind} view script has {body.count(old)} copies of {old!r}, "
+                               "expected 1; mha_lib.viz supports bertviz 1.4")
+        body = body.replace(old, new)
+    return body
+
+
 # bertviz writes its params (tokens included) on this line, twice: as code and in a comment.
 _PARAMS = re.compile(r"(const params = )([^\n]*)")
 
@@ -1160,6 +1284,7 @@ def _portable_bertviz_html(raw: str, kind: str, layers: list, tokens: List[str])
         raise RuntimeError("unexpected bertviz HTML layout; mha_lib.viz supports bertviz 1.4")
     markup, body = raw[:start], raw[start + len(opening):end]
     body = _escape_script_json(body)
+    body = _patch_bertviz_js(body, kind)
     body, n = _REQUIRE_CONFIG.subn("require.config({paths: mhaPaths});", body, count=1)
     if n != 1:
         raise RuntimeError("bertviz's require.config block was not found; mha_lib.viz supports bertviz 1.4")

@@ -292,6 +292,26 @@ def test_layer_frames_and_display_bundle():
         viz.layer_frames((), TOKENS)
 
 
+def test_explorer_row_shows_name_value_and_both_ends():
+    ex = viz.attention_explorer(head_count_frames(), description="heads", value=4)
+    name, readout, left, slider, right = ex.slider_row.children
+    assert (name.value, left.value, right.value) == ("heads", "1", "8")  # the ends name the first and last keys
+    assert slider is ex.slider and ex.slider.description == "" and not ex.slider.readout
+    assert readout is ex.readout and "widget-readout" in readout._dom_classes
+    assert [label.value for label in readout.children] == ["1", "2", "4", "8"] and readout.selected_index == 2
+    assert ex.readout_link.source == (ex.slider, "index") and ex.readout_link.target == (readout, "selected_index")
+    ex.slider.value = 8  # the kernel side follows too
+    assert readout.selected_index == 3 and repr(ex).startswith("AttentionExplorer(heads: 1, 2, 4, 8;")
+    custom = viz.attention_explorer(head_count_frames(), end_labels=("one head", "eight heads"))
+    assert [w.value for w in custom.slider_row.children[2::2]] == ["one head", "eight heads"]
+
+
+@pytest.mark.parametrize("bad", ["ab", ("a",), ("a", 2), ("a", "b", "c")])
+def test_explorer_rejects_bad_end_labels(bad):
+    with pytest.raises(ValueError, match="end_labels"):
+        viz.attention_explorer(head_count_frames(), end_labels=bad)
+
+
 # --- bertviz -----------------------------------------------------------------------------------
 
 def per_layer(layers=2, heads=3, n=5, batch=1):
@@ -395,3 +415,23 @@ def test_nan_colour_limits_are_refused(kw, name):
     with pytest.raises(ValueError, match=f"{name} must be a finite number"):
         viz.attention_explorer({1: (w, TOKENS)}, **kw)
     assert png_size(viz.render_heads_png(w, TOKENS, cell=1)) > (0, 0)  # the smallest cell still draws
+
+
+def test_bertviz_head_view_gets_12_distinct_colours_and_head_numbers():
+    pytest.importorskip("bertviz")
+    html = viz.bertviz_view(per_layer(heads=12), TOKENS, kind="head").data
+    assert len(set(viz.HEAD_COLOURS)) == 12 and json.dumps(list(viz.HEAD_COLOURS)) in html
+    assert "schemeCategory10" not in html  # bertviz's 10 colours would repeat over 12 heads
+    assert 'checkbox.append("title")' in html and ".text((d, i) => i)" in html
+
+
+def test_bertviz_model_view_is_laid_out_to_its_box():
+    pytest.importorskip("bertviz")
+    html = viz.bertviz_view(per_layer(), TOKENS, kind="model").data
+    assert "const DIV_WIDTH = 970;" not in html and "getBoundingClientRect().width" in html
+    assert '.attr("viewBox"' in html and "Math.min(x, maxX - DETAIL_WIDTH)" in html
+
+
+def test_bertviz_patches_refuse_an_unknown_bertviz_layout():
+    with pytest.raises(RuntimeError, match="bertviz 1.4"):
+        viz._patch_bertviz_js("requirejs(['d3'], function (d3) {});", "head")
