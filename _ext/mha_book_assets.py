@@ -1,13 +1,14 @@
 """Sphinx extension: the book serves its own scripts, and loads each script once.
 
 1. Vendored scripts. The built pages load require.js, the ipywidgets HTML manager, MathJax,
-   d3 and jquery from ``_static/vendor/`` instead of CDNs (cases.md item 18: readers behind
-   networks that block CDNs otherwise see dead figures). The files come from the npm
+   d3, jquery and (the live views) onnxruntime-web from ``_static/vendor/`` instead of CDNs
+   (cases.md item 18: readers behind networks that block CDNs otherwise see dead figures). The files come from the npm
    packages pinned in ``tests/browser/package-lock.json`` (``npm ci --prefix tests/browser``)
    and are copied into the HTML output when the build finishes -- not into the source
    ``_static/``, whose every .js file Jupyter Book would add to every page. _config.yml points
    ``nb_ipywidgets_js`` and ``mathjax_path`` at them, and ``_static/mha_book.js`` tells
-   ``mha_lib.viz.bertviz_view`` where require.js, d3 and jquery are.
+   ``mha_lib.viz.bertviz_view`` where require.js, d3 and jquery are. The live views' ES modules
+   (``web/*.mjs``) are copied to ``_static/live/``, where ``_static/mha_book.js`` imports them.
 
 2. Fresh static files. When no page is out of date, Sphinx 7 skips copying ``_static/``, so
    an edited ``_static/mha_book.js`` would stay stale in an incremental build; it is
@@ -21,6 +22,7 @@
 from __future__ import annotations
 
 import filecmp
+import json
 import shutil
 from pathlib import Path
 
@@ -37,7 +39,46 @@ VENDOR = {
     "html-manager/": "@jupyter-widgets/html-manager/dist/",
     "mathjax/": "mathjax/es5/",
     "mathjax/LICENSE": "mathjax/LICENSE",
+    # onnxruntime-web's WebAssembly backend only (the live views, web/mha_live.mjs): the ES
+    # module, the Emscripten loader it imports and the SIMD WebAssembly binary -- the three files
+    # a page fetches -- not the WebGPU/WebGL/JSPI builds of the npm dist (about 130 MB).
+    "onnxruntime-web/ort.wasm.min.mjs": "onnxruntime-web/dist/ort.wasm.min.mjs",
+    "onnxruntime-web/ort-wasm-simd-threaded.mjs": "onnxruntime-web/dist/ort-wasm-simd-threaded.mjs",
+    "onnxruntime-web/ort-wasm-simd-threaded.wasm": "onnxruntime-web/dist/ort-wasm-simd-threaded.wasm",
 }
+# The npm package of onnxruntime-web has no LICENSE file; its files say "Licensed under the MIT
+# License", and this is the LICENSE of github.com/microsoft/onnxruntime ({version}: from its
+# package.json at build time).
+WRITTEN = {
+    "onnxruntime-web/LICENSE": ("onnxruntime-web/package.json", """onnxruntime-web {version} (npm): ort.wasm.min.mjs,
+ort-wasm-simd-threaded.mjs and ort-wasm-simd-threaded.wasm, served unchanged.
+https://github.com/microsoft/onnxruntime
+
+MIT License
+
+Copyright (c) 2018 - present Microsoft Corporation
+
+Permission is hereby granted, free of charge, to any person obtaining a copy
+of this software and associated documentation files (the "Software"), to deal
+in the Software without restriction, including without limitation the rights
+to use, copy, modify, merge, publish, distribute, sublicense, and/or sell
+copies of the Software, and to permit persons to whom the Software is
+furnished to do so, subject to the following conditions:
+
+The above copyright notice and this permission notice shall be included in all
+copies or substantial portions of the Software.
+
+THE SOFTWARE IS PROVIDED "AS IS", WITHOUT WARRANTY OF ANY KIND, EXPRESS OR
+IMPLIED, INCLUDING BUT NOT LIMITED TO THE WARRANTIES OF MERCHANTABILITY,
+FITNESS FOR A PARTICULAR PURPOSE AND NONINFRINGEMENT. IN NO EVENT SHALL THE
+AUTHORS OR COPYRIGHT HOLDERS BE LIABLE FOR ANY CLAIM, DAMAGES OR OTHER
+LIABILITY, WHETHER IN AN ACTION OF CONTRACT, TORT OR OTHERWISE, ARISING FROM,
+OUT OF OR IN CONNECTION WITH THE SOFTWARE OR THE USE OR OTHER DEALINGS IN THE
+SOFTWARE.
+"""),
+}
+# The live views' own ES modules (web/*.mjs, tested by node --test) go to _static/live/.
+LIVE_SOURCE = "web"
 # Not needed by the pages: source maps, the AMD builds, MathJax's other combined components
 # and its speech-rule engine (loaded only when a reader turns speech on in MathJax's menu).
 SKIP_SUFFIXES = (".map",)
@@ -87,6 +128,13 @@ def copy_vendor(app: Sphinx, exception) -> None:
         else:
             (out / dst).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(source, out / dst)
+    for dst, (package, text) in WRITTEN.items():
+        version = json.loads((root / package).read_text(encoding="utf-8"))["version"]
+        (out / dst).write_text(text.format(version=version), encoding="utf-8")
+    live = Path(app.outdir, "_static", "live")
+    live.mkdir(parents=True, exist_ok=True)
+    for module in sorted(Path(app.srcdir, LIVE_SOURCE).glob("*.mjs")):
+        shutil.copy2(module, live / module.name)
 
 
 def refresh_static(app: Sphinx, exception) -> None:

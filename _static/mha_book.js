@@ -62,7 +62,7 @@
     for (var j = 0; j < images.length; j++) {
       var img = images[j];
       var area = img.closest(".cell_output, .output") || document;
-      var label = area.querySelector(".widget-label");
+      var label = area.querySelector(".mha-slider-name") || area.querySelector(".widget-label");  // the slider's name
       var readout = area.querySelector(".widget-readout");
       var state = ((label && label.textContent.trim()) || "value") + " " + ((readout && readout.textContent.trim()) || "");
       var alt = img.closest(".mha-attention-explorer")
@@ -77,4 +77,163 @@
   }
   if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", watch);
   else watch();
+
+  /* Sliders say the value the reader sees (issue 21). ipywidgets' sliders (noUiSlider) give
+   * their handle no name and aria-valuetext = the option's index ("2" for the third value).
+   * Each handle gets the slider's name as aria-label and the text of the readout next to it
+   * as aria-valuetext: the explorer's row (.mha-slider-row, mha_lib.viz) or ipywidgets' own
+   * readout (.widget-slider). Kept in step when the slider or its readout changes. */
+  function announceSliderValues() {
+    function sync() {
+      var handles = document.querySelectorAll('.noUi-handle[role="slider"]');
+      for (var i = 0; i < handles.length; i++) {
+        var handle = handles[i];
+        var box = handle.closest(".mha-slider-row") || handle.closest(".widget-slider");
+        if (!box) continue;
+        var name = box.querySelector(".mha-slider-name, .widget-label");
+        var readout = box.querySelector(".widget-readout");
+        var nameText = name ? name.textContent.trim() : "";
+        var valueText = readout ? readout.textContent.trim() : "";  // "" while a Stack switches
+        if (nameText && handle.getAttribute("aria-label") !== nameText) handle.setAttribute("aria-label", nameText);
+        if (valueText && handle.getAttribute("aria-valuetext") !== valueText) handle.setAttribute("aria-valuetext", valueText);
+      }
+    }
+    function start() {
+      sync();
+      new MutationObserver(sync).observe(document.body, {
+        subtree: true, childList: true, characterData: true,
+        attributes: true, attributeFilter: ["aria-valuetext"]
+      });
+    }
+    if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", start);
+    else start();
+  }
+  announceSliderValues();
+
+  /* Big figures open at full size (issue 21). A figure image shown at under 80% of its drawn
+   * width (a 72-head grid in the column, most figures on a phone) is wrapped in a link to the
+   * image itself, with a line giving its size; the link opens it in a new tab, where the
+   * reader can zoom. The img keeps its alt text; the link is reachable by keyboard. An image
+   * held in a data: URL (mha_lib.viz's grids) links to a blob: copy, since browsers do not open
+   * data: URLs in a tab. SVG diagrams (they scale) and images already inside a link are left
+   * alone. The line hides when the image fits again. Widget images are not wrapped (the widget
+   * owns its DOM): an attention explorer gets one such link after its output, pointing at the
+   * frame shown now (the Image widget's blob: URL), updated as the slider moves. */
+  function linkFullSizeFigures() {
+    var SHRUNK = 0.8;
+    function fullSizeUrl(img) {
+      var src = img.currentSrc || img.src;
+      if (src.indexOf("data:") !== 0) return src;
+      var comma = src.indexOf(",");
+      var meta = src.slice(5, comma);  // e.g. "image/png;base64"
+      if (!/;base64$/.test(meta)) return null;
+      var bytes = atob(src.slice(comma + 1));
+      var buffer = new Uint8Array(bytes.length);
+      for (var k = 0; k < bytes.length; k++) buffer[k] = bytes.charCodeAt(k);
+      return URL.createObjectURL(new Blob([buffer], { type: meta.replace(/;base64$/, "") }));
+    }
+    function update(img) {
+      if (!img.complete || !img.naturalWidth) return;  // its load event calls again
+      var shown = img.getBoundingClientRect().width;
+      var shrunk = shown > 0 && shown < SHRUNK * img.naturalWidth;
+      var link = img.parentElement && img.parentElement.classList.contains("mha-full-size") ? img.parentElement : null;
+      if (!link) {
+        if (!shrunk || img.closest("a, .jupyter-widgets, .widget-image") || /\.svg(\?|#|$)/i.test(img.src)) return;
+        var href = fullSizeUrl(img);
+        if (!href) return;
+        link = document.createElement("a");
+        link.className = "mha-full-size";
+        link.href = href;
+        link.target = "_blank";
+        link.title = "Open the full-size image in a new tab";
+        img.parentNode.insertBefore(link, img);
+        link.appendChild(img);
+        var note = document.createElement("span");
+        note.className = "mha-full-size-note";
+        note.textContent = "Open full size (" + img.naturalWidth + " \u00d7 " + img.naturalHeight + " px)";
+        link.appendChild(note);
+      }
+      link.classList.toggle("mha-full-size-shrunk", shrunk);
+    }
+    function updateExplorers() {
+      var explorers = document.querySelectorAll(".bd-article .mha-attention-explorer");
+      for (var i = 0; i < explorers.length; i++) {
+        var img = explorers[i].querySelector("img");  // a Stack holds only the frame shown
+        if (!img || !img.naturalWidth) continue;
+        var area = explorers[i].closest(".cell_output, .output") || explorers[i].parentNode;
+        var link = area.querySelector("a.mha-full-size-widget");
+        var shrunk = img.getBoundingClientRect().width < SHRUNK * img.naturalWidth;
+        if (!link) {
+          if (!shrunk) continue;
+          link = document.createElement("a");
+          link.className = "mha-full-size mha-full-size-widget";
+          link.target = "_blank";
+          link.title = "Open the attention maps shown now, full size, in a new tab";
+          link.appendChild(document.createElement("span")).className = "mha-full-size-note";
+          area.appendChild(link);
+        }
+        var text = "Open these maps full size (" + img.naturalWidth + " \u00d7 " + img.naturalHeight + " px)";
+        if (link.href !== img.src) link.href = img.src;
+        if (link.firstChild.textContent !== text) link.firstChild.textContent = text;
+        link.classList.toggle("mha-full-size-shrunk", shrunk);
+      }
+    }
+    function start() {
+      // every size change counts: loading, a window resize, an output that was hidden opening
+      var resized = new ResizeObserver(function (entries) {
+        for (var i = 0; i < entries.length; i++) {
+          if (entries[i].target.closest(".jupyter-widgets")) updateExplorers();
+          else update(entries[i].target);
+        }
+      });
+      var images = document.querySelectorAll(".bd-article img");
+      for (var i = 0; i < images.length; i++) {
+        if (images[i].closest(".jupyter-widgets")) continue;
+        images[i].addEventListener("load", function (e) { update(e.target); });
+        resized.observe(images[i]);
+        update(images[i]);
+      }
+      // explorer frames come and go as the slider moves: follow the page and every image load
+      var explorers = document.querySelectorAll(".bd-article .mha-attention-explorer");
+      if (!explorers.length && !document.querySelector(".bd-article .jupyter-widgets, script[type='application/vnd.jupyter.widget-view+json']")) return;
+      new MutationObserver(updateExplorers).observe(document.body, { subtree: true, childList: true });
+      document.addEventListener("load", function (e) {
+        if (e.target.tagName === "IMG" && e.target.closest(".mha-attention-explorer")) {
+          resized.observe(e.target);
+          updateExplorers();
+        }
+      }, true);
+      updateExplorers();
+    }
+    if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", start);
+    else start();
+  }
+  linkFullSizeFigures();
+
+  /* Live views (issue 17). A notebook cell's mha_lib.live.live_view(...) output is an element
+   * <div class="mha-live-view" data-view=... data-config=...> holding a static figure. When a
+   * page has one, the ES module _static/live/mha_live.mjs (copied from web/ by
+   * _ext/mha_book_assets.py) is imported -- its URL resolved from this script's own URL, which
+   * works from every folder of the site -- and mounts each view. Pages without a live view load
+   * nothing. If the import fails, the static figure stays and the view says why. */
+  function mountLiveViews(scriptUrl) {
+    function start() {
+      var views = document.querySelectorAll(".mha-live-view");
+      if (!views.length || !scriptUrl) return;
+      import(new URL("live/mha_live.mjs", scriptUrl).href)
+        .then(function (live) { live.mountAll(document); })
+        .catch(function (err) {
+          console.warn("mha_book.js: the live views could not start:", err);
+          for (var i = 0; i < views.length; i++) {
+            var note = document.createElement("p");
+            note.className = "mha-live-status mha-live-error";
+            note.textContent = "This live view could not start (" + err + "); the figure shown was computed in advance.";
+            views[i].appendChild(note);
+          }
+        });
+    }
+    if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", start);
+    else start();
+  }
+  mountLiveViews(here);
 })();

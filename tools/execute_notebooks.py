@@ -1,8 +1,8 @@
 """Re-run chapter notebooks in place (what `make execute` calls).
 
 Each notebook runs top to bottom in a fresh `python3` kernel with nbclient, with an
-explicit per-cell timeout, and the widget state is stored in the notebook so that the
-static HTML book can show live widgets without a kernel.
+explicit per-cell timeout, and the widget state of that run (only) is stored in the notebook so
+that the static HTML book can show live widgets without a kernel.
 
 Usage: python tools/execute_notebooks.py [--timeout SECONDS] [NOTEBOOK ...]
        (no notebook given: every chapters/*.ipynb)
@@ -24,6 +24,7 @@ ROOT = Path(__file__).resolve().parent.parent
 def execute(path: Path, timeout: int) -> float:
     """Execute one notebook in place; return the wall time in seconds."""
     nb = nbformat.read(path, as_version=4)
+    nb.metadata.pop("widgets", None)  # the state of this run only: no stale widgets (and their images) stay behind
     client = NotebookClient(
         nb,
         timeout=timeout,

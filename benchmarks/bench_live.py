@@ -1,0 +1,205 @@
+"""How fast the live views are in a real browser, and how much each page weighs (issue 17).
+
+Headless Chromium (Debian's ``/usr/bin/chromium``) on the built book (``make book``), served by a
+local ``http.server``; onnxruntime-web at one thread, as readers get it from a static host (no
+cross-origin-isolation headers). A page of our own with one view of each kind is served on the
+book's origin, so it loads the book's script, ``_static/live/mha_live.mjs``, the vendored runtime
+and the exported models, exactly as a chapter does.
+
+Measured (medians over the runs; the view's own ``mhaLive.timings``, from ``run()`` to the last
+canvas drawn, the debounce delay excluded):
+
+* first model load (runtime + MiniLM + session), a fresh browser context: target <= 5 s;
+* MiniLM, about 16 tokens, a new sentence each run, one 12-head layer drawn: target <= 100 ms;
+* the same with all six layers drawn: target <= 300 ms;
+* a head toggle in the prune view (every text's embedding, fidelity, paraphrase ranking, the
+  maps): target <= 1 s;
+* the reference, in the same run: mha_lib's forward pass in PyTorch on one thread for the same
+  sentences, so the browser is also reported as a ratio against it;
+* every page of the book before any interaction: bytes transferred, and their gzip size (what a
+  compressing server would send): target <= 3 MB gzip.
+
+Run:  python benchmarks/bench_live.py [--runs N]   (or `make bench`). Prints a table; asserts
+nothing. These are CPU figures of this machine's Chromium; a reader's laptop or phone differs.
+"""
+from __future__ import annotations
+
+import argparse
+import functools
+import gzip
+import json
+import os
+import statistics
+import sys
+import threading
+import time
+from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+import torch  # noqa: E402
+
+from mha_lib import live  # noqa: E402
+from mha_lib.pretrained import load_bert  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+HTML = ROOT / "_build" / "html"
+CHROMIUM = os.environ.get("MHA_CHROMIUM", "/usr/bin/chromium")
+PAGE = "chapters/_bench_live.html"
+TARGETS = {"load_s": 5.0, "one_layer_ms": 100.0, "six_layers_ms": 300.0, "toggle_ms": 1000.0, "page_mb_gzip": 3.0}
+SENTENCES = [  # 14-18 tokens with [CLS] and [SEP]; a new text at every run, as a reader typing gives
+    "The animal didn't cross the street because it was too tired.",
+    "A small dog barked at the mailman until he finally walked away.",
+    "She read the letter twice before she put it back in the drawer.",
+    "The committee approved the plan after a long and heated debate.",
+    "My brother fixed the old bicycle that we found in the garage.",
+    "The storm knocked out the power for most of the town last night.",
+    "He forgot his umbrella, so he waited for the rain to stop.",
+    "The children built a castle of sand near the edge of the water.",
+    "Our teacher explained the problem again because nobody understood it.",
+    "The museum opens early on Sundays and closes late on Fridays.",
+    "They painted the kitchen yellow and the hallway a pale blue.",
+    "The pilot told the passengers that the flight would land soon.",
+]
+
+
+class _Quiet(SimpleHTTPRequestHandler):
+    def log_message(self, *args):
+        pass
+
+
+def _serve(directory: Path) -> tuple:
+    server = ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(_Quiet, directory=str(directory)))
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return server, f"http://127.0.0.1:{server.server_address[1]}/"
+
+
+def _test_page(bert) -> str:
+    from mha_lib import tasks
+
+    pairs = json.loads((ROOT / "mha_lib" / "data" / "paraphrases.json").read_text(encoding="utf-8"))["pairs"][:8]
+    toys = ["ch1-h1", "ch1-h2", "ch1-h4", "ch1-h8"]
+    views = [
+        live.live_view("sentence", "all-MiniLM-L6-v2", live.sentence_config(bert, SENTENCES[0])),
+        live.live_view("toy-compare", toys[0], live.toy_compare_config(toys, tasks.SHIPPED["ch1-h1"].make_task().dataset(1, seed=0))),
+        live.live_view("prune", "all-MiniLM-L6-v2", live.prune_config(
+            bert, "She caught the last bus and did not have to walk home.",
+            [p["a"] for p in pairs], [p["b"] for p in pairs], [p["negative"] for p in pairs])),
+    ]
+    body = "".join(f"<section>{v.html}</section>" for v in views)
+    return ('<!doctype html><html lang="en"><head><meta charset="utf-8"><title>bench</title>'
+            '<script src="../_static/mha_book.js"></script></head>'
+            f"<body><main style='max-width:720px'>{body}</main></body></html>")
+
+
+def _open(browser, base: str, html: str):
+    context = browser.new_context(viewport={"width": 1280, "height": 900}, service_workers="block")
+    page = context.new_page()
+    page.route(base + PAGE, lambda r: r.fulfill(status=200, body=html, content_type="text/html"))
+    page.goto(base + PAGE, wait_until="load")
+    page.wait_for_function("[...document.querySelectorAll('.mha-live-view')].every(e => e.mhaLive)", timeout=30_000)
+    return context, page
+
+
+def _run(page, view: str, arg) -> dict:
+    return page.evaluate(
+        "async ([v, x]) => { const e = document.querySelector(`[data-view=${v}]`); await e.mhaLive.run(x);"
+        " return e.mhaLive.timings; }", [view, arg])
+
+
+def _torch_ms(bert, sentences) -> list:
+    out = []
+    for s in sentences:
+        t0 = time.perf_counter()
+        with torch.no_grad():
+            bert.encode_text([s], output_attentions=True)
+        out.append(1e3 * (time.perf_counter() - t0))
+    return out
+
+
+def _page_weights(browser, base: str) -> list:
+    pages = sorted(str(p.relative_to(HTML)) for p in HTML.rglob("*.html")
+                   if not p.relative_to(HTML).parts[0].startswith("_")
+                   and p.name not in {"search.html", "genindex.html", "py-modindex.html"})
+    rows = []
+    for rel in pages:
+        context = browser.new_context(viewport={"width": 1280, "height": 900}, service_workers="block")
+        page = context.new_page()
+        bodies = []
+        page.on("requestfinished", lambda req: bodies.append(req))
+        page.goto(base + rel, wait_until="load")
+        page.wait_for_timeout(1500)  # late scripts (MathJax fonts, widget manager)
+        raw = packed = 0
+        for req in bodies:
+            resp = req.response()
+            if resp is None or not req.url.startswith(base):
+                continue
+            try:
+                body = resp.body()
+            except Exception:  # a redirect or an aborted request has no body
+                continue
+            raw += len(body)
+            packed += len(gzip.compress(body, 6))
+        rows.append((rel, raw, packed))
+        context.close()
+    return rows
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--runs", type=int, default=len(SENTENCES), help="sentences timed per setting")
+    ap.add_argument("--skip-pages", action="store_true", help="skip the page-weight table")
+    args = ap.parse_args()
+    if not (HTML / "_static" / "models" / "manifest.json").exists():
+        print(f"no built book with models at {HTML}: run `make book` first")
+        return 1
+    from playwright.sync_api import sync_playwright
+
+    torch.set_num_threads(1)
+    bert, _ = load_bert(verbose=False)
+    bert.eval()
+    html = _test_page(bert)
+    server, base = _serve(HTML)
+    sentences = (SENTENCES * 3)[1:args.runs + 1]
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox", "--headless"])
+        context, page = _open(browser, base, html)
+        first = _run(page, "sentence", "Warm up: the first run loads the model.")
+        one = [_run(page, "sentence", s)["run_ms"] for s in sentences]
+        page.evaluate("() => { const c = document.querySelector('[data-view=sentence] input[type=checkbox]');"
+                      " c.checked = true; c.dispatchEvent(new Event('change')); }")
+        six = [_run(page, "sentence", s + " ")["run_ms"] for s in sentences]
+        mask = [[1] * 12 for _ in range(6)]
+        toggles = []
+        for i in range(args.runs):
+            mask[i % 6][(5 * i) % 12] ^= 1
+            toggles.append(_run(page, "prune", {"mask": mask})["run_ms"])
+        context.close()
+        rows = [] if args.skip_pages else _page_weights(browser, base)
+        browser.close()
+    server.shutdown()
+    ref = _torch_ms(bert, sentences)
+    med = statistics.median
+    print(f"Chromium {CHROMIUM}, onnxruntime-web at one thread; {len(sentences)} runs each; "
+          f"torch {torch.__version__} at one thread as the reference")
+    print(f"{'measure':<46} {'median':>10} {'min-max':>17} {'target':>9}")
+    print(f"{'first model load (runtime + MiniLM), s':<46} {first['load_ms'] / 1e3:>10.2f} {'':>17} "
+          f"{TARGETS['load_s']:>9.1f}")
+    for name, xs, target in [("run() -> one 12-head layer drawn, ms", one, TARGETS["one_layer_ms"]),
+                             ("run() -> all six layers drawn, ms", six, TARGETS["six_layers_ms"]),
+                             ("head toggle -> fidelity, ranking, maps, ms", toggles, TARGETS["toggle_ms"]),
+                             ("reference: mha_lib forward in torch, ms", ref, float("nan"))]:
+        print(f"{name:<46} {med(xs):>10.1f} {min(xs):>8.1f}-{max(xs):<8.1f} {target:>9.0f}")
+    print(f"browser (one layer) / torch forward: {med(one) / med(ref):.2f}x")
+    if rows:
+        print(f"\n{'page (before any interaction)':<44} {'bytes':>12} {'gzip':>12}")
+        for rel, raw, packed in rows:
+            print(f"{rel:<44} {raw:>12,d} {packed:>12,d}")
+        worst = max(rows, key=lambda r: r[2])
+        print(f"heaviest page: {worst[0]}, {worst[2] / 1e6:.2f} MB gzip (target <= {TARGETS['page_mb_gzip']} MB)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,238 @@
+"""mha_lib.live: the HTML of a live view and the configurations it starts from.
+
+Checked here: hostile text (a reader's or the data's) cannot leave the data-config attribute; the
+configurations have the shapes web/mha_live.mjs reads ([layer][head][query][key], one row per
+token) and equal mha_lib's own forward passes; bad arguments raise ValueError naming the value.
+The browser side is tested in tests/test_web.py (node) and tests/browser/test_live_views.py.
+"""
+from __future__ import annotations
+
+import html
+import json
+import re
+from html.parser import HTMLParser
+from importlib import resources
+
+import pytest
+import torch
+
+from mha_lib import live, tasks
+from mha_lib.pretrained import load_bert
+
+HOSTILE = ['"><img src=x onerror=alert(1)>', "</script><script>alert('x')</script>", "a & b ' \" < >",
+           "\u2028line\u2029separators", "&quot;&amp;&lt;"]
+TOYS = ["ch1-h1", "ch1-h2", "ch1-h4", "ch1-h8"]
+
+
+@pytest.fixture(scope="module")
+def bert():
+    model, _ = load_bert(verbose=False)
+    return model
+
+
+class _Elements(HTMLParser):
+    """Every start tag and its attributes, as a browser's parser sees them."""
+
+    def __init__(self):
+        super().__init__()
+        self.tags = []
+
+    def handle_starttag(self, tag, attrs):
+        self.tags.append((tag, dict(attrs)))
+
+
+def parse(markup: str):
+    p = _Elements()
+    p.feed(markup)
+    p.close()
+    return p.tags
+
+
+def minimal_config(text: str) -> dict:
+    return {"text": text, "tokens": ["[CLS]", text, "[SEP]"], "attentions": [[[[1.0, 0, 0], [0.5, 0.5, 0], [0, 0, 1.0]]]]}
+
+
+@pytest.mark.parametrize("text", HOSTILE)
+def test_hostile_text_stays_inside_the_attribute(text):
+    view = live.live_view("sentence", "all-MiniLM-L6-v2", minimal_config(text))
+    tags = parse(view.html)
+    assert [t for t, _ in tags] == ["div", "p"]  # the view and its no-script note: nothing injected
+    div = tags[0][1]
+    assert div["class"] == "mha-live-view" and div["data-view"] == "sentence"
+    assert json.loads(div["data-config"])["text"] == text  # the browser gets the text back, unchanged
+    raw = view.html.split('data-config="', 1)[1].split('"', 1)[0]
+    assert "<" not in raw and ">" not in raw and '"' not in raw and "'" not in raw
+    assert view._repr_mimebundle_()["text/html"] == view.html == view._repr_html_()
+
+
+def test_alt_text_and_caption_are_escaped():
+    png = _tiny_png()
+    view = live.live_view("sentence", "m", minimal_config("x"), fallback=png, alt='a "quoted" <b>alt</b>',
+                          caption="<script>alert(1)</script>")
+    tags = parse(view.html)
+    assert [t for t, _ in tags] == ["div", "img", "p", "p"]
+    assert tags[1][1]["alt"] == 'a "quoted" <b>alt</b>'
+    assert tags[1][1]["src"].startswith("data:image/png;base64,")
+    assert "<script>" not in view.html
+
+
+def _tiny_png() -> bytes:
+    import io
+
+    from PIL import Image
+
+    buf = io.BytesIO()
+    Image.new("RGB", (2, 2)).save(buf, format="PNG")
+    return buf.getvalue()
+
+
+def test_numbers_are_rounded_and_tensors_become_lists():
+    config = {"x": torch.tensor([[0.123456789, -1e-9]]), "n": 3, "flag": True, "none": None}
+    view = live.live_view("sentence", "m", config)
+    assert view.config == {"x": [[0.1235, 0.0]], "n": 3, "flag": True, "none": None}
+    assert "-0.0" not in view.html
+
+
+@pytest.mark.parametrize("kwargs, match", [
+    (dict(view="heatmap"), "view must be one of"),
+    (dict(model="../../etc/passwd"), "model must be a model id"),
+    (dict(model='m" onload="x'), "model must be a model id"),
+    (dict(config=[1, 2]), "config must be a dict"),
+    (dict(config={"x": float("nan")}), "non-finite"),
+    (dict(config={"x": [1.0, float("inf")]}), "non-finite"),
+    (dict(config={"x": object()}), "holds a object"),
+    (dict(config={1: 2}), "keys must be str"),
+    (dict(fallback=b"GIF89a..."), "fallback must be PNG"),
+    (dict(alt="a figure"), "no fallback figure"),
+    (dict(caption=3), "caption must be a str"),
+])
+def test_live_view_refuses_bad_arguments(kwargs, match):
+    args = dict(view="sentence", model="all-MiniLM-L6-v2", config=minimal_config("x"))
+    args.update(kwargs)
+    with pytest.raises(ValueError, match=match):
+        live.live_view(args.pop("view"), args.pop("model"), args.pop("config"), **args)
+
+
+def test_fallback_needs_alt_text():
+    with pytest.raises(ValueError, match="alt text"):
+        live.live_view("sentence", "m", minimal_config("x"), fallback=_tiny_png())
+
+
+def test_sentence_config_equals_mha_lib(bert):
+    text = "The cat sat on the mat."
+    config = live.sentence_config(bert, text, layer=2)
+    with torch.no_grad():
+        out, batch = bert.encode_text([text], output_attentions=True)
+    L = len(batch.tokens[0])
+    assert config["tokens"] == batch.tokens[0] and config["layer"] == 2 and not config["truncated"]
+    att = torch.tensor(config["attentions"])
+    assert att.shape == (6, 12, L, L)
+    assert torch.allclose(att, torch.stack([a[0] for a in out.attentions]), atol=1e-6)
+    view = live.live_view("sentence", "all-MiniLM-L6-v2", config)
+    stored = torch.tensor(json.loads(html.unescape(re.search(r'data-config="([^"]*)"', view.html).group(1)))["attentions"])
+    assert (stored - att).abs().max() <= 5e-5 + 1e-6  # rounded to 4 decimals (plus float32 storage)
+
+
+@pytest.mark.parametrize("kwargs, match", [
+    (dict(text=""), "is empty"),
+    (dict(text="   "), "is empty"),
+    (dict(text=None), "must be a str"),
+    (dict(layer=6), "out of range"),
+    (dict(layer=1.0), "layer must be an integer"),
+])
+def test_sentence_config_refuses_bad_arguments(bert, kwargs, match):
+    args = dict(text="A sentence.", layer=0)
+    args.update(kwargs)
+    with pytest.raises(ValueError, match=match):
+        live.sentence_config(bert, args.pop("text"), **args)
+
+
+def test_toy_compare_config_equals_mha_lib():
+    task = tasks.SHIPPED["ch1-h1"].make_task()
+    batch = task.dataset(3, seed=5)
+    config = live.toy_compare_config(TOYS, batch, index=2)
+    assert config["models"] == TOYS and config["task"] == task.to_dict()
+    assert config["ids"] == batch.input_ids[2].tolist() and config["types"] == batch.token_type_ids[2].tolist()
+    assert config["labels"] == batch.labels[2].tolist()
+    for name in TOYS:
+        model = tasks.load_trained(name)
+        with torch.no_grad():
+            logits, attentions = tasks.logits_and_attentions(model, batch[2:3])
+        r = config["results"][name]
+        H = tasks.SHIPPED[name].model["num_heads"]
+        assert torch.tensor(r["attentions"]).shape == (1, H, 16, 16)
+        assert torch.allclose(torch.tensor(r["attentions"]), attentions[0][0][None], atol=1e-6)
+        assert r["predictions"] == logits[0].argmax(-1).tolist()
+        assert all(0 < c <= 1 for c in r["confidence"])
+
+
+@pytest.mark.parametrize("names, match", [
+    ([], "spec_names is empty"),
+    (["ch1-h3"], "not a shipped model"),
+    (["ch1-h1", "ch5-induction-l2"], "different tasks"),
+])
+def test_toy_compare_config_refuses_bad_names(names, match):
+    batch = tasks.SHIPPED["ch1-h1"].make_task().dataset(1, seed=0)
+    with pytest.raises(ValueError, match=match):
+        live.toy_compare_config(names, batch)
+
+
+def test_toy_compare_config_refuses_bad_batches():
+    batch = tasks.SHIPPED["ch1-h1"].make_task().dataset(2, seed=0)
+    with pytest.raises(ValueError, match="index=2 is out of range"):
+        live.toy_compare_config(["ch1-h1"], batch, index=2)
+    with pytest.raises(ValueError, match="no token_type_ids"):
+        live.toy_compare_config(["ch1-h1"], batch._replace(token_type_ids=None))
+
+
+def test_paraphrase_scores_by_hand():
+    ref = torch.eye(4)  # anchors 0, 1; paraphrases 2, 3
+    emb = torch.nn.functional.normalize(torch.tensor([[1.0, 0, 1, 0], [0, 1, 0.5, 1], [1, 0, 1, 0], [0, 1, 0, 1]]), dim=-1)
+    s = live.paraphrase_scores(emb, ref, 2)
+    # anchor 0: its paraphrase (text 2) is its twin: rank 1; anchor 1: text 3 is closer than text 2: rank 1
+    assert s["mrr"] == pytest.approx(1.0)
+    assert s["fidelity"] == pytest.approx(float(torch.nn.functional.cosine_similarity(emb, ref).mean()))
+    swapped = emb[[0, 1, 3, 2]]  # now each anchor's paraphrase ranks second
+    assert live.paraphrase_scores(swapped, ref, 2)["mrr"] == pytest.approx(0.5)
+    with pytest.raises(ValueError, match="cannot hold 3 anchors"):
+        live.paraphrase_scores(emb, ref, 3)
+    with pytest.raises(ValueError, match="one shape"):
+        live.paraphrase_scores(emb, ref[:3], 1)
+
+
+def test_prune_config_with_a_mask_equals_mha_lib(bert):
+    pairs = json.loads((resources.files("mha_lib") / "data" / "paraphrases.json").read_text(encoding="utf-8"))["pairs"][:4]
+    anchors, paras, negs = [p["a"] for p in pairs], [p["b"] for p in pairs], [p["negative"] for p in pairs]
+    mask = torch.ones(6, 12)
+    mask[0, :6] = 0
+    mask[3, 2] = 0
+    config = live.prune_config(bert, "She caught the last bus.", anchors, paras, negs, mask=mask.bool())
+    assert config["mask"] == mask.int().tolist() and config["num_anchors"] == 4
+    assert config["texts"] == anchors + paras + negs
+    texts = anchors + paras + negs
+    ref = bert.sentence_embeddings(texts)
+    pruned = bert.sentence_embeddings(texts, head_mask=mask)
+    expected = live.paraphrase_scores(pruned, ref, 4)
+    assert config["fidelity"] == pytest.approx(expected["fidelity"], abs=1e-6) and config["fidelity"] < 1
+    assert config["mrr"] == pytest.approx(expected["mrr"])
+    assert config["mrr_all"] == pytest.approx(live.paraphrase_scores(ref, ref, 4)["mrr"])
+    with torch.no_grad():
+        out, _ = bert.encode_text(["She caught the last bus."], output_attentions=True, head_mask=mask)
+    assert torch.allclose(torch.tensor(config["attentions"]), torch.stack([a[0] for a in out.attentions]), atol=1e-6)
+    full = live.prune_config(bert, "She caught the last bus.", anchors, paras, negs)
+    assert full["fidelity"] == pytest.approx(1.0) and full["mask"] == [[1] * 12] * 6
+
+
+@pytest.mark.parametrize("kwargs, match", [
+    (dict(anchors=[]), "anchors is empty"),
+    (dict(paraphrases=["only one"]), "2 anchors but 1 paraphrases"),
+    (dict(distractors=["", "x"]), r"texts\[4\] is empty"),
+    (dict(mask=torch.ones(6, 11)), r"shape \(num_layers, H\) = \(6, 12\)"),
+    (dict(mask=torch.full((6, 12), 0.5)), "0 \\(head off\\) and 1"),
+])
+def test_prune_config_refuses_bad_arguments(bert, kwargs, match):
+    args = dict(anchors=["a b", "c d"], paraphrases=["b a", "d c"], distractors=[], mask=None)
+    args.update(kwargs)
+    with pytest.raises(ValueError, match=match):
+        live.prune_config(bert, "A sentence.", args.pop("anchors"), args.pop("paraphrases"), args.pop("distractors"),
+                          **args)

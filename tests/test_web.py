@@ -1,0 +1,264 @@
+"""The browser code's own tests: ``node --test web/test/``, with fixtures computed here by mha_lib.
+
+``web/wordpiece.mjs`` must give exactly the ids of :class:`mha_lib.pretrained.WordPieceTokenizer`,
+and ``web/mha_live.mjs`` must compute chapter 1's labels and chapter 4's scores as mha_lib does.
+The expected values are never committed: this file tokenizes >= 200 texts with mha_lib (accents,
+CJK, emoji, punctuation, long words, empty and whitespace-only text, mixed scripts, special
+tokens, hostile HTML, text past 256 tokens), runs every code point through tokenizers'
+normaliser and pre-tokeniser, draws task sequences with their labels and scores random
+embeddings with :func:`mha_lib.live.paraphrase_scores`, writes all of it to a temporary JSON
+file, and runs node's test runner with ``MHA_WEB_FIXTURE`` pointing at it. pytest fails when
+node fails or skips a test.
+
+``python tests/test_web.py`` prints the Unicode exception table of ``web/wordpiece.mjs``
+(``OLD_UNICODE``) again, computed from tokenizers and Node; the sweep below fails when the
+committed table is out of date.
+"""
+from __future__ import annotations
+
+import json
+import os
+import random
+import shutil
+import subprocess
+import sys
+from functools import lru_cache
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+WEB = ROOT / "web"
+NODE = shutil.which("node")
+MAX_LENGTH = 256  # all-MiniLM-L6-v2: sentence-transformers' max_seq_length
+
+pytest.importorskip("tokenizers")
+
+
+@lru_cache(maxsize=1)
+def _tokenizer():
+    """mha_lib's tokenizer of all-MiniLM-L6-v2, and the folder holding its vocab.txt."""
+    from mha_lib.pretrained import WordPieceTokenizer, resolve_checkpoint
+
+    folder, _ = resolve_checkpoint()
+    return WordPieceTokenizer.from_folder(folder, MAX_LENGTH), Path(folder)
+
+
+HAND_WRITTEN = [
+    "", " ", "   \t\n  ", "\u3000\u00a0\u2003", "\n",
+    "The cat sat on the mat.",
+    "The animal didn't cross the street because it was too tired.",
+    "Anna lost her keys, so she looked for them everywhere.",
+    "Café, naïve, résumé, jalapeño, Ångström, Øresund, façade, coöperate.",
+    "ÀÉÎÕÜ àéîõü ÇÑ ß ẞ Œuvre Æther",
+    "Ελληνικά: Σοφία ΟΔΟΣ ὁδός",  # Greek capitals, final sigma, polytonic accents
+    "Русский текст: Ёлка и ЙОД.",
+    "İstanbul'da ılık bir gün. IĞDIR",  # Turkish dotted/dotless i
+    "日本語のテキストです。",
+    "中文句子，包含标点符号！",
+    "한국어 문장입니다.",
+    "mixed 日本 and English, 中文 too",
+    "emoji: 😀 🤖 👩🏽‍💻 🏳️‍🌈 ❤️ 🇫🇷",
+    "🥲🫠🫶 newer emoji",
+    "punctuation!!! ...and more?! (yes) [no] {maybe} <tag> \"quotes\" 'single' `back`",
+    "dashes — – - and ellipsis … and « guillemets » „low“ ‘curly’",
+    "math: 2+2=4, x^2, 3.14159, 1,000,000, 50% off, $5.99, €10, £3, ¥100",
+    "email@example.com http://example.org/path?q=1&r=2#frag",
+    "antidisestablishmentarianism supercalifragilisticexpialidocious",
+    "pneumonoultramicroscopicsilicovolcanoconiosis",
+    "a" * 100,
+    "b" * 101,
+    "x" * 250 + " short",
+    "<img src=x onerror=alert(1)>",
+    "</script><script>alert('x')</script>",
+    "&lt;b&gt; &amp; &quot; &#39;",
+    "[CLS] hello [SEP] world [MASK] [PAD] [UNK]",
+    "[cls] lower-case specials [mask]",
+    "a[MASK]b [[MASK]] [MASK][MASK]",
+    "[unused0] [unused12]",
+    "tab\tnewline\ncarriage\rreturn",
+    "zero\u200bwidth\u200cjoiner\u200dmarks\ufeffbom",
+    "control\u0000chars\u0001\u0007\u001b\u007f\u0085here",
+    "replacement \ufffd char",
+    "soft\u00adhyphen and non\u2011breaking",
+    "combining: e\u0301 a\u0308 n\u0303 o\u0302\u0323",
+    "Hangul jamo: \u1100\u1161\u11a8 and syllable \uac01",
+    "Fullwidth ＡＢＣ ａｂｃ １２３ ！？",
+    "ﬁ ﬂ ligatures and Ⅻ roman and ① circled",
+    "Arabic: مرحبا بالعالم، كيف حالك؟",
+    "Hebrew: שָׁלוֹם עולם",
+    "Hindi: नमस्ते दुनिया।",
+    "Thai: สวัสดีชาวโลก",
+    "Devanagari with nukta: क़ ख़ ग़",
+    "Private use \ue000\uf8ff and plane 15 \U000f0000",
+    "Astral CJK 𠀀𠀁 𪜀 𫝀 𫠠 and compatibility 丽",
+    "Math letters 𝐀𝐁𝐂 𝔘𝔫𝔦𝔠𝔬𝔡𝔢",
+    "I.B.M. U.S.A. e.g. i.e. etc.",
+    "don't can't won't it's y'all",
+    "snake_case camelCase kebab-case PascalCase",
+    "#hashtag @mention ~tilde |pipe| \\backslash/",
+    "numbers 0 1 22 333 4444 55555 666666 7777777",
+    "ALL CAPS SENTENCE WITH SHOUTING",
+    "The keys that the man who lives next door lost yesterday were found under the sofa.",
+]
+
+
+def _random_texts(n: int, seed: int = 0):
+    """``n`` texts of words drawn from many scripts and symbol blocks, seeded."""
+    rng = random.Random(seed)
+    blocks = [(0x20, 0x7e), (0xa0, 0x24f), (0x300, 0x36f), (0x370, 0x3ff), (0x400, 0x4ff), (0x590, 0x6ff),
+              (0x900, 0x97f), (0xe00, 0xe7f), (0x1100, 0x11ff), (0x2000, 0x206f), (0x2190, 0x22ff),
+              (0x3000, 0x30ff), (0x4e00, 0x4e80), (0xac00, 0xac80), (0xff00, 0xffef), (0x1f300, 0x1f64f),
+              (0x1f900, 0x1f9ff), (0x0, 0x1f)]
+    texts = []
+    for _ in range(n):
+        words = []
+        for _ in range(rng.randint(1, 12)):
+            lo, hi = rng.choice(blocks)
+            words.append("".join(chr(rng.randint(lo, hi)) for _ in range(rng.randint(1, 8))))
+        texts.append(rng.choice([" ", "  ", "\t", ""]).join(words))
+    return texts
+
+
+def texts_for_tests():
+    """The >= 200 texts the JS tokenizer must get right."""
+    data = ROOT / "mha_lib" / "data"
+    real = [s.strip() for s in (data / "sentences.txt").read_text(encoding="utf-8").splitlines() if s.strip()]
+    triples = json.loads((data / "paraphrases.json").read_text(encoding="utf-8"))["pairs"]
+    long_text = " ".join(real)  # several hundred tokens: truncated at 256
+    return (HAND_WRITTEN + real[:60] + [t["a"] for t in triples[:20]] + _random_texts(120)
+            + [long_text, long_text.upper(), "word " * 300, "日本" * 200])
+
+
+def sweep_code_points():
+    """Every code point of planes 0-3 and 14 (no surrogates), and a sample of private use."""
+    cps = [c for c in range(0x40000) if not 0xD800 <= c <= 0xDFFF]
+    return cps + list(range(0xE0000, 0xE0200)) + list(range(0xF0000, 0x110000, 4099))
+
+
+def sweep_text(cps):
+    """Each code point between two letters, space-separated: "a?b a?b ..."."""
+    return " ".join("a" + chr(c) + "b" for c in cps)
+
+
+def _task_cases():
+    """Sequences of chapter 1's task (both ops, several V) with mha_lib's labels (None at 0)."""
+    from mha_lib.tasks import PrevMarkedTask
+
+    cases = []
+    for V, L, op in [(8, 16, "sub"), (16, 16, "sub"), (5, 7, "add"), (2, 2, "sub")]:
+        task = PrevMarkedTask(vocab_size=V, seq_len=L, op=op)
+        batch = task.dataset(6, seed=V)
+        for b in range(6):
+            labels = [None if y < 0 else y for y in batch.labels[b].tolist()]
+            cases.append({"task": task.to_dict(), "ids": batch.input_ids[b].tolist(),
+                          "types": batch.token_type_ids[b].tolist(), "labels": labels})
+    return cases
+
+
+def _score_cases():
+    """Random unit embeddings (some near a reference, with ties) and mha_lib.live's scores of them."""
+    import torch
+
+    from mha_lib.live import paraphrase_scores
+
+    cases = []
+    gen = torch.Generator().manual_seed(0)
+    for N, d, A, noise in [(24, 16, 8, 0.3), (6, 4, 3, 1.0), (10, 8, 2, 0.0), (7, 5, 1, 2.0)]:
+        ref = torch.nn.functional.normalize(torch.randn(N, d, generator=gen), dim=-1)
+        emb = torch.nn.functional.normalize(ref + noise * torch.randn(N, d, generator=gen), dim=-1)
+        if noise == 0.0:
+            emb[A + 1] = emb[A]  # a candidate that ties with the paraphrase
+        cases.append({"emb": emb.flatten().tolist(), "ref": ref.flatten().tolist(), "d": d, "A": A,
+                      **paraphrase_scores(emb, ref, A)})
+    return cases
+
+
+def write_fixture(path: Path) -> dict:
+    tokenizer, folder = _tokenizer()
+    cases = []
+    for text in texts_for_tests():
+        batch = tokenizer([text], warn=False)
+        n = batch.lengths[0]
+        cases.append({"text": text, "ids": batch.input_ids[0, :n].tolist(), "tokens": batch.tokens[0],
+                      "truncated": bool(batch.truncated[0])})
+    backend = tokenizer.backend
+    text = sweep_text(sweep_code_points())
+    normalized = backend.normalizer.normalize_str(text)
+    words = [w for w, _ in backend.pre_tokenizer.pre_tokenize_str(normalized)]
+    fixture = {"vocab": str(folder / "vocab.txt"), "max_length": tokenizer.max_length, "cases": cases,
+               "sweep": {"text": text, "words": words}, "prev_marked": _task_cases(), "scores": _score_cases()}
+    path.write_text(json.dumps(fixture, ensure_ascii=False), encoding="utf-8")
+    return fixture
+
+
+def test_fixture_covers_what_the_issue_asks():
+    texts = texts_for_tests()
+    assert len(texts) >= 200
+    for needle in ("", " ", "é", "日", "😀", "!", "<img src=x onerror=alert(1)>", "</script>", "a" * 100):
+        assert any(needle in t if needle.strip() else t == needle for t in texts), needle
+    tokenizer, _ = _tokenizer()
+    assert any(tokenizer([t], warn=False).truncated[0] for t in texts)  # some text is cut at 256
+
+
+@pytest.mark.skipif(NODE is None, reason="node is not installed (the book's build needs it: npm ci)")
+def test_node_tests_of_web(tmp_path):
+    fixture = tmp_path / "web_fixture.json"
+    write_fixture(fixture)
+    env = {**os.environ, "MHA_WEB_FIXTURE": str(fixture)}
+    tests = sorted(str(p) for p in (WEB / "test").glob("*.test.mjs"))
+    assert tests, "no tests in web/test/"
+    proc = subprocess.run([NODE, "--test", *tests], cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, f"node --test failed:\n{proc.stdout[-6000:]}\n{proc.stderr[-3000:]}"
+    assert "# fail 0" in proc.stdout and "# skipped" in proc.stdout
+    skipped = int(proc.stdout.split("# skipped")[1].split()[0])
+    assert skipped == 0, f"node skipped {skipped} tests:\n{proc.stdout[-3000:]}"
+
+
+def print_unicode_table() -> None:
+    """Print ``OLD_UNICODE.unassigned`` of web/wordpiece.mjs: the code points that tokenizers'
+    tables treat as unassigned while Node's Unicode does not (merged into ranges)."""
+    tokenizer, _ = _tokenizer()
+    backend = tokenizer.backend
+    cps = [c for c in range(0x110000) if not 0xD800 <= c <= 0xDFFF]
+    py = [backend.normalizer.normalize_str(t) for t in ("a" + chr(c) + "b" for c in cps)]
+    script = ("import {normalize, preTokenize} from './web/wordpiece.mjs';"
+              "import fs from 'node:fs';"
+              "const texts = JSON.parse(fs.readFileSync(0, 'utf8'));"
+              "process.stdout.write(JSON.stringify(texts.map((t) => [normalize(t), preTokenize(normalize(t))])));")
+    # Node with an empty table: what the browser's own Unicode does.
+    source = (WEB / "wordpiece.mjs").read_text(encoding="utf-8")
+    start = source.index("  unassigned: [") + len("  unassigned: [")
+    bare = source[:start] + source[source.index("  ],", start):]
+    tmp = WEB / "_bare_wordpiece.mjs"
+    tmp.write_text(bare, encoding="utf-8")
+    try:
+        out = subprocess.run([NODE, "--input-type=module", "-e", script.replace("wordpiece.mjs", tmp.name)],
+                             input=json.dumps(["a" + chr(c) + "b" for c in cps]), capture_output=True,
+                             text=True, cwd=ROOT, check=True).stdout
+    finally:
+        tmp.unlink()
+    js = json.loads(out)
+
+    def inert(i):  # tokenizers leaves the character alone
+        t = "a" + chr(cps[i]) + "b"
+        return py[i] == t and [w for w, _ in backend.pre_tokenizer.pre_tokenize_str(py[i])] == [t]
+
+    ranges = []  # [first, last] code points, and the index in cps of the last
+    for i, c in enumerate(cps):
+        pre = [w for w, _ in backend.pre_tokenizer.pre_tokenize_str(py[i])]
+        if js[i][0] == py[i] and js[i][1] == pre:
+            continue
+        if not inert(i):
+            print(f"// not an unassigned character: U+{c:04X} tokenizers {py[i]!r} {pre}, node {js[i]}")
+            continue
+        if ranges and all(inert(j) for j in range(ranges[-1][2] + 1, i)):
+            ranges[-1][1:] = [c, i]
+        else:
+            ranges.append([c, c, i])
+    for k in range(0, len(ranges), 6):
+        print("    " + " ".join(f"[0x{a:x}, 0x{b:x}]," for a, b, _ in ranges[k:k + 6]))
+
+
+if __name__ == "__main__":
+    sys.exit(print_unicode_table())

@@ -1,0 +1,1377 @@
+// mha_live.mjs -- the book's live attention views: the reader's browser runs the model.
+//
+// One component, three views, chosen by the element's data-view:
+//   "sentence"    MiniLM (all-MiniLM-L6-v2) on a sentence the reader types: every head of a
+//                 layer (or of all six layers), recomputed as they type;
+//   "toy-compare" chapter 1's task read by the 1-, 2-, 4- and 8-head models side by side; the
+//                 reader changes tokens and moves the mark, and sees maps and predictions;
+//   "prune"       MiniLM with a 6 x 12 grid of head toggles (the model's head_mask input):
+//                 embedding fidelity and paraphrase ranking against the unpruned model.
+//
+// The element is written by mha_lib.live (Python) in a notebook cell:
+//   <div class="mha-live-view" data-view="sentence" data-model="all-MiniLM-L6-v2"
+//        data-config="{...html-escaped JSON...}"> <img class="mha-live-fallback" ...> </div>
+// data-config holds the maps mha_lib computed when the notebook ran, so the view draws at once,
+// without downloading anything. The model (an ONNX file exported by mha_lib.export, listed with
+// its size in ../models/manifest.json) is fetched at the reader's first action, and run by
+// onnxruntime-web's WebAssembly backend (vendored in ../vendor/onnxruntime-web/), one thread.
+//
+// Data shapes (every map is a plain nested array):
+//   attentions  [layer][head][query][key]  weights in [0, 1], each query's row sums to 1
+//   tokens      [L] strings, the row and column labels
+//   head mask   [layer][head]  1 = head on, 0 = off (its output is zeroed; its own weights are
+//               still computed, and drawn grey)
+//
+// Contract for tests (issue 17): element.mhaLive = {view, model, models, run(input) -> Promise,
+// lastResult}; lastResult = {tokens, attentions} for `model` (toy-compare: also models[id]).
+//
+// Safety: every text from the reader or the data reaches the page through textContent (setText)
+// or canvas fillText, never innerHTML.
+
+import { WordPieceTokenizer } from "./wordpiece.mjs";
+
+const HERE = import.meta.url;
+export const URLS = {
+  ort: new URL("../vendor/onnxruntime-web/ort.wasm.min.mjs", HERE).href,
+  ortDir: new URL("../vendor/onnxruntime-web/", HERE).href,
+  wasm: new URL("../vendor/onnxruntime-web/ort-wasm-simd-threaded.wasm", HERE).href,
+  models: new URL("../models/", HERE).href,
+};
+const MINILM = "all-MiniLM-L6-v2";
+const TYPING_DELAY_MS = 300; // debounce of the text box
+const TOGGLE_DELAY_MS = 120; // debounce of head toggles and token edits
+
+// =============================================================================================
+// 1. Pure helpers (no DOM, no network): tested by web/test/mha_live.test.mjs
+// =============================================================================================
+
+/** matplotlib's viridis at 17 evenly spaced points (the book's static figures use viridis). */
+export const VIRIDIS = [
+  [68, 1, 84], [72, 24, 106], [71, 45, 123], [66, 64, 134], [59, 82, 139], [51, 99, 141],
+  [44, 114, 142], [38, 130, 142], [33, 145, 140], [31, 160, 136], [40, 174, 128], [63, 188, 115],
+  [94, 201, 98], [132, 212, 75], [173, 220, 48], [216, 226, 25], [253, 231, 37],
+];
+
+/**
+ * Colour of a weight on the scale 0 .. vmax (viridis, linearly interpolated).
+ * @param {number} value  the weight; clipped into [0, vmax]
+ * @param {number} vmax   top of the scale (> 0)
+ * @returns {number[]} [r, g, b], integers in 0..255
+ */
+export function colourOf(value, vmax) {
+  const top = vmax > 0 ? vmax : 1;
+  const t = Math.min(1, Math.max(0, (Number.isFinite(value) ? value : 0) / top)) * (VIRIDIS.length - 1);
+  const i = Math.min(VIRIDIS.length - 2, Math.floor(t));
+  const f = t - i;
+  return VIRIDIS[i].map((c, j) => Math.round(c + f * (VIRIDIS[i + 1][j] - c)));
+}
+
+/** The grey of a weight, for a head that is turned off (same lightness order as viridis). */
+export function greyOf(value, vmax) {
+  const [r, g, b] = colourOf(value, vmax);
+  const y = Math.round(0.3 * r + 0.59 * g + 0.11 * b);
+  return [y, y, y];
+}
+
+/** Largest weight over a list of maps ([query][key] arrays); 1 when there is none. */
+export function largestWeight(maps) {
+  let top = 0;
+  for (const map of maps) for (const row of map) for (const w of row) if (w > top) top = w;
+  return top > 0 ? top : 1;
+}
+
+/**
+ * Grid layout of `count` square maps of L x L cells in a column `width` px wide.
+ * Columns: as many as fit with maps of at least `minMap` px, then balanced so that rows are
+ * full (12 heads in 5 possible columns -> 3 rows of 4). Cells are whole pixels when a cell is
+ * 4 px or more (even cells); smaller cells are fractional (the map is scaled).
+ * @returns {{columns:number, rows:number, map:number, cell:number}} map: side in CSS px
+ */
+export function gridLayout({ width, count, length, minMap = 110, maxMap = 220, gap = 8 }) {
+  if (!(count >= 1) || !(length >= 1)) throw new Error(`gridLayout needs count >= 1 and length >= 1, got ${count}, ${length}`);
+  const usable = Math.max(40, Math.floor(width));
+  const fit = Math.max(1, Math.floor((usable + gap) / (minMap + gap)));
+  const rows = Math.ceil(count / Math.min(count, fit));
+  const columns = Math.ceil(count / rows);
+  let map = Math.min(maxMap, Math.floor((usable - gap * (columns - 1)) / columns));
+  let cell = map / length;
+  if (cell >= 4) {
+    cell = Math.floor(cell);
+    map = cell * length;
+  }
+  return { columns, rows, map, cell };
+}
+
+/**
+ * Layout of one enlarged map with token labels: label margins, cell size.
+ * @param {number} width      available width (px)
+ * @param {number} length     L
+ * @param {number} labelWidth width of the longest label (px), measured by the caller
+ * @returns {{cell:number, margin:number, size:number, labels:boolean}} size: full canvas side
+ */
+export function zoomLayout(width, length, labelWidth) {
+  const side = Math.max(120, Math.min(Math.floor(width), 640));
+  const margin = Math.min(Math.ceil(labelWidth) + 8, Math.floor(side * 0.3));
+  const withLabels = (side - margin) / length;
+  if (withLabels >= 9) {
+    const cell = Math.min(32, Math.floor(withLabels));
+    return { cell, margin, size: margin + cell * length, labels: true };
+  }
+  const cell = side / length;
+  return { cell, margin: 0, size: side, labels: false };
+}
+
+/**
+ * Per-layer, per-head maps of one batch row from onnxruntime's `attentions` output.
+ * @param {Float32Array} data  (num_layers, B, H, Lmax, Lmax), row-major
+ * @param {number[]} dims      [num_layers, B, H, Lmax, Lmax]
+ * @param {number} row         batch row b
+ * @param {number} n           real tokens of that row (<= Lmax): padding is cut off
+ * @returns {number[][][][]}   [layer][head][query][key], each map n x n
+ */
+export function attentionsFromOutput(data, dims, row, n) {
+  const [numLayers, B, H, L, S] = dims.map(Number);
+  if (L !== S || row < 0 || row >= B || n > L || data.length !== numLayers * B * H * L * S) {
+    throw new Error(`attentions of dims [${dims}] do not hold row ${row} with ${n} tokens`);
+  }
+  const out = [];
+  for (let l = 0; l < numLayers; l++) {
+    const heads = [];
+    for (let h = 0; h < H; h++) {
+      const base = ((l * B + row) * H + h) * L * L;
+      const map = [];
+      for (let q = 0; q < n; q++) map.push(Array.from(data.subarray(base + q * L, base + q * L + n)));
+      heads.push(map);
+    }
+    out.push(heads);
+  }
+  return out;
+}
+
+/**
+ * Chapter 1's labels (mha_lib.tasks.PrevMarkedTask): y_i = (x_{i-1} -/+ x_m) mod V for
+ * i >= 1, where m is the marked position; position 0 has no label (null).
+ * @param {number[]} ids    tokens x_0 .. x_{L-1}, in 0..V-1
+ * @param {number[]} types  1 at the marked position, 0 elsewhere (exactly one 1)
+ * @param {{vocab_size:number, op:string}} task
+ * @returns {(number|null)[]}
+ */
+export function prevMarkedLabels(ids, types, task) {
+  const m = types.indexOf(1);
+  if (m < 0 || types.lastIndexOf(1) !== m) throw new Error("exactly one position must be marked");
+  const V = task.vocab_size;
+  const sign = task.op === "add" ? 1 : -1;
+  return ids.map((_, i) => (i === 0 ? null : (((ids[i - 1] + sign * ids[m]) % V) + V) % V));
+}
+
+/** Token labels of a toy sequence, a star on the marked one (as mha_lib's task.tokens). */
+export function markedTokens(ids, types) {
+  return ids.map((t, i) => (types[i] === 1 ? "*" : "") + String(t));
+}
+
+/** Index of the largest value in each row of a (L, C) array given flat, and its softmax probability. */
+export function argmaxRows(logits, L, C) {
+  const predictions = [];
+  const confidence = [];
+  for (let i = 0; i < L; i++) {
+    const row = logits.subarray(i * C, (i + 1) * C);
+    let best = 0;
+    for (let c = 1; c < C; c++) if (row[c] > row[best]) best = c;
+    let sum = 0;
+    for (let c = 0; c < C; c++) sum += Math.exp(row[c] - row[best]);
+    predictions.push(best);
+    confidence.push(1 / sum);
+  }
+  return { predictions, confidence };
+}
+
+/**
+ * Fidelity and paraphrase ranking, as mha_lib.live.paraphrase_scores (chapter 4's evaluation).
+ * Texts are anchors (A), then candidates: anchor i's paraphrase is text A + i.
+ * @param {Float32Array} emb  (N, d) sentence embeddings, row-major
+ * @param {Float32Array} ref  (N, d) the unpruned model's
+ * @param {number} d
+ * @param {number} A          number of anchors
+ * @returns {{fidelity:number, mrr:number}} mean cosine to ref; mean 1 / rank of the paraphrase
+ */
+export function paraphraseScores(emb, ref, d, A) {
+  const N = emb.length / d;
+  if (!Number.isInteger(N) || ref.length !== emb.length || N < 2 * A || A < 1) {
+    throw new Error(`paraphraseScores: ${emb.length} and ${ref.length} values, d=${d}, A=${A} do not fit`);
+  }
+  const dot = (x, i, y, j) => {
+    let s = 0;
+    for (let k = 0; k < d; k++) s += x[i * d + k] * y[j * d + k];
+    return s;
+  };
+  let fidelity = 0;
+  for (let i = 0; i < N; i++) fidelity += dot(emb, i, ref, i) / Math.sqrt(dot(emb, i, emb, i) * dot(ref, i, ref, i));
+  let mrr = 0;
+  for (let a = 0; a < A; a++) {
+    const right = dot(emb, a, emb, A + a);
+    let rank = 1;
+    for (let c = A; c < N; c++) if (dot(emb, a, emb, c) > right) rank += 1;
+    mrr += 1 / rank;
+  }
+  return { fidelity: fidelity / N, mrr: mrr / A };
+}
+
+/** Bytes as megabytes for people: "22.4 MB" (one decimal), "0.3 MB". */
+export function formatMB(bytes) {
+  return `${(bytes / 1e6).toFixed(1)} MB`;
+}
+
+/** A token as a short label: long tokens are cut with "…" (the readout shows them whole). */
+export function shortLabel(token, max = 12) {
+  const chars = Array.from(String(token));
+  return chars.length <= max ? chars.join("") : chars.slice(0, max - 1).join("") + "…";
+}
+
+/** The only way text reaches the page: as text, never parsed as HTML. */
+export function setText(node, text) {
+  node.textContent = String(text);
+  return node;
+}
+
+/** The readout of one cell: which head, which query and key token, the weight. */
+export function readoutText(label, tokens, query, key, weight) {
+  return `${label}: query “${tokens[query]}” (position ${query}) → key “${tokens[key]}” (position ${key}): ` +
+    `weight ${weight.toFixed(3)}`;
+}
+
+/** `fn` called `ms` after the last of a burst of calls (with that call's arguments). */
+export function debounce(fn, ms) {
+  let timer = null;
+  return (...args) => {
+    clearTimeout(timer);
+    timer = setTimeout(() => fn(...args), ms);
+  };
+}
+
+/** Check the configuration of a view: the fields its drawing needs, with the right shapes. */
+export function checkConfig(view, config) {
+  const fail = (what) => {
+    throw new Error(`data-config of a "${view}" view: ${what}`);
+  };
+  if (!config || typeof config !== "object") fail("not a JSON object");
+  const checkMaps = (attentions, n, where) => {
+    if (!Array.isArray(attentions) || attentions.length === 0) fail(`${where} must be [layer][head][query][key]`);
+    for (const layer of attentions) {
+      if (!Array.isArray(layer) || layer.length === 0) fail(`${where}: a layer without heads`);
+      for (const map of layer) {
+        if (!Array.isArray(map) || map.length !== n || map.some((row) => !Array.isArray(row) || row.length !== n)) {
+          fail(`${where}: every map must be ${n} x ${n} (one row and column per token)`);
+        }
+      }
+    }
+  };
+  if (view === "sentence" || view === "prune") {
+    if (!Array.isArray(config.tokens) || config.tokens.length < 1) fail("tokens must be a non-empty list");
+    checkMaps(config.attentions, config.tokens.length, "attentions");
+  }
+  if (view === "prune") {
+    const A = config.num_anchors;
+    if (!Array.isArray(config.texts) || !Number.isInteger(A) || A < 1 || config.texts.length < 2 * A) {
+      fail("texts must hold num_anchors anchors, their paraphrases and any other candidates");
+    }
+    if (!Array.isArray(config.mask) || config.mask.length !== config.attentions.length) fail("mask must be [layer][head]");
+    for (const key of ["fidelity", "mrr", "mrr_all"]) if (typeof config[key] !== "number") fail(`${key} must be a number`);
+  }
+  if (view === "toy-compare") {
+    if (!Array.isArray(config.models) || config.models.length === 0) fail("models must be a non-empty list");
+    const task = config.task || {};
+    if (!Number.isInteger(task.vocab_size) || !["sub", "add"].includes(task.op)) fail("task must give vocab_size and op");
+    if (!Array.isArray(config.ids) || !Array.isArray(config.types) || config.ids.length !== config.types.length) {
+      fail("ids and types must be lists of one length");
+    }
+    for (const id of config.models) {
+      const r = config.results && config.results[id];
+      if (!r) fail(`no results for ${id}`);
+      checkMaps(r.attentions, config.ids.length, `results.${id}.attentions`);
+    }
+  }
+  if (!["sentence", "prune", "toy-compare"].includes(view)) fail(`unknown view "${view}"`);
+  return config;
+}
+
+// =============================================================================================
+// 2. The runtime: onnxruntime-web, the model files, running them
+// =============================================================================================
+
+// The smallest WebAssembly module that uses a SIMD instruction (wasm-feature-detect's probe).
+const SIMD_PROBE = new Uint8Array([0, 97, 115, 109, 1, 0, 0, 0, 1, 5, 1, 96, 0, 1, 123, 3, 2, 1, 0, 10, 10, 1, 8, 0,
+  65, 0, 253, 15, 253, 98, 11]);
+
+/** Can this browser run onnxruntime-web's WebAssembly backend (WebAssembly with SIMD)? */
+export function supportsWasmSimd() {
+  try {
+    return typeof WebAssembly === "object" && WebAssembly.validate(SIMD_PROBE);
+  } catch {
+    return false;
+  }
+}
+
+/** GET `url` and report progress; the browser's HTTP cache keeps the file (a plain GET). */
+async function fetchBytes(url, onBytes) {
+  const response = await fetch(url);
+  if (!response.ok) throw new Error(`HTTP ${response.status} for ${url}`);
+  if (!response.body || !response.body.getReader) {
+    const buffer = new Uint8Array(await response.arrayBuffer());
+    onBytes(buffer.length);
+    return buffer;
+  }
+  const reader = response.body.getReader();
+  const chunks = [];
+  let received = 0;
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    chunks.push(value);
+    received += value.length;
+    onBytes(received);
+  }
+  const bytes = new Uint8Array(received);
+  let at = 0;
+  for (const chunk of chunks) {
+    bytes.set(chunk, at);
+    at += chunk.length;
+  }
+  return bytes;
+}
+
+let manifestPromise = null;
+/** ../models/manifest.json: {models: {id: {file, bytes, kind, num_layers, num_heads, inputs, outputs, vocab}}} */
+export function getManifest() {
+  if (!manifestPromise) {
+    manifestPromise = fetch(URLS.models + "manifest.json").then((r) => {
+      if (!r.ok) throw new Error(`HTTP ${r.status} for ${URLS.models}manifest.json`);
+      return r.json();
+    });
+  }
+  return manifestPromise;
+}
+
+let runtimeBytes = null; // size of the WebAssembly runtime, from a HEAD request
+/** Size in bytes of the WebAssembly file (a HEAD request: nothing downloaded), or null. */
+export async function getRuntimeBytes() {
+  if (runtimeBytes === null) {
+    runtimeBytes = fetch(URLS.wasm, { method: "HEAD" })
+      .then((r) => (r.ok ? Number(r.headers.get("content-length")) || 0 : 0))
+      .catch(() => 0);
+  }
+  return runtimeBytes;
+}
+
+let ortPromise = null;
+/** Import onnxruntime-web once, WebAssembly backend, one thread; `onBytes` follows the .wasm download. */
+function loadRuntime(onBytes) {
+  if (!ortPromise) {
+    ortPromise = (async () => {
+      if (!supportsWasmSimd()) throw new Error("this browser cannot run WebAssembly with SIMD");
+      const [ort, wasm] = await Promise.all([import(URLS.ort), fetchBytes(URLS.wasm, onBytes)]);
+      ort.env.wasm.numThreads = 1; // static hosts send no cross-origin isolation: one thread for everyone
+      ort.env.wasm.wasmPaths = URLS.ortDir; // the loader module ort-wasm-simd-threaded.mjs
+      ort.env.wasm.wasmBinary = wasm.buffer; // fetched above, with progress
+      return ort;
+    })();
+    ortPromise.catch(() => {
+      ortPromise = null; // let a later action try again
+    });
+  }
+  return ortPromise;
+}
+
+const modelPromises = new Map(); // model id -> Promise<Model>, shared by every view of the page
+
+/**
+ * Load one model: the runtime, the .onnx file and, for MiniLM, its vocabulary.
+ * @param {string} id
+ * @param {(what: string, bytes: number) => void} onBytes  progress, per file
+ * @returns {Promise<{id, info, session, ort, tokenizer}>}
+ */
+export function loadModel(id, onBytes) {
+  if (!modelPromises.has(id)) {
+    const promise = (async () => {
+      const manifest = await getManifest();
+      const info = manifest.models && manifest.models[id];
+      if (!info) throw new Error(`the site has no model "${id}" (models/manifest.json)`);
+      const [ort, bytes, vocab] = await Promise.all([
+        loadRuntime((n) => onBytes("runtime", n)),
+        fetchBytes(URLS.models + info.file, (n) => onBytes(id, n)),
+        info.vocab ? fetch(URLS.models + info.vocab).then((r) => {
+          if (!r.ok) throw new Error(`HTTP ${r.status} for ${info.vocab}`);
+          return r.text();
+        }) : null,
+      ]);
+      const session = await ort.InferenceSession.create(bytes, { executionProviders: ["wasm"] });
+      const tokenizer = vocab === null ? null : WordPieceTokenizer.fromVocabText(vocab, { maxLength: info.max_length || 256 });
+      return { id, info, session, ort, tokenizer, queue: Promise.resolve() };
+    })();
+    promise.catch(() => modelPromises.delete(id));
+    modelPromises.set(id, promise);
+  }
+  return modelPromises.get(id);
+}
+
+/** Run a session, one call at a time per model (onnxruntime-web runs one at a time). */
+function runSession(model, feeds) {
+  const next = model.queue.then(() => model.session.run(feeds));
+  model.queue = next.catch(() => {});
+  return next;
+}
+
+/** The head_mask input, (num_layers, H) float32, from [layer][head] 0/1. */
+function headMaskTensor(model, mask) {
+  const { num_layers: NL, num_heads: H } = model.info;
+  const data = new Float32Array(NL * H).fill(1);
+  if (mask) mask.forEach((row, l) => row.forEach((on, h) => { data[l * H + h] = on ? 1 : 0; }));
+  return new model.ort.Tensor("float32", data, [NL, H]);
+}
+
+/** The feeds the model's file asks for (its inputs), from (B, L) token rows. */
+function feedsFor(model, rows, types, mask) {
+  const B = rows.length;
+  const L = Math.max(...rows.map((r) => r.length));
+  const ids = new BigInt64Array(B * L);
+  const typeIds = new BigInt64Array(B * L);
+  const padding = new Uint8Array(B * L).fill(1); // bool, true = padding (mha_lib's convention)
+  rows.forEach((row, b) => row.forEach((id, i) => {
+    ids[b * L + i] = BigInt(id);
+    typeIds[b * L + i] = BigInt(types ? types[b][i] : 0);
+    padding[b * L + i] = 0;
+  }));
+  const { Tensor } = model.ort;
+  const all = {
+    input_ids: new Tensor("int64", ids, [B, L]),
+    token_type_ids: new Tensor("int64", typeIds, [B, L]),
+    key_padding_mask: new Tensor("bool", padding, [B, L]),
+    head_mask: headMaskTensor(model, mask),
+  };
+  const feeds = {};
+  for (const name of model.session.inputNames) {
+    if (!(name in all)) throw new Error(`the model ${model.id} asks for an input "${name}" the page does not know`);
+    feeds[name] = all[name];
+  }
+  return feeds;
+}
+
+/**
+ * MiniLM on texts: tokens, maps of text 0, sentence embeddings of all.
+ * @returns {{encodings, attentions: [layer][head][q][k] of text 0, embeddings: Float32Array (N, d), d}}
+ */
+export async function runBert(model, texts, mask) {
+  const encodings = texts.map((t) => model.tokenizer.encode(t));
+  const out = await runSession(model, feedsFor(model, encodings.map((e) => e.ids), null, mask));
+  const att = out.attentions;
+  const emb = out.sentence_embedding;
+  return {
+    encodings,
+    attentions: attentionsFromOutput(att.data, att.dims, 0, encodings[0].ids.length),
+    embeddings: emb ? emb.data : null,
+    d: emb ? Number(emb.dims[1]) : 0,
+  };
+}
+
+/** A toy TokenClassifier on one sequence: maps, predictions per position. */
+export async function runToy(model, ids, types) {
+  const out = await runSession(model, feedsFor(model, [ids], [types], null));
+  const [, L, C] = out.logits.dims.map(Number);
+  return {
+    attentions: attentionsFromOutput(out.attentions.data, out.attentions.dims, 0, ids.length),
+    ...argmaxRows(out.logits.data, L, C),
+  };
+}
+
+// =============================================================================================
+// 3. Drawing: maps on canvas, the grid of heads, the enlarged head
+// =============================================================================================
+
+/** A new element, with attributes (values as strings) and text children (as text). */
+function el(tag, attrs = {}, ...children) {
+  const node = document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs)) if (v !== null && v !== undefined && v !== false) node.setAttribute(k, String(v));
+  for (const child of children) node.append(typeof child === "string" ? document.createTextNode(child) : child);
+  return node;
+}
+
+/** Paint a map's cells into an L x L bitmap (one pixel a cell), then scale it onto `canvas`. */
+function paintMap(ctx, map, vmax, off, x, y, size) {
+  const n = map.length;
+  const image = new ImageData(n, n);
+  const colour = off ? greyOf : colourOf;
+  for (let q = 0; q < n; q++) {
+    for (let k = 0; k < n; k++) {
+      const [r, g, b] = colour(map[q][k], vmax);
+      const p = (q * n + k) * 4;
+      image.data[p] = r;
+      image.data[p + 1] = g;
+      image.data[p + 2] = b;
+      image.data[p + 3] = 255;
+    }
+  }
+  const bitmap = document.createElement("canvas");
+  bitmap.width = n;
+  bitmap.height = n;
+  bitmap.getContext("2d").putImageData(image, 0, 0);
+  ctx.imageSmoothingEnabled = false;
+  ctx.drawImage(bitmap, x, y, size, size);
+}
+
+/** Size a canvas for `css` px (square unless h given) at the screen's pixel density. */
+function sizeCanvas(canvas, w, h = w) {
+  const dpr = window.devicePixelRatio || 1;
+  canvas.width = Math.round(w * dpr);
+  canvas.height = Math.round(h * dpr);
+  canvas.style.width = `${w}px`;
+  canvas.style.height = `${h}px`;
+  const ctx = canvas.getContext("2d");
+  ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
+  return ctx;
+}
+
+/** The cell under a pointer event on a map drawn at `origin` with `cell` px cells, or null. */
+function cellAt(event, canvas, origin, cell, n) {
+  const box = canvas.getBoundingClientRect();
+  const k = Math.floor((event.clientX - box.left - origin) / cell);
+  const q = Math.floor((event.clientY - box.top - origin) / cell);
+  return q >= 0 && k >= 0 && q < n && k < n ? { q, k } : null;
+}
+
+/**
+ * A grid of head maps, one focusable button per head, and an enlarged view of one head.
+ * heads: [{label, map: [q][k], off}], tokens: [L].
+ */
+class HeadGrid {
+  constructor({ readout, minMap = 110, sameSizeAs = null }) {
+    this.readout = readout;
+    this.minMap = minMap;
+    this.sameSizeAs = sameSizeAs; // lay out as if this many heads were shown (side-by-side models)
+    this.node = el("div", { class: "mha-live-grid" });
+    this.heads = [];
+    this.tokens = [];
+    this.vmax = 1;
+  }
+
+  /** Draw `heads` (replacing what was there), colour scale 0 .. vmax. */
+  show(heads, tokens, vmax) {
+    this.heads = heads;
+    this.tokens = tokens;
+    this.vmax = vmax;
+    this.draw();
+  }
+
+  draw() {
+    const width = this.node.parentNode ? this.node.parentNode.clientWidth : 600;
+    const n = this.tokens.length;
+    if (!this.heads.length || !n) return;
+    const layout = gridLayout({ width, count: this.sameSizeAs || this.heads.length, length: n, minMap: this.minMap });
+    this.node.style.gridTemplateColumns = `repeat(${layout.columns}, ${layout.map}px)`;
+    // reuse the buttons: a redraw after typing must not lose the keyboard focus
+    while (this.node.children.length > this.heads.length) this.node.lastChild.remove();
+    this.heads.forEach((head, i) => {
+      let button = this.node.children[i];
+      if (!button) {
+        button = el("button", { type: "button", class: "mha-live-head" }, el("canvas"), el("span"));
+        this.wire(button, i);
+        this.node.append(button);
+      }
+      const [canvas, caption] = button.children;
+      setText(caption, head.off ? `${head.label} (off)` : head.label);
+      button.setAttribute("aria-label", `${head.label}${head.off ? ", turned off" : ""}: attention map of ` +
+        `${n} tokens; Enter enlarges it`);
+      const ctx = sizeCanvas(canvas, layout.map);
+      paintMap(ctx, head.map, this.vmax, head.off, 0, 0, layout.map);
+      button.dataset.cell = String(layout.map / n);
+    });
+  }
+
+  wire(button, i) {
+    const canvas = button.firstChild;
+    const show = (event) => {
+      const head = this.heads[i];
+      const at = cellAt(event, canvas, 0, Number(button.dataset.cell), this.tokens.length);
+      if (head && at) setText(this.readout, readoutText(head.label, this.tokens, at.q, at.k, head.map[at.q][at.k]));
+    };
+    canvas.addEventListener("pointermove", show);
+    canvas.addEventListener("pointerdown", show); // a tap on a phone
+    button.addEventListener("click", () => this.onEnlarge && this.onEnlarge(i));
+  }
+}
+
+/** One head enlarged: token labels on both axes, a cursor cell moved by the arrow keys. */
+class ZoomView {
+  constructor({ readout, onClose }) {
+    this.readout = readout;
+    this.title = el("p", { class: "mha-live-zoom-title" });
+    this.canvas = el("canvas", { tabindex: "0", role: "img" });
+    const close = el("button", { type: "button", class: "mha-live-button" }, "Close the enlarged map");
+    close.addEventListener("click", () => onClose());
+    this.node = el("div", { class: "mha-live-zoom", hidden: "" }, this.title, this.canvas, el("div", {}, close));
+    this.cursor = { q: 0, k: 0 };
+    this.canvas.addEventListener("keydown", (e) => this.key(e, onClose));
+    const point = (event) => {
+      if (!this.layout || !this.head) return;
+      const at = cellAt(event, this.canvas, this.layout.margin, this.layout.cell, this.tokens.length);
+      if (at) this.move(at.q, at.k);
+    };
+    this.canvas.addEventListener("pointermove", point);
+    this.canvas.addEventListener("pointerdown", point);
+  }
+
+  open(head, tokens, vmax) {
+    this.head = head;
+    this.tokens = tokens;
+    this.vmax = vmax;
+    this.node.hidden = false;
+    setText(this.title, `${head.label}${head.off ? " (turned off)" : ""}, enlarged: rows are queries, ` +
+      "columns are keys. Arrow keys move through the cells; Escape closes.");
+    this.cursor = { q: Math.min(this.cursor.q, tokens.length - 1), k: Math.min(this.cursor.k, tokens.length - 1) };
+    this.draw();
+  }
+
+  draw() {
+    if (this.node.hidden || !this.head) return;
+    const n = this.tokens.length;
+    const width = this.node.parentNode ? this.node.parentNode.clientWidth : 600;
+    const probe = this.canvas.getContext("2d");
+    probe.font = "12px sans-serif";
+    const labels = this.tokens.map((t) => shortLabel(t));
+    const labelWidth = Math.max(...labels.map((t) => probe.measureText(t).width));
+    const layout = zoomLayout(width, n, labelWidth);
+    this.layout = layout;
+    const ctx = sizeCanvas(this.canvas, layout.size);
+    ctx.clearRect(0, 0, layout.size, layout.size);
+    paintMap(ctx, this.head.map, this.vmax, this.head.off, layout.margin, layout.margin, layout.cell * n);
+    if (layout.labels) {
+      ctx.fillStyle = "#222";
+      ctx.font = "12px sans-serif";
+      ctx.textBaseline = "middle";
+      ctx.textAlign = "right";
+      labels.forEach((t, i) => ctx.fillText(t, layout.margin - 4, layout.margin + (i + 0.5) * layout.cell)); // queries
+      labels.forEach((t, i) => { // keys, written upwards
+        ctx.save();
+        ctx.translate(layout.margin + (i + 0.5) * layout.cell, layout.margin - 4);
+        ctx.rotate(-Math.PI / 2);
+        ctx.textAlign = "left";
+        ctx.fillText(t, 0, 0);
+        ctx.restore();
+      });
+    }
+    const { q, k } = this.cursor; // the cursor cell: a white-and-black frame, visible on any colour
+    ctx.lineWidth = 2;
+    ctx.strokeStyle = "#fff";
+    ctx.strokeRect(layout.margin + k * layout.cell, layout.margin + q * layout.cell, layout.cell, layout.cell);
+    ctx.lineWidth = 1;
+    ctx.strokeStyle = "#000";
+    ctx.strokeRect(layout.margin + k * layout.cell - 1, layout.margin + q * layout.cell - 1, layout.cell + 2, layout.cell + 2);
+    this.canvas.setAttribute("aria-label", `${this.head.label}: ` +
+      readoutText("cell", this.tokens, q, k, this.head.map[q][k]).replace(/^cell: /, ""));
+  }
+
+  move(q, k) {
+    this.cursor = { q, k };
+    setText(this.readout, readoutText(this.head.label, this.tokens, q, k, this.head.map[q][k]));
+    this.draw();
+  }
+
+  key(event, onClose) {
+    const n = this.tokens.length;
+    const { q, k } = this.cursor;
+    const moves = { ArrowUp: [-1, 0], ArrowDown: [1, 0], ArrowLeft: [0, -1], ArrowRight: [0, 1] };
+    if (event.key in moves) {
+      event.preventDefault();
+      const [dq, dk] = moves[event.key];
+      this.move(Math.min(n - 1, Math.max(0, q + dq)), Math.min(n - 1, Math.max(0, k + dk)));
+    } else if (event.key === "Escape") {
+      event.preventDefault();
+      onClose();
+    }
+  }
+}
+
+/** The colour scale: a gradient from 0 to vmax. */
+class Legend {
+  constructor() {
+    this.canvas = el("canvas", { "aria-hidden": "true" });
+    this.low = el("span", {}, "0");
+    this.high = el("span");
+    this.node = el("div", { class: "mha-live-legend" }, el("span", {}, "weight "), this.low, this.canvas, this.high);
+  }
+
+  show(vmax) {
+    const ctx = sizeCanvas(this.canvas, 120, 10);
+    for (let x = 0; x < 120; x++) {
+      const [r, g, b] = colourOf((x / 119) * vmax, vmax);
+      ctx.fillStyle = `rgb(${r},${g},${b})`;
+      ctx.fillRect(x, 0, 1, 10);
+    }
+    setText(this.high, vmax.toFixed(2));
+    this.node.setAttribute("aria-label", `colour scale: dark purple 0 to yellow ${vmax.toFixed(2)}`);
+  }
+}
+
+// =============================================================================================
+// 4. The views
+// =============================================================================================
+
+const STYLE = `
+.mha-live { margin: 0.5rem 0 1rem; }
+.mha-live-controls { display: flex; flex-wrap: wrap; gap: 0.5rem 1rem; align-items: center; margin-bottom: 0.5rem; }
+.mha-live-controls label { font-weight: 600; }
+.mha-live-controls input[type="checkbox"] { margin: 0 0.35em 0 0; vertical-align: middle; }
+.mha-live textarea { width: 100%; box-sizing: border-box; font: inherit; padding: 0.3rem; }
+.mha-live-privacy, .mha-live-note { font-size: 0.85em; margin: 0.2rem 0; }
+.mha-live-status { font-size: 0.9em; margin: 0.3rem 0; }
+.mha-live-status.mha-live-error { color: #a00; font-weight: 600; }
+.mha-live-readout { font-size: 0.9em; min-height: 2.6em; margin: 0.3rem 0; overflow-wrap: anywhere; }
+.mha-live-grid { display: grid; gap: 8px; margin: 0.3rem 0; }
+.mha-live-head { display: flex; flex-direction: column; align-items: center; padding: 0; border: 1px solid transparent;
+  background: none; cursor: zoom-in; font: inherit; color: inherit; }
+.mha-live-head span { font-size: 12px; line-height: 1.3; }
+.mha-live-head canvas, .mha-live-zoom canvas { display: block; touch-action: manipulation; }
+.mha-live :focus-visible { outline: 3px solid #1a5fb4; outline-offset: 2px; }
+.mha-live-zoom { margin: 0.5rem 0; }
+.mha-live-zoom-title { font-size: 0.9em; margin: 0.2rem 0; }
+.mha-live-legend { display: flex; align-items: center; gap: 0.3rem; font-size: 0.85em; }
+.mha-live-button { font: inherit; padding: 0.15rem 0.6rem; margin: 0.2rem 0; }
+.mha-live-layer-title { font-weight: 600; margin: 0.6rem 0 0.1rem; }
+.mha-live-model { margin: 0.6rem 0; }
+.mha-live-model-title { font-weight: 600; margin: 0.2rem 0; }
+.mha-live-sequence { display: flex; flex-wrap: wrap; gap: 4px; }
+.mha-live-position { display: flex; flex-direction: column; align-items: center; font-size: 12px; }
+.mha-live-position select { font: inherit; font-size: 14px; }
+.mha-live-strip { display: flex; flex-wrap: wrap; gap: 2px; font-size: 12px; margin: 0.2rem 0; }
+.mha-live-strip span { min-width: 1.9em; text-align: center; border: 1px solid #999; padding: 0 1px; }
+.mha-live-strip .mha-live-right { background: #e3f4e3; }
+.mha-live-strip .mha-live-wrong { background: #fbe3e3; }
+.mha-live-toggles { display: grid; grid-template-columns: auto repeat(12, minmax(0, 1fr)); gap: 2px; max-width: 560px; }
+.mha-live-toggles button { font: inherit; font-size: 11px; padding: 4px 0; min-width: 0; border: 1px solid #777;
+  background: #3b528b; color: #fff; }
+.mha-live-toggles button[aria-pressed="false"] { background: #fff; color: #444; text-decoration: line-through; }
+.mha-live-toggles span { font-size: 11px; align-self: center; padding-right: 4px; }
+.mha-live-scores { font-size: 0.95em; margin: 0.3rem 0; }
+.mha-live-scores strong { font-size: 1.1em; }
+`;
+
+function addStyle() {
+  if (document.getElementById("mha-live-style")) return;
+  const style = el("style", { id: "mha-live-style" });
+  style.textContent = STYLE;
+  document.head.append(style);
+}
+
+/** What every view shares: status line, download, readout, fallback, the test contract. */
+class View {
+  constructor(element, config, modelIds) {
+    this.element = element;
+    this.config = config;
+    this.modelIds = modelIds;
+    this.result = null;
+    this.fallback = element.querySelector(".mha-live-fallback");
+    this.root = el("div", { class: "mha-live", role: "group" });
+    this.status = el("p", { class: "mha-live-status", role: "status" });
+    this.progress = el("progress", { hidden: "", max: "1", value: "0", "aria-label": "download progress" });
+    this.readout = el("p", { class: "mha-live-readout", "aria-live": "polite" },
+      "Point at a cell (or tap it) to read its query token, key token and weight; click a map to enlarge it.");
+    this.legend = new Legend();
+    this.zoom = new ZoomView({ readout: this.readout, onClose: () => this.closeZoom() });
+    this.timings = {};
+  }
+
+  /**
+   * Put the view on the page: its controls, then the status line (download size, progress,
+   * messages), the colour scale, the cell readout and the enlarged map, then the maps. The
+   * fallback figure is hidden while the live view works.
+   */
+  attach(controls, maps) {
+    this.root.append(...controls, this.status, this.progress, this.legend.node, this.readout, this.zoom.node, ...maps);
+    this.element.append(this.root);
+    for (const note of this.element.querySelectorAll(".mha-live-noscript")) note.hidden = true;
+    if (this.fallback) this.fallback.hidden = true;
+    new ResizeObserver(debounce(() => this.redraw(), 100)).observe(this.root);
+    this.announceSize();
+  }
+
+  /** Before any download: what the first action will fetch, in megabytes (from the manifest). */
+  async announceSize() {
+    if (!supportsWasmSimd()) {
+      this.fail(new Error("this browser cannot run WebAssembly with SIMD"));
+      return;
+    }
+    try {
+      const manifest = await getManifest();
+      const model = this.modelIds.reduce((sum, id) => sum + ((manifest.models[id] || {}).bytes || 0), 0);
+      const runtime = await getRuntimeBytes();
+      if (!this.loaded && !this.failed) {
+        setText(this.status, `${this.firstActionText} The first time, your browser downloads the model ` +
+          `(${formatMB(model)})` + (runtime ? ` and the runtime (${formatMB(runtime)})` : "") + "; it keeps them.");
+      }
+    } catch (err) {
+      this.fail(err);
+    }
+  }
+
+  /** Load every model of the view once, showing the bytes received. After a failure, only "Try again" retries. */
+  ensureModels() {
+    if (this.failed) return Promise.reject(this.error);
+    if (!this.loading) {
+      const received = {}; // file -> bytes so far
+      // What is left to download: files that no view of the page has asked for yet.
+      const total = async () => {
+        const manifest = await getManifest();
+        const fresh = this.modelIds.filter((id) => !modelPromises.has(id));
+        return fresh.reduce((s, id) => s + ((manifest.models[id] || {}).bytes || 0), 0) + (ortPromise ? 0 : await getRuntimeBytes());
+      };
+      const started = performance.now();
+      const attempt = (this.attempt = (this.attempt || 0) + 1);
+      this.loading = total().then((all) => {
+        this.progress.hidden = all === 0;
+        setText(this.status, all ? `Downloading the model: 0 of ${formatMB(all)}…` : "Preparing the model…");
+        const onBytes = (what, n) => {
+          if (this.failed || attempt !== this.attempt) return; // a file that failed stops the count
+          received[what] = n;
+          const got = Object.values(received).reduce((a, b) => a + b, 0);
+          this.progress.max = Math.max(all, got);
+          this.progress.value = got;
+          setText(this.status, `Downloading the model: ${formatMB(got)} of ${formatMB(Math.max(all, got))}…`);
+        };
+        return Promise.all(this.modelIds.map((id) => loadModel(id, onBytes)));
+      }).then((models) => {
+        this.models = models;
+        this.loaded = true;
+        this.failed = false;
+        this.status.classList.remove("mha-live-error");
+        this.progress.hidden = true;
+        this.timings.load_ms = performance.now() - started;
+        setText(this.status, `The model runs in your browser (loaded in ${(this.timings.load_ms / 1000).toFixed(1)} s).`);
+        return models;
+      });
+      this.loading.catch((err) => {
+        this.loading = null;
+        this.fail(err, true);
+      });
+    }
+    return this.loading;
+  }
+
+  /** A visible message, and the static figure comes back; `retry` offers a "Try again" button. */
+  fail(err, retry = false) {
+    this.failed = true;
+    this.error = err instanceof Error ? err : new Error(String(err));
+    this.progress.hidden = true;
+    this.status.classList.add("mha-live-error");
+    setText(this.status, `The live model could not be loaded (${this.error.message}). The maps shown are the ` +
+      "ones computed when the book was built" + (this.fallback ? ", as is the figure below." : "."));
+    if (retry) {
+      const again = el("button", { type: "button", class: "mha-live-button" }, "Try again");
+      again.addEventListener("click", () => {
+        this.failed = false;
+        this.note("Trying again…");
+        this.ensureModels().catch(() => {});
+      });
+      this.status.append(" ", again);
+    }
+    if (this.fallback) this.fallback.hidden = false;
+  }
+
+  /** A message that keeps the maps (empty text, truncation). */
+  note(text) {
+    this.status.classList.remove("mha-live-error");
+    setText(this.status, text);
+  }
+
+  enlarge(head, tokens, vmax) {
+    this.zoom.open(head, tokens, vmax);
+    this.zoom.canvas.focus({ preventScroll: true });
+    this.zoom.node.scrollIntoView({ block: "nearest" });
+  }
+
+  closeZoom() {
+    this.zoom.node.hidden = true;
+    if (this.lastFocus) this.lastFocus.focus();
+  }
+
+  /** Run `work` (a Promise-returning function) after the models load; keep the timings. */
+  async compute(work) {
+    await this.ensureModels();
+    const t0 = performance.now();
+    const result = await work();
+    this.timings.run_ms = performance.now() - t0;
+    return result;
+  }
+
+  /** element.mhaLive, the contract of the tests. */
+  api(view, model) {
+    const self = this;
+    return {
+      view,
+      model,
+      models: this.modelIds.slice(),
+      run: (input) => self.run(input),
+      get lastResult() {
+        return self.result;
+      },
+      get timings() {
+        return { ...self.timings };
+      },
+      get loaded() {
+        return !!self.loaded;
+      },
+    };
+  }
+}
+
+/** The layer control: a slider (aria-valuetext "layer 2 of 6") and an "all layers" switch. */
+function layerControl(numLayers, start, onChange) {
+  const id = `mha-live-layer-${Math.random().toString(36).slice(2)}`;
+  const slider = el("input", { type: "range", id, min: "0", max: String(numLayers - 1), step: "1", value: String(start) });
+  const value = el("output", { for: id });
+  const all = el("input", { type: "checkbox", id: id + "-all" });
+  const update = () => {
+    const layer = Number(slider.value);
+    const text = `layer ${layer} (${layer + 1} of ${numLayers})`;
+    slider.setAttribute("aria-valuetext", text);
+    setText(value, all.checked ? "all layers" : text);
+    slider.disabled = all.checked;
+    onChange(all.checked ? "all" : layer);
+  };
+  slider.addEventListener("input", update);
+  all.addEventListener("change", update);
+  const node = el("div", { class: "mha-live-controls" },
+    el("label", { for: id }, "Layer"), slider, value,
+    el("span", {}, all, el("label", { for: id + "-all" }, "all layers")));
+  return { node, update, slider, all, value };
+}
+
+/** Heads of the chosen layer(s), as HeadGrid entries. mask: [layer][head] 0/1 or null. */
+function headsOf(attentions, which, mask) {
+  const layers = which === "all" ? attentions.map((_, l) => l) : [which];
+  return layers.map((l) => attentions[l].map((map, h) => ({ label: `L${l}.H${h}`, map, off: !!mask && !mask[l][h] })));
+}
+
+/** Shows MiniLM's maps of one text, one layer or all. Shared by the sentence and prune views. */
+class LayerMaps {
+  constructor(view, numLayers, start) {
+    this.view = view;
+    this.which = start;
+    this.node = el("div");
+    this.grids = [];
+    this.control = layerControl(numLayers, start, (which) => {
+      this.which = which;
+      this.draw();
+    });
+  }
+
+  show(tokens, attentions, mask = null) {
+    this.tokens = tokens;
+    this.attentions = attentions;
+    this.mask = mask;
+    this.draw();
+  }
+
+  draw() {
+    if (!this.attentions) return;
+    const groups = headsOf(this.attentions, this.which, this.mask);
+    const vmax = largestWeight(groups.flat().map((h) => h.map));
+    this.view.legend.show(vmax);
+    // one grid per layer shown, each under its title; grids are reused between redraws
+    while (this.grids.length > groups.length) this.grids.pop().box.remove();
+    groups.forEach((heads, i) => {
+      if (!this.grids[i]) {
+        const grid = new HeadGrid({ readout: this.view.readout, minMap: groups.length > 1 ? 72 : 110 });
+        const title = el("p", { class: "mha-live-layer-title" });
+        const box = el("div", {}, title, grid.node);
+        this.node.append(box);
+        this.grids[i] = { grid, title, box };
+      }
+      const { grid, title } = this.grids[i];
+      grid.minMap = groups.length > 1 ? 72 : 110;
+      title.hidden = groups.length === 1;
+      setText(title, `layer ${heads[0].label.split(".")[0].slice(1)}`);
+      grid.onEnlarge = (h) => {
+        this.view.lastFocus = grid.node.children[h];
+        this.view.enlarge(grid.heads[h], this.tokens, vmax);
+      };
+      grid.show(heads, this.tokens, vmax);
+    });
+    if (!this.view.zoom.node.hidden && this.view.zoom.head) {
+      const label = this.view.zoom.head.label; // keep the enlarged head, with its new weights
+      const head = groups.flat().find((h) => h.label === label);
+      if (head) this.view.zoom.open(head, this.tokens, vmax);
+    }
+  }
+}
+
+/** "sentence": MiniLM on the reader's text. */
+class SentenceView extends View {
+  constructor(element, config) {
+    super(element, config, [element.dataset.model || MINILM]);
+    this.firstActionText = "Type a sentence of your own: the model reruns as you type.";
+    const id = `mha-live-text-${Math.random().toString(36).slice(2)}`;
+    this.text = el("textarea", { id, rows: "2", spellcheck: "false", maxlength: "4000" });
+    this.text.value = config.text || "";
+    const label = el("label", { for: id }, "Your sentence");
+    const privacy = el("p", { class: "mha-live-privacy" },
+      "Typed text never leaves your browser: the model runs on this page.");
+    this.maps = new LayerMaps(this, config.attentions.length, config.layer || 0);
+    this.root.setAttribute("aria-label", "Live attention maps of all-MiniLM-L6-v2 for a sentence you type");
+    this.attach([el("div", {}, label, this.text, privacy), this.maps.control.node], [this.maps.node]);
+    this.result = { tokens: config.tokens, attentions: config.attentions, text: config.text, source: "config" };
+    this.maps.control.update();
+    this.maps.show(config.tokens, config.attentions);
+    const later = debounce(() => this.run(this.text.value).catch(() => {}), TYPING_DELAY_MS);
+    this.text.addEventListener("input", () => {
+      this.ensureModels().catch(() => {}); // the first keystroke starts the download
+      later();
+    });
+  }
+
+  redraw() {
+    this.maps.draw();
+    this.zoom.draw();
+  }
+
+  /** Run MiniLM on `text` and draw every map. Rejects on empty text (the maps stay). */
+  async run(text) {
+    if (typeof text !== "string") throw new Error("run(text) takes a string");
+    if (!text.trim()) {
+      this.note("The text is empty: type a sentence. The maps show the last one.");
+      throw new Error("empty text");
+    }
+    if (this.text.value !== text) this.text.value = text; // the box shows the text of the maps
+    const out = await this.compute(async () => {
+      const t0 = performance.now();
+      const r = await runBert(this.models[0], [text], null);
+      const t1 = performance.now();
+      const enc = r.encodings[0];
+      this.maps.show(enc.tokens, r.attentions);
+      this.timings.infer_ms = t1 - t0;
+      this.timings.draw_ms = performance.now() - t1;
+      return { tokens: enc.tokens, attentions: r.attentions, text, truncated: enc.truncated,
+        fullLength: enc.fullLength, source: "browser" };
+    });
+    this.result = out;
+    if (out.truncated) {
+      this.note(`Your text has ${out.fullLength} tokens; the model reads the first ${out.tokens.length} (its limit), ` +
+        "so the maps stop there.");
+    } else {
+      this.note(`${out.tokens.length} tokens, recomputed in your browser in ${Math.round(this.timings.run_ms)} ms.`);
+    }
+    return out;
+  }
+}
+
+/** "toy-compare": chapter 1's task read by several toy models at once. */
+class ToyCompareView extends View {
+  constructor(element, config) {
+    super(element, config, config.models.slice());
+    this.primary = config.models.includes(element.dataset.model) ? element.dataset.model : config.models[0];
+    this.firstActionText = "Change a token or move the mark: every model reruns.";
+    this.task = config.task; // mha_lib's PrevMarkedTask.to_dict(): {kind, vocab_size, seq_len, op}
+    this.ids = config.ids.slice();
+    this.types = config.types.slice();
+    this.root.setAttribute("aria-label", "Live attention maps and predictions of the toy models on a sequence you edit");
+    this.editor = this.buildEditor();
+    this.sections = config.models.map((id) => this.buildSection(id));
+    const most = Math.max(...config.models.map((id) => config.results[id].attentions[0].length));
+    this.sections.forEach((s) => { s.grid.sameSizeAs = most; });
+    this.attach([this.editor], this.sections.map((s) => s.node));
+    this.showAll(config.results, "config");
+    const later = debounce(() => this.run({ ids: this.ids, types: this.types }).catch(() => {}), TOGGLE_DELAY_MS);
+    this.changed = () => {
+      this.ensureModels().catch(() => {});
+      this.refreshEditor();
+      later();
+    };
+  }
+
+  buildEditor() {
+    const V = this.task.vocab_size;
+    const rows = el("div", { class: "mha-live-sequence", role: "group", "aria-label": "the sequence: tokens and the mark" });
+    this.selects = [];
+    this.marks = [];
+    const name = `mha-live-mark-${Math.random().toString(36).slice(2)}`;
+    this.ids.forEach((t, i) => {
+      const select = el("select", { "aria-label": `token at position ${i}` });
+      for (let v = 0; v < V; v++) select.append(el("option", { value: String(v) }, String(v)));
+      select.value = String(t);
+      select.addEventListener("change", () => {
+        this.ids[i] = Number(select.value);
+        this.changed();
+      });
+      const mark = el("input", { type: "radio", name, "aria-label": `mark position ${i}` });
+      mark.checked = this.types[i] === 1;
+      mark.addEventListener("change", () => {
+        this.types = this.types.map((_, j) => (j === i ? 1 : 0));
+        this.changed();
+      });
+      this.selects.push(select);
+      this.marks.push(mark);
+      rows.append(el("div", { class: "mha-live-position" }, el("span", {}, String(i)), select, mark));
+    });
+    this.rule = el("p", { class: "mha-live-note" });
+    const help = el("p", { class: "mha-live-note" },
+      "Pick a token at any position, and the marked position with the round buttons. " +
+      "Each model predicts every position's label; ✓ right, ✗ wrong.");
+    return el("div", {}, help, rows, this.rule);
+  }
+
+  refreshEditor() {
+    this.selects.forEach((s, i) => { s.value = String(this.ids[i]); });
+    this.marks.forEach((m, i) => { m.checked = this.types[i] === 1; });
+    const m = this.types.indexOf(1);
+    setText(this.rule, `Label at position i: (token i−1 ${this.task.op === "add" ? "+" : "−"} marked token) mod ` +
+      `${this.task.vocab_size}; the marked token is ${this.ids[m]}, at position ${m}.`);
+  }
+
+  buildSection(id) {
+    const title = el("p", { class: "mha-live-model-title" });
+    const grid = new HeadGrid({ readout: this.readout, minMap: 64 });
+    const strip = el("div", { class: "mha-live-strip", role: "list" });
+    const node = el("div", { class: "mha-live-model" }, title, grid.node, strip);
+    grid.onEnlarge = (h) => {
+      this.lastFocus = grid.node.children[h];
+      this.enlarge(grid.heads[h], grid.tokens, grid.vmax);
+    };
+    return { id, title, grid, strip, node };
+  }
+
+  /** Draw every model's maps and predictions. results: {id: {attentions, predictions, confidence}} */
+  showAll(results, source) {
+    this.refreshEditor();
+    const tokens = markedTokens(this.ids, this.types);
+    const labels = prevMarkedLabels(this.ids, this.types, this.task);
+    const vmax = largestWeight(this.sections.flatMap((s) => results[s.id].attentions.flat()));
+    this.legend.show(vmax);
+    const models = {};
+    for (const s of this.sections) {
+      const r = results[s.id];
+      const H = r.attentions[0].length;
+      const heads = r.attentions.flatMap((layer, l) => layer.map((map, h) => ({
+        label: `${s.id} ${r.attentions.length > 1 ? `L${l}.` : ""}H${h}`, map, off: false })));
+      s.grid.show(heads, tokens, vmax);
+      const correct = r.predictions.map((p, i) => (labels[i] === null ? null : p === labels[i]));
+      const right = correct.filter((c) => c === true).length;
+      const asked = correct.filter((c) => c !== null).length;
+      setText(s.title, `${s.id}: ${H} head${H > 1 ? "s" : ""}, ${right} of ${asked} positions right`);
+      s.strip.replaceChildren(...r.predictions.map((p, i) => {
+        const c = correct[i];
+        const cell = el("span", { role: "listitem", class: c === null ? "" : c ? "mha-live-right" : "mha-live-wrong" });
+        setText(cell, c === null ? "–" : `${p}${c ? "✓" : "✗"}`);
+        cell.setAttribute("aria-label", c === null ? `position ${i}: no label` :
+          `position ${i}: predicts ${p}, the label is ${labels[i]}, ${c ? "right" : "wrong"}`);
+        return cell;
+      }));
+      models[s.id] = { tokens, attentions: r.attentions, predictions: r.predictions, confidence: r.confidence,
+        labels, correct };
+    }
+    const first = models[this.primary];
+    this.result = { tokens, attentions: first.attentions, ids: this.ids.slice(), types: this.types.slice(), models, source };
+  }
+
+  redraw() {
+    for (const s of this.sections) s.grid.draw();
+    this.zoom.draw();
+  }
+
+  /** Run every model on {ids, types} (types: 1 at the marked position) and draw. */
+  async run(input) {
+    const V = this.task.vocab_size;
+    const { ids, types } = input || {};
+    const ok = Array.isArray(ids) && Array.isArray(types) && ids.length === this.ids.length &&
+      types.length === ids.length && ids.every((t) => Number.isInteger(t) && t >= 0 && t < V) &&
+      types.every((t) => t === 0 || t === 1) && types.filter((t) => t === 1).length === 1;
+    if (!ok) {
+      throw new Error(`run({ids, types}): ${this.ids.length} tokens in 0..${V - 1} and exactly one mark`);
+    }
+    this.ids = ids.slice();
+    this.types = types.slice();
+    await this.compute(async () => {
+      const t0 = performance.now();
+      const out = {};
+      for (const model of this.models) out[model.id] = await runToy(model, this.ids, this.types);
+      const t1 = performance.now();
+      this.timings.infer_ms = t1 - t0;
+      this.showAll(out, "browser");
+      this.timings.draw_ms = performance.now() - t1;
+    });
+    this.note(`Recomputed in your browser in ${Math.round(this.timings.run_ms)} ms.`);
+    return this.result;
+  }
+}
+
+/** "prune": MiniLM with head toggles; fidelity and paraphrase ranking against all heads on. */
+class PruneView extends View {
+  constructor(element, config) {
+    super(element, config, [element.dataset.model || MINILM]);
+    this.firstActionText = "Turn heads off and on: the embeddings and the scores are recomputed.";
+    this.mask = config.mask.map((row) => row.map((v) => (v ? 1 : 0)));
+    this.text = config.text;
+    this.root.setAttribute("aria-label", "Turn MiniLM's heads off and watch the embeddings and the maps change");
+    this.scores = el("p", { class: "mha-live-scores", "aria-live": "polite" });
+    this.maps = new LayerMaps(this, config.attentions.length, config.layer || 0);
+    this.sentenceNote = el("p", { class: "mha-live-note" });
+    this.attach([this.buildToggles(), this.scores, this.sentenceNote, this.maps.control.node], [this.maps.node]);
+    this.describeSentence();
+    this.result = { tokens: config.tokens, attentions: config.attentions, mask: this.mask, fidelity: config.fidelity,
+      mrr: config.mrr, source: "config" };
+    this.showScores(config.fidelity, config.mrr);
+    this.maps.control.update();
+    this.maps.show(config.tokens, config.attentions, this.mask);
+    this.later = debounce(() => this.run({ mask: this.mask }).catch(() => {}), TOGGLE_DELAY_MS);
+  }
+
+  buildToggles() {
+    const [NL, H] = [this.mask.length, this.mask[0].length];
+    const grid = el("div", { class: "mha-live-toggles", role: "group", "aria-label": `heads: ${NL} layers x ${H}; pressed = on` });
+    grid.append(el("span"));
+    for (let h = 0; h < H; h++) grid.append(el("span", { "aria-hidden": "true" }, `H${h}`));
+    this.toggles = [];
+    for (let l = 0; l < NL; l++) {
+      grid.append(el("span", { "aria-hidden": "true" }, `L${l}`));
+      const row = [];
+      for (let h = 0; h < H; h++) {
+        const button = el("button", { type: "button", "aria-label": `layer ${l} head ${h}`, title: `L${l}.H${h}` }, String(h));
+        button.addEventListener("click", () => {
+          this.mask[l][h] = this.mask[l][h] ? 0 : 1;
+          this.toggled();
+        });
+        row.push(button);
+        grid.append(button);
+      }
+      this.toggles.push(row);
+    }
+    const allOn = el("button", { type: "button", class: "mha-live-button" }, "All heads on");
+    allOn.addEventListener("click", () => {
+      this.mask = this.mask.map((row) => row.map(() => 1));
+      this.toggled();
+    });
+    this.refreshToggles();
+    return el("div", {}, el("p", { class: "mha-live-note" }, "Click a head to turn it off or on (pressed = on)."),
+      grid, allOn);
+  }
+
+  describeSentence() {
+    setText(this.sentenceNote, `The maps below are those of the sentence “${this.text}” -- a head turned off still ` +
+      "computes its weights (drawn grey), but its output no longer reaches the next layer.");
+  }
+
+  refreshToggles() {
+    this.toggles.forEach((row, l) => row.forEach((b, h) => b.setAttribute("aria-pressed", this.mask[l][h] ? "true" : "false")));
+  }
+
+  toggled() {
+    this.refreshToggles();
+    this.maps.show(this.maps.tokens, this.maps.attentions, this.mask); // grey at once; new weights follow
+    this.ensureModels().catch(() => {});
+    this.later();
+  }
+
+  showScores(fidelity, mrr) {
+    const on = this.mask.flat().filter(Boolean).length;
+    const total = this.mask.flat().length;
+    this.scores.replaceChildren(
+      `${on} of ${total} heads on. Embedding fidelity (mean cosine to the unpruned embeddings): `,
+      el("strong", {}, fidelity.toFixed(3)),
+      `. Paraphrase ranking (mean reciprocal rank of each paraphrase, 1 = always first; all heads on: ` +
+      `${(this.reference ? this.reference.mrr : this.config.mrr_all).toFixed(3)}): `,
+      el("strong", {}, mrr.toFixed(3)), ".");
+  }
+
+  redraw() {
+    this.maps.draw();
+    this.zoom.draw();
+  }
+
+  /** The embeddings with all heads on, once: the reference of fidelity. */
+  async referenceEmbeddings() {
+    if (!this.reference) {
+      const full = this.mask.map((row) => row.map(() => 1));
+      const r = await runBert(this.models[0], this.texts(), full);
+      const texts = r.embeddings.subarray(r.d); // row 0 is the sentence of the maps
+      const scores = paraphraseScores(texts, texts, r.d, this.config.num_anchors);
+      this.reference = { embeddings: r.embeddings, d: r.d, mrr: scores.mrr };
+    }
+    return this.reference;
+  }
+
+  /** The sentence first (its maps), then the texts of the scores; stripped as mha_lib does. */
+  texts() {
+    return [this.text, ...this.config.texts.map((t) => t.trim())];
+  }
+
+  /**
+   * Recompute with a head mask. input: {mask: [layer][head] 0/1, text?: sentence} or a string.
+   * Resolves to lastResult = {tokens, attentions, mask, fidelity, mrr}.
+   */
+  async run(input) {
+    const spec = typeof input === "string" ? { text: input } : input || {};
+    if (spec.text !== undefined) {
+      if (typeof spec.text !== "string" || !spec.text.trim()) {
+        this.note("The text is empty: the maps show the last one.");
+        throw new Error("empty text");
+      }
+      this.text = spec.text;
+    }
+    if (spec.mask !== undefined) {
+      const ok = Array.isArray(spec.mask) && spec.mask.length === this.mask.length &&
+        spec.mask.every((row, l) => Array.isArray(row) && row.length === this.mask[l].length);
+      if (!ok) throw new Error(`mask must be [${this.mask.length}][${this.mask[0].length}] of 0/1`);
+      this.mask = spec.mask.map((row) => row.map((v) => (v ? 1 : 0)));
+      this.refreshToggles();
+    }
+    const mask = this.mask.map((row) => row.slice());
+    const out = await this.compute(async () => {
+      const ref = await this.referenceEmbeddings();
+      const t0 = performance.now();
+      const r = await runBert(this.models[0], this.texts(), mask);
+      const n = r.embeddings.length / r.d;
+      const scores = paraphraseScores(r.embeddings.subarray(r.d), ref.embeddings.subarray(ref.d), r.d,
+        this.config.num_anchors);
+      const t1 = performance.now();
+      this.timings.infer_ms = t1 - t0;
+      this.maps.show(r.encodings[0].tokens, r.attentions, mask);
+      this.showScores(scores.fidelity, scores.mrr);
+      this.describeSentence();
+      this.timings.draw_ms = performance.now() - t1;
+      return { tokens: r.encodings[0].tokens, attentions: r.attentions, mask, ...scores, texts: n - 1, source: "browser" };
+    });
+    this.result = out;
+    this.note(`Recomputed ${out.texts} embeddings and the maps in your browser in ${Math.round(this.timings.run_ms)} ms.`);
+    return out;
+  }
+}
+
+// =============================================================================================
+// 5. Mounting
+// =============================================================================================
+
+const VIEWS = { sentence: SentenceView, "toy-compare": ToyCompareView, prune: PruneView };
+
+/**
+ * Turn one .mha-live-view element into a live view (once). Returns element.mhaLive.
+ * A bad data-config leaves the fallback figure in place, with a visible message.
+ */
+export function mount(element) {
+  if (element.mhaLive) return element.mhaLive;
+  addStyle();
+  const view = element.dataset.view;
+  try {
+    const config = checkConfig(view, JSON.parse(element.dataset.config || "null"));
+    const instance = new VIEWS[view](element, config);
+    element.mhaLive = instance.api(view, instance.primary || instance.modelIds[0]);
+  } catch (err) {
+    const message = el("p", { class: "mha-live-status mha-live-error", role: "status" });
+    setText(message, `This live view could not start (${err.message}); the figure is the one computed when the book was built.`);
+    element.append(message);
+    console.warn("mha_live:", err);
+    element.mhaLive = { view, model: element.dataset.model, models: [], lastResult: null,
+      run: () => Promise.reject(err), error: String(err.message) };
+  }
+  return element.mhaLive;
+}
+
+/** Mount every live view under `root` (the page). */
+export function mountAll(root = document) {
+  return Array.from(root.querySelectorAll(".mha-live-view")).map(mount);
+}

@@ -1,0 +1,146 @@
+// Tests of the pure parts of web/mha_live.mjs (no DOM, no network). Run: node --test web/test/
+//
+// The cases marked "mha_lib" need MHA_WEB_FIXTURE (written by tests/test_web.py): chapter 1's
+// labels and chapter 4's scores as mha_lib computes them.
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import fs from "node:fs";
+import {
+  VIRIDIS, argmaxRows, attentionsFromOutput, checkConfig, colourOf, formatMB, greyOf, gridLayout, largestWeight,
+  markedTokens, paraphraseScores, prevMarkedLabels, readoutText, setText, shortLabel, zoomLayout,
+} from "../mha_live.mjs";
+
+const FIXTURE = process.env.MHA_WEB_FIXTURE;
+const fixture = FIXTURE ? JSON.parse(fs.readFileSync(FIXTURE, "utf8")) : null;
+const needsFixture = fixture ? {} : { skip: "MHA_WEB_FIXTURE not set (pytest tests/test_web.py sets it)" };
+
+test("colour scale: viridis ends, monotone lightness, clipped, grey for heads turned off", () => {
+  assert.deepEqual(colourOf(0, 1), VIRIDIS[0]);
+  assert.deepEqual(colourOf(1, 1), VIRIDIS[16]);
+  assert.deepEqual(colourOf(0.5, 0.5), VIRIDIS[16]); // the top of the scale is vmax, not 1
+  assert.deepEqual(colourOf(7, 1), VIRIDIS[16]);
+  assert.deepEqual(colourOf(-1, 1), VIRIDIS[0]);
+  assert.deepEqual(colourOf(NaN, 1), VIRIDIS[0]);
+  const light = (c) => 0.3 * c[0] + 0.59 * c[1] + 0.11 * c[2];
+  for (let i = 1; i <= 100; i++) assert.ok(light(colourOf(i / 100, 1)) >= light(colourOf((i - 1) / 100, 1)));
+  const [r, g, b] = greyOf(0.3, 1);
+  assert.ok(r === g && g === b);
+  assert.equal(largestWeight([[[0.1, 0.7]], [[0.2, 0.3]]]), 0.7);
+  assert.equal(largestWeight([]), 1);
+});
+
+test("grid layout: balanced rows, fits the column and a 390 px phone, whole-pixel cells", () => {
+  for (const [width, count, length] of [[688, 12, 16], [358, 12, 16], [358, 72, 30], [1200, 1, 8], [300, 8, 256],
+    [688, 4, 256], [40, 3, 3]]) {
+    const g = gridLayout({ width, count, length });
+    assert.ok(g.columns * g.map + (g.columns - 1) * 8 <= Math.max(40, width), `fits ${width}: ${JSON.stringify(g)}`);
+    assert.ok(g.columns * g.rows >= count && (g.rows - 1) * g.columns < count, "no empty row");
+    if (g.cell >= 4) assert.equal(g.map, g.cell * length);
+    assert.ok(g.map <= 220);
+  }
+  assert.deepEqual(gridLayout({ width: 688, count: 12, length: 16 }), { columns: 4, rows: 3, map: 160, cell: 10 });
+  assert.equal(gridLayout({ width: 358, count: 12, length: 16 }).columns, 3); // a phone: 3 columns of 4 rows
+  assert.throws(() => gridLayout({ width: 300, count: 0, length: 5 }), /count/);
+});
+
+test("zoom layout: labels only when cells are big enough to read, never wider than the column", () => {
+  const small = zoomLayout(358, 16, 40);
+  assert.ok(small.labels && small.cell >= 9 && small.size <= 358);
+  const long = zoomLayout(358, 256, 40);
+  assert.ok(!long.labels && long.size <= 358);
+  const wide = zoomLayout(2000, 8, 30);
+  assert.ok(wide.size <= 640 && wide.cell <= 32);
+});
+
+test("result shaping: one batch row of (layers, B, H, L, L) to [layer][head][query][key], padding cut", () => {
+  const dims = [2, 3, 2, 4, 4];
+  const data = new Float32Array(2 * 3 * 2 * 16).map((_, i) => i);
+  const maps = attentionsFromOutput(data, dims, 1, 3);
+  assert.equal(maps.length, 2);
+  assert.equal(maps[0].length, 2);
+  assert.equal(maps[0][0].length, 3);
+  assert.equal(maps[0][0][0].length, 3);
+  // element (l, b, h, q, k) sits at (((l*B + b)*H + h)*L + q)*L + k
+  assert.equal(maps[1][1][2][1], (((1 * 3 + 1) * 2 + 1) * 4 + 2) * 4 + 1);
+  assert.ok(Array.isArray(maps[0][0][0])); // plain arrays, JSON-able for tests
+  assert.throws(() => attentionsFromOutput(data, dims, 3, 3), /row 3/);
+  assert.throws(() => attentionsFromOutput(data, dims, 0, 5), /5 tokens/);
+});
+
+test("predictions: argmax per position and its softmax probability", () => {
+  const logits = new Float32Array([0, 2, 1, 5, 5, -1]); // (L=2, C=3)
+  const { predictions, confidence } = argmaxRows(logits, 2, 3);
+  assert.deepEqual(predictions, [1, 0]); // a tie goes to the first class, as torch.argmax
+  const e = [Math.exp(0), Math.exp(2), Math.exp(1)];
+  assert.ok(Math.abs(confidence[0] - e[1] / (e[0] + e[1] + e[2])) < 1e-12);
+});
+
+test("chapter 1's labels and token labels", () => {
+  const task = { vocab_size: 8, op: "sub" };
+  assert.deepEqual(prevMarkedLabels([3, 5, 1, 7], [0, 1, 0, 0], task), [null, (3 - 5 + 8) % 8, 0, 4]);
+  assert.deepEqual(prevMarkedLabels([3, 5, 1], [0, 1, 0], { vocab_size: 8, op: "add" }), [null, 0, 2]);
+  assert.throws(() => prevMarkedLabels([1, 2], [1, 1], task), /exactly one/);
+  assert.throws(() => prevMarkedLabels([1, 2], [0, 0], task), /exactly one/);
+  assert.deepEqual(markedTokens([3, 5, 1], [0, 1, 0]), ["3", "*5", "1"]);
+});
+
+test("labels equal mha_lib's PrevMarkedTask (mha_lib)", needsFixture, () => {
+  assert.ok(fixture.prev_marked.length >= 20);
+  for (const c of fixture.prev_marked) assert.deepEqual(prevMarkedLabels(c.ids, c.types, c.task), c.labels);
+});
+
+test("fidelity and paraphrase MRR equal mha_lib.live.paraphrase_scores (mha_lib)", needsFixture, () => {
+  for (const c of fixture.scores) {
+    const got = paraphraseScores(new Float32Array(c.emb), new Float32Array(c.ref), c.d, c.A);
+    assert.ok(Math.abs(got.fidelity - c.fidelity) < 1e-5, `fidelity ${got.fidelity} vs ${c.fidelity}`);
+    assert.ok(Math.abs(got.mrr - c.mrr) < 1e-6, `mrr ${got.mrr} vs ${c.mrr}`);
+  }
+});
+
+test("scores: all heads on gives fidelity 1; bad shapes are refused", () => {
+  const ref = new Float32Array([1, 0, 0, 1, 0.6, 0.8, 0.8, 0.6]); // 4 texts, d = 2
+  const s = paraphraseScores(ref, ref, 2, 2);
+  assert.ok(Math.abs(s.fidelity - 1) < 1e-6);
+  assert.throws(() => paraphraseScores(ref, ref, 2, 3), /do not fit/);
+  assert.throws(() => paraphraseScores(ref, ref.subarray(2), 2, 1), /do not fit/);
+});
+
+test("labels stay text: setText never parses HTML, labels keep the reader's characters", () => {
+  const hostile = "<img src=x onerror=alert(1)></script>&amp;";
+  const node = {
+    set innerHTML(_) {
+      throw new Error("innerHTML must not be used");
+    },
+  };
+  setText(node, hostile);
+  assert.equal(node.textContent, hostile);
+  const line = readoutText("L0.H1", ["[CLS]", hostile], 1, 0, 0.25);
+  assert.ok(line.includes(hostile) && line.includes("0.250"));
+  assert.equal(shortLabel("abcdefghijklmnop", 12), "abcdefghijk…");
+  assert.equal(shortLabel("😀😀😀", 2), "😀…"); // code points, not UTF-16 halves
+  assert.equal(formatMB(25028523), "25.0 MB");
+});
+
+test("the module never writes HTML: no innerHTML, outerHTML, insertAdjacentHTML or document.write", () => {
+  for (const file of ["../mha_live.mjs", "../wordpiece.mjs"]) {
+    const source = fs.readFileSync(new URL(file, import.meta.url), "utf8").replace(/\/\/.*$/gm, "");
+    assert.doesNotMatch(source, /innerHTML|outerHTML|insertAdjacentHTML|document\.write/, file);
+  }
+});
+
+test("configurations are checked before anything is drawn", () => {
+  const map = [[1, 0], [0.5, 0.5]];
+  const ok = { tokens: ["a", "b"], attentions: [[map]] };
+  assert.equal(checkConfig("sentence", ok), ok);
+  assert.throws(() => checkConfig("sentence", { tokens: ["a"], attentions: [[map]] }), /1 x 1/);
+  assert.throws(() => checkConfig("sentence", { tokens: [], attentions: [] }), /tokens/);
+  assert.throws(() => checkConfig("prune", { ...ok, texts: ["a"], num_anchors: 1, mask: [[1]] }), /texts/);
+  assert.throws(() => checkConfig("prune", { ...ok, texts: ["a", "b"], num_anchors: 1, mask: [[1]], fidelity: 1, mrr: 1 }),
+    /mrr_all/);
+  const task = { vocab_size: 8, op: "sub" };
+  assert.throws(() => checkConfig("toy-compare", { models: ["m"], task, ids: [1, 2], types: [0, 1], results: {} }),
+    /no results for m/);
+  assert.throws(() => checkConfig("toy-compare", { models: ["m"], ids: [1, 2], types: [0, 1], results: {} }), /task/);
+  assert.throws(() => checkConfig("other", ok), /unknown view/);
+  assert.throws(() => checkConfig("sentence", null), /JSON object/);
+});
