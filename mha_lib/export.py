@@ -23,6 +23,11 @@ name                     type, shape                     meaning
                                                          tokens, L2-normalised for MiniLM)
 =======================  ==============================  =========================================
 
+Every file also records its sizes in the model's ``metadata_props`` (``mha_lib.vocab_size``,
+``mha_lib.type_vocab_size``, ``mha_lib.max_length``, ``mha_lib.num_layers``, ``mha_lib.num_heads``, ...;
+see :data:`METADATA_PREFIX`), which :func:`run_onnx` checks its inputs against before onnxruntime
+runs (a negative id would wrap around in ``Gather``).
+
 The traced pass is mha_lib's own forward: value checks are skipped while tracing
 (:func:`mha_lib.checks.tracing`) and the pass has no Python branch on tensor values, so a fully
 padded row gets all-zero attention rows in the file, as in mha_lib. Not exported: the
@@ -71,6 +76,7 @@ __all__ = [
     "CHECK_SENTENCES",
     "MIN_OPSET",
     "MAX_OPSET",
+    "METADATA_PREFIX",
 ]
 
 MIN_OPSET, MAX_OPSET = 18, 23  # LayerNormalization needs 17; 18 is what torch.onnx's dynamo exporter emits natively
@@ -296,8 +302,9 @@ def export_onnx(model: nn.Module, path: Union[str, os.PathLike], *, opset: int =
 
     Raises:
         ValueError: a model of another class, with cross-attention, ragged or zero heads per layer
-            or non-float32 parameters; ``path`` not a str/PathLike or in a folder that does not
-            exist; ``opset`` not an integer in [18, 23]. The message names the value.
+            or non-float32 parameters; ``path`` not a str/PathLike, a folder (or ending in a
+            separator) or in a folder that does not exist; ``opset`` not an integer in [18, 23].
+            The message names the value.
         ImportError: onnx or onnxscript missing (names ``pip install "mha_lib[export]"``).
     """
     opset = checks.as_int(opset, "opset")
@@ -325,12 +332,37 @@ def export_onnx(model: nn.Module, path: Union[str, os.PathLike], *, opset: int =
             # torch.onnx folds constants below 2**18 elements; a stacked QKV weight is larger.
             optimizer.optimize(program.model, input_size_limit=_FOLD_LIMIT, output_size_limit=_FOLD_LIMIT)
             _strip_metadata(program.model)
+            program.model.metadata_props.update(_metadata(desc))
             program.save(path, external_data=False)
     finally:
         model.train(was_training)
     return ExportInfo(path=path, kind=desc["kind"], inputs=desc["inputs"], outputs=desc["outputs"],
                       num_layers=desc["num_layers"], num_heads=desc["num_heads"], max_length=desc["max_length"],
                       opset=opset, bytes=os.path.getsize(path))
+
+
+#: Keys of the model-level ``metadata_props`` that :func:`export_onnx` writes (values are str) and
+#: :func:`run_onnx` reads to check its inputs: ``kind``, ``num_layers``, ``num_heads``,
+#: ``vocab_size``, ``type_vocab_size`` (0: no token types), ``max_length`` (positions; absent when
+#: unlimited), ``cls_token`` (1 when the model prepends [CLS]: inputs hold max_length - 1
+#: positions); :func:`quantize_for_web` adds ``quantized``.
+METADATA_PREFIX = "mha_lib."
+
+
+def _metadata(desc: dict) -> Dict[str, str]:
+    cfg = desc["config"]
+    out = {"kind": desc["kind"], "num_layers": desc["num_layers"], "num_heads": desc["num_heads"],
+           "vocab_size": cfg.vocab_size, "type_vocab_size": cfg.type_vocab_size or 0,
+           "cls_token": int(bool(cfg.cls_token))}
+    if desc["max_length"] is not None:
+        out["max_length"] = desc["max_length"]
+    return {METADATA_PREFIX + k: str(v) for k, v in out.items()}
+
+
+def _read_metadata(session) -> Dict[str, str]:
+    """The ``mha_lib.*`` metadata of a session's file, without the prefix ({} for other files)."""
+    props = session.get_modelmeta().custom_metadata_map or {}
+    return {k[len(METADATA_PREFIX):]: v for k, v in props.items() if k.startswith(METADATA_PREFIX)}
 
 
 def _strip_metadata(model) -> None:
@@ -363,8 +395,12 @@ def _checked_path(path, name: str, *, must_exist: bool) -> str:
     if not isinstance(path, (str, os.PathLike)) or not os.fspath(path):
         raise ValueError(f"{name} must be a file path (str or os.PathLike), got {path!r}")
     path = os.fspath(path)
+    if isinstance(path, bytes):
+        raise ValueError(f"{name} must be a file path (str or os.PathLike of str), got {path!r}")
     if must_exist and not os.path.isfile(path):
         raise ValueError(f"{name}={path!r}: no such file")
+    if os.path.isdir(path) or path.endswith(tuple(sep for sep in (os.sep, os.altsep) if sep)):
+        raise ValueError(f"{name}={path!r} is a folder: name the .onnx file inside it")
     folder = os.path.dirname(os.path.abspath(path))
     if not os.path.isdir(folder):
         raise ValueError(f"{name}={path!r}: the folder {folder!r} does not exist")
@@ -406,8 +442,10 @@ def quantize_for_web(src: Union[str, os.PathLike], dst: Union[str, os.PathLike],
         "block_size": block_size}``.
 
     Raises:
-        ValueError: ``src`` missing, ``dst``'s folder missing, a bad ``block_size`` or
-            ``min_table_elements``; a file with no weight MatMul to quantise.
+        ValueError: ``src`` missing or not an ONNX file, ``dst`` a folder or in a missing one, a
+            bad ``block_size`` or ``min_table_elements``; a file with no weight MatMul to
+            quantise, or one already quantised (``MatMulNBits`` nodes or the ``mha_lib.quantized``
+            mark: quantising again would only lose precision).
         ImportError: onnx or onnxruntime missing (names ``pip install "mha_lib[export]"``).
     """
     src = _checked_path(src, "src", must_exist=True)
@@ -425,7 +463,14 @@ def quantize_for_web(src: Union[str, os.PathLike], dst: Union[str, os.PathLike],
     finally:  # its import calls logging.basicConfig(level=INFO), which would print every library's INFO lines
         root.handlers[:], root.level = handlers, level
 
-    model = onnx.load(src)
+    try:
+        model = onnx.load(src)
+    except Exception as err:  # protobuf's DecodeError, or a truncated file
+        raise ValueError(f"src={src!r} is not an ONNX model ({type(err).__name__}: {err})") from None
+    meta = {p.key: p.value for p in model.metadata_props}
+    if METADATA_PREFIX + "quantized" in meta or any(n.op_type == "MatMulNBits" for n in model.graph.node):
+        raise ValueError(f"src={src!r} is already quantised (MatMulNBits): quantise the float32 file from "
+                         "export_onnx instead")
     weights = {t.name for t in model.graph.initializer}
     matmuls = sum(n.op_type == "MatMul" and n.input[1] in weights for n in model.graph.node)
     if not matmuls:
@@ -436,6 +481,10 @@ def quantize_for_web(src: Union[str, os.PathLike], dst: Union[str, os.PathLike],
         quantizer.process()
     model = quantizer.model.model
     tables = _int8_tables(model, min_table_elements)
+    meta[METADATA_PREFIX + "quantized"] = f"MatMulNBits bits=8 block_size={block_size}; int8 tables: {tables}"
+    del model.metadata_props[:]
+    for key, value in meta.items():
+        model.metadata_props.add(key=key, value=value)
     onnx.save(model, dst)
     onnx.checker.check_model(dst)
     return {"bytes": os.path.getsize(dst), "matmuls": matmuls, "tables": tables, "block_size": block_size}
@@ -546,7 +595,7 @@ def onnx_session(path: Union[str, os.PathLike], *, threads: Optional[int] = None
         threads: intra-op threads (None: onnxruntime's default).
 
     Raises:
-        ValueError: no such file, or a bad ``threads``.
+        ValueError: no such file (or a folder), a file onnxruntime cannot load, or a bad ``threads``.
         ImportError: onnxruntime missing (names ``pip install "mha_lib[export]"``).
     """
     path = _checked_path(path, "path", must_exist=True)
@@ -555,33 +604,122 @@ def onnx_session(path: Union[str, os.PathLike], *, threads: Optional[int] = None
     options.log_severity_level = 3  # errors only
     if threads is not None:
         options.intra_op_num_threads = checks.positive_int(threads, "threads")
-    return ort.InferenceSession(path, options, providers=["CPUExecutionProvider"])
+    try:
+        return ort.InferenceSession(path, options, providers=["CPUExecutionProvider"])
+    except Exception as err:  # onnxruntime's InvalidProtobuf, Fail, ...
+        raise ValueError(f"path={path!r}: onnxruntime cannot load it as an ONNX model ({err})") from None
 
 
-def run_onnx(session, **inputs) -> Dict[str, np.ndarray]:
-    """Run an exported file: ``{output name: numpy array}``.
-
-    Args:
-        session: from :func:`onnx_session`, or a path.
-        **inputs: the file's inputs by name, as tensors or numpy arrays (``input_ids`` int64,
-            ``key_padding_mask`` bool, ``head_mask`` float32 ...). ``head_mask`` may be left out
-            (all ones).
-
-    Raises:
-        ValueError: an input name the file does not have, or a missing one (naming them).
-    """
+def _session(session):
+    """A session from :func:`onnx_session`, or a path turned into one; ValueError for anything else."""
     if isinstance(session, (str, os.PathLike)):
-        session = onnx_session(session)
+        return onnx_session(session)
+    ort = _require("onnxruntime")
+    if not isinstance(session, ort.InferenceSession):
+        raise ValueError(f"session must be an onnxruntime.InferenceSession (onnx_session(path)) or a path, got "
+                         f"{type(session).__name__}: {session!r:.60}")
+    return session
+
+
+def _as_array(value, name: str) -> np.ndarray:
+    if isinstance(value, torch.Tensor):
+        return value.detach().cpu().numpy()
+    try:
+        out = np.asarray(value)
+    except (TypeError, ValueError) as err:  # ragged lists
+        raise ValueError(f"{name} must be an array, got {value!r:.60} ({err})") from None
+    if out.dtype == object:
+        raise ValueError(f"{name} must be a numeric array, got {value!r:.60}")
+    return out
+
+
+def _checked_feeds(session, inputs: Mapping) -> Dict[str, np.ndarray]:
+    """The inputs of ``session`` checked and cast to the file's dtypes (see :func:`run_onnx`)."""
+    if not isinstance(inputs, Mapping):
+        raise ValueError(f"inputs must be a dict {{input name: tensor}}, got {type(inputs).__name__}")
     expected = {i.name: i for i in session.get_inputs()}
-    feeds = {k: (v.detach().cpu().numpy() if isinstance(v, torch.Tensor) else np.asarray(v)) for k, v in inputs.items()}
+    meta = _read_metadata(session)
+    feeds = {k: _as_array(v, k) for k, v in inputs.items()}
     if "head_mask" in expected and "head_mask" not in feeds:
         feeds["head_mask"] = np.ones(expected["head_mask"].shape, dtype=np.float32)
     unknown, missing = sorted(set(feeds) - set(expected)), sorted(set(expected) - set(feeds))
     if unknown or missing:
         raise ValueError(f"inputs {sorted(feeds)} do not match the file's {list(expected)} "
                          f"(unknown {unknown}, missing {missing})")
+
+    def number(key):
+        return int(meta[key]) if key in meta else None
+
+    def integers(name: str, upper: Optional[int], upper_name: str) -> None:
+        a = feeds[name]
+        if a.dtype == np.bool_ or not np.issubdtype(a.dtype, np.integer):
+            raise ValueError(f"{name} must hold integers (int64), got dtype {a.dtype} (float ids are refused, not "
+                             "truncated)")
+        if a.size and (a.min() < 0 or (upper is not None and a.max() >= upper)):
+            raise ValueError(f"{name} holds values in [{a.min()}, {a.max()}], outside [0, {upper_name}={upper}) "
+                             "(onnxruntime's Gather wraps a negative id around)" if upper is not None else
+                             f"{name} holds negative values (min {a.min()}): onnxruntime's Gather wraps them around")
+
+    seq = "input_ids" if "input_ids" in expected else "patches" if "patches" in expected else None
+    if seq is not None:
+        a = feeds[seq]
+        if a.ndim != (2 if seq == "input_ids" else 3) or a.shape[0] < 1:
+            raise ValueError(f"{seq} must be {'(B, L)' if seq == 'input_ids' else '(B, N, patch_dim)'} with B >= 1, "
+                             f"got shape {a.shape}")
+        L, room = a.shape[1], number("max_length")
+        room = None if room is None else room - (number("cls_token") or 0)
+        if L < 1 or (room is not None and L > room):
+            raise ValueError(f"{seq} has length {L}: the file takes 1 to {room if room is not None else 'any'} "
+                             "positions")
+        for other in ("token_type_ids", "key_padding_mask"):
+            if other in feeds and feeds[other].shape != a.shape[:2]:
+                raise ValueError(f"{other} has shape {feeds[other].shape}, {seq} {a.shape}: they must be (B, L) alike")
+    if "input_ids" in expected:
+        integers("input_ids", number("vocab_size"), "vocab_size")
+    if "token_type_ids" in expected:
+        integers("token_type_ids", number("type_vocab_size"), "type_vocab_size")
+    if "patches" in expected:
+        a = feeds["patches"]
+        if a.dtype == np.bool_ or not np.issubdtype(a.dtype, np.number) or not np.isfinite(a).all():
+            raise ValueError(f"patches must hold finite real numbers, got dtype {a.dtype}")
+    if "key_padding_mask" in expected:
+        a = feeds["key_padding_mask"]
+        if a.dtype != np.bool_ and (not np.issubdtype(a.dtype, np.number) or not np.isin(a, (0, 1)).all()):
+            raise ValueError(f"key_padding_mask must be bool (True = padding) or 0/1, got dtype {a.dtype} with "
+                             f"values {np.unique(a)[:6].tolist() if a.dtype != object else '?'}")
+    if "head_mask" in expected:
+        a, shape = feeds["head_mask"], expected["head_mask"].shape
+        if a.shape != tuple(shape):
+            raise ValueError(f"head_mask must have shape (num_layers, H) = {tuple(shape)}, got {a.shape}")
+        if a.dtype != np.bool_ and (not np.issubdtype(a.dtype, np.number) or not np.isfinite(a).all()):
+            raise ValueError(f"head_mask must hold finite numbers (1 keep, 0 drop), got {a.tolist()!r:.80}")
     dtypes = {"tensor(int64)": np.int64, "tensor(bool)": np.bool_, "tensor(float)": np.float32}
-    feeds = {k: v.astype(dtypes.get(expected[k].type, v.dtype), copy=False) for k, v in feeds.items()}
+    return {k: v.astype(dtypes.get(expected[k].type, v.dtype), copy=False) for k, v in feeds.items()}
+
+
+def run_onnx(session, **inputs) -> Dict[str, np.ndarray]:
+    """Run an exported file: ``{output name: numpy array}``.
+
+    The inputs are checked first (onnxruntime itself would cast, wrap or clamp some mistakes
+    silently: a negative id wraps around in ``Gather``), against the sizes :func:`export_onnx`
+    stores in the file's ``metadata_props`` (files without them get the shape and dtype checks).
+
+    Args:
+        session: from :func:`onnx_session`, or a path.
+        **inputs: the file's inputs by name, as tensors or numpy arrays: ``input_ids`` (B, L)
+            integers in [0, vocab_size); ``token_type_ids`` (B, L) integers in
+            [0, type_vocab_size); ``key_padding_mask`` (B, L) bool or 0/1 (True = padding);
+            ``patches`` (B, N, patch_dim) finite; ``head_mask`` (num_layers, H) finite, may be left
+            out (all ones). B >= 1 and 1 <= L <= the file's ``max_length``.
+
+    Raises:
+        ValueError: ``session`` neither a session nor a path to an ONNX file; an input name the
+            file does not have, or a missing one (naming them); an input of the wrong dtype
+            (float ids), shape or range (ids outside the vocabulary, a length beyond
+            ``max_length``, a non-finite head mask); the message names the input.
+    """
+    session = _session(session)
+    feeds = _checked_feeds(session, inputs)
     names = [o.name for o in session.get_outputs()]
     return dict(zip(names, session.run(names, feeds)))
 
@@ -607,18 +745,34 @@ def compare_onnx(model: nn.Module, session, inputs: Mapping[str, torch.Tensor],
         row) when the file has that output. Floats.
 
     Raises:
-        ValueError: as :func:`run_onnx`, or a model :func:`export_onnx` refuses.
+        ValueError: as :func:`run_onnx` (checked before either model runs: ``inputs`` not a dict,
+            a missing or unknown input, a bad dtype, shape or range), ``head_mask`` given twice,
+            a model :func:`export_onnx` refuses, or a model whose kind or sizes differ from those
+            the file records (its ``metadata_props``).
     """
     desc = _describe(model)
+    session = _session(session)
+    if not isinstance(inputs, Mapping):
+        raise ValueError(f"inputs must be a dict {{input name: tensor}}, got {type(inputs).__name__}")
+    if "head_mask" in inputs:
+        raise ValueError("pass head_mask as compare_onnx(..., head_mask=...), not in inputs")
+    meta = _read_metadata(session)
+    mine = {k[len(METADATA_PREFIX):]: v for k, v in _metadata(desc).items()}
+    differ = sorted(k for k in ("kind", "num_layers", "num_heads", "vocab_size", "type_vocab_size")
+                    if k in meta and meta[k] != mine[k])
+    if differ:
+        raise ValueError(f"model does not match the file: {', '.join(f'{k} {mine[k]} vs {meta[k]}' for k in differ)} "
+                         "(model vs file)")
     if head_mask is None:
         head_mask = torch.ones(desc["num_layers"], desc["num_heads"])
+    checked = _checked_feeds(session, {**inputs, "head_mask": head_mask})  # numpy, the file's dtypes
     device = next(model.parameters()).device
-    feeds = {k: torch.as_tensor(v).to(device) for k, v in inputs.items()}
-    feeds["head_mask"] = torch.as_tensor(head_mask, dtype=torch.float32).to(device)
+    feeds = {k: torch.from_numpy(v).to(device) for k, v in checked.items()}
     with torch.no_grad():
         ref = desc["wrapper"](model, desc["kind"]).eval()(**{k: feeds[k] for k in desc["inputs"]})
     ref = {name: r.cpu() for name, r in zip(desc["outputs"], ref)}
-    got = {k: torch.from_numpy(v) for k, v in run_onnx(session, **feeds).items()}
+    names = [o.name for o in session.get_outputs()]
+    got = {k: torch.from_numpy(v) for k, v in zip(names, session.run(names, checked))}
     real = (~feeds["key_padding_mask"]).cpu() if "key_padding_mask" in feeds else None  # (B, L)
     rows = real.any(-1) if real is not None else None  # (B,) rows with a real token
     out = {}
@@ -662,8 +816,7 @@ def compare_on_sentences(model, session, texts: Sequence[str] = CHECK_SENTENCES,
     if not texts or not all(isinstance(t, str) for t in texts):
         raise ValueError(f"texts must be a non-empty list of str, got {texts!r:.80}")
     batch_size = checks.positive_int(batch_size, "batch_size")
-    if isinstance(session, (str, os.PathLike)):
-        session = onnx_session(session)
+    session = _session(session)
     worst: Dict[str, float] = {}
     for start in range(0, len(texts), batch_size):
         batch = model.tokenizer(texts[start:start + batch_size], warn=False)

@@ -36,7 +36,7 @@ import html
 import json
 import math
 import re
-from typing import Any, Dict, Mapping, Optional, Sequence, Union
+from typing import Any, Dict, Mapping, Optional, Sequence
 
 import torch
 
@@ -54,15 +54,33 @@ _MODEL_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,99}")  # a file stem under 
 MINILM_ID = "all-MiniLM-L6-v2"
 
 
+_MAX_SAFE_INTEGER = 2**53 - 1  # JavaScript's Number.MAX_SAFE_INTEGER
+
+
+def _check_utf8(text: str, where: str) -> str:
+    """``text`` if it can be written as UTF-8 (no lone surrogate, e.g. ``"\\ud800"``); ValueError otherwise."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as err:
+        raise ValueError(f"{where} holds {text[err.start:err.end]!r} at index {err.start}, a lone surrogate: "
+                         "not a character, it cannot be written as UTF-8") from None
+    return text
+
+
 def _rounded(value: Any, where: str) -> Any:
     """A JSON-able copy of ``value`` with floats rounded to :data:`DECIMALS` (tensors -> lists)."""
     if isinstance(value, torch.Tensor):
         value = value.detach().cpu().tolist()
     elif hasattr(value, "tolist") and not isinstance(value, (str, bytes)):  # numpy arrays and scalars
         value = value.tolist()
-    if isinstance(value, bool) or value is None or isinstance(value, str):
+    if isinstance(value, bool) or value is None:
         return value
+    if isinstance(value, str):
+        return _check_utf8(value, where)
     if isinstance(value, int):
+        if abs(value) > _MAX_SAFE_INTEGER:
+            raise ValueError(f"{where} holds the integer {value!r:.60}, beyond 2**53 - 1: a browser's JSON.parse "
+                             "would change it (or make it Infinity)")
         return value
     if isinstance(value, float):
         if not math.isfinite(value):
@@ -74,6 +92,7 @@ def _rounded(value: Any, where: str) -> Any:
         for k, v in value.items():
             if not isinstance(k, str):
                 raise ValueError(f"{where}: keys must be str, got {k!r}")
+            _check_utf8(k, f"{where}: key")
             out[k] = _rounded(v, f"{where}[{k!r}]")
         return out
     if isinstance(value, (list, tuple)):
@@ -126,9 +145,13 @@ def live_view(view: str, model: str, config: Mapping[str, Any], *, fallback: Any
         a :class:`LiveView` (``_repr_html_`` / ``_repr_mimebundle_``: ``text/html``).
 
     Raises:
-        ValueError: an unknown ``view``, a ``model`` that is not a plain id, a ``config`` that is
-            not a dict or holds NaN/inf or other objects, a ``fallback`` that is not PNG, or a
-            fallback without alt text.
+        ValueError: an unknown ``view``; a ``model`` that is not a plain id, or not the view's
+            (``"sentence"`` and ``"prune"`` run all-MiniLM-L6-v2; a ``"toy-compare"`` model must
+            be one of ``config["models"]``); a ``config`` that is not a dict, holds NaN/inf, an
+            integer beyond 2**53 - 1, a str with a lone surrogate or other objects, or lacks
+            what the view draws (the checks of ``checkConfig`` in ``web/mha_live.mjs``: tokens
+            and [layer][head][query][key] maps of one row per token, ...; the message names the
+            key); a ``fallback`` that is not PNG, or a fallback without alt text.
     """
     if view not in VIEWS:
         raise ValueError(f"view must be one of {VIEWS}, got {view!r}")
@@ -137,6 +160,7 @@ def live_view(view: str, model: str, config: Mapping[str, Any], *, fallback: Any
     if not isinstance(config, Mapping):
         raise ValueError(f"config must be a dict, got {type(config).__name__}")
     data = _rounded(dict(config), "config")
+    _check_config(view, model, data)
     payload = json.dumps(data, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
     figure = ""
     if fallback is not None:
@@ -154,13 +178,73 @@ def live_view(view: str, model: str, config: Mapping[str, Any], *, fallback: Any
         raise ValueError("alt is given but there is no fallback figure")
     if caption is not None and not isinstance(caption, str):
         raise ValueError(f"caption must be a str, got {type(caption).__name__}")
-    note = ('<p class="mha-live-noscript">In the book\'s web pages this figure is live: your browser recomputes it '
-            "(with JavaScript and WebAssembly SIMD: recent Chrome, Edge, Firefox or Safari). Here it shows what "
+    note = ('<p class="mha-live-noscript">This figure is live where JavaScript and WebAssembly SIMD run (the book\'s '
+            "web pages in a recent Chrome, Edge, Firefox or Safari): your browser recomputes it. Here it shows what "
             "the notebook computed.</p>")
     cap = f'<p class="mha-live-caption">{html.escape(caption)}</p>' if caption else ""
     markup = (f'<div class="mha-live-view" data-view="{view}" data-model="{model}" '
               f'data-config="{html.escape(payload, quote=True)}">{figure}{note}{cap}</div>')
     return LiveView(view, model, data, markup)
+
+
+def _check_config(view: str, model: str, config: dict) -> None:
+    """What ``checkConfig`` of ``web/mha_live.mjs`` needs, checked before the page is written
+    (``config`` is already rounded: lists, dicts, numbers, str). ValueError naming the key."""
+
+    def fail(what: str):
+        raise ValueError(f"config of a {view!r} view: {what}")
+
+    def is_int(v) -> bool:
+        return isinstance(v, int) and not isinstance(v, bool)
+
+    def maps(attentions, n: int, where: str) -> None:
+        if not isinstance(attentions, list) or not attentions:
+            fail(f"{where} must be a non-empty [layer][head][query][key] list")
+        for i, layer in enumerate(attentions):
+            if not isinstance(layer, list) or not layer:
+                fail(f"{where}[{i}] must be a non-empty list of heads")
+            for j, m in enumerate(layer):
+                if (not isinstance(m, list) or len(m) != n
+                        or any(not isinstance(row, list) or len(row) != n for row in m)):
+                    fail(f"{where}[{i}][{j}] must be a {n} x {n} map (one row and column per token)")
+
+    if view in ("sentence", "prune"):
+        if model != MINILM_ID:
+            raise ValueError(f"a {view!r} view runs {MINILM_ID!r} (its tokenizer and file), got model={model!r}")
+        tokens = config.get("tokens")
+        if not isinstance(tokens, list) or not tokens or not all(isinstance(t, str) for t in tokens):
+            fail(f"'tokens' must be a non-empty list of str, got {tokens!r:.80}")
+        maps(config.get("attentions"), len(tokens), "'attentions'")
+    if view == "prune":
+        A, texts, mask = config.get("num_anchors"), config.get("texts"), config.get("mask")
+        if not is_int(A) or A < 1:
+            fail(f"'num_anchors' must be an integer >= 1, got {A!r}")
+        if not isinstance(texts, list) or len(texts) < 2 * A or not all(isinstance(t, str) for t in texts):
+            fail(f"'texts' must be a list of str with {A} anchors, their {A} paraphrases and any other candidates")
+        if (not isinstance(mask, list) or len(mask) != len(config["attentions"])
+                or any(not isinstance(row, list) or len(row) != len(heads)
+                       for row, heads in zip(mask, config["attentions"]))):
+            fail("'mask' must be [layer][head], one entry per head of 'attentions'")
+        for key in ("fidelity", "mrr", "mrr_all"):
+            if isinstance(config.get(key), bool) or not isinstance(config.get(key), (int, float)):
+                fail(f"{key!r} must be a number, got {config.get(key)!r}")
+    if view == "toy-compare":
+        models, task, ids, types = (config.get(k) for k in ("models", "task", "ids", "types"))
+        if not isinstance(models, list) or not models or not all(isinstance(m, str) for m in models):
+            fail(f"'models' must be a non-empty list of model ids, got {models!r:.80}")
+        if model not in models:
+            raise ValueError(f"model={model!r} is not one of the view's models {models}")
+        if not isinstance(task, dict) or not is_int(task.get("vocab_size")) or task.get("op") not in ("sub", "add"):
+            fail(f"'task' must give vocab_size and op ('sub' or 'add'), got {task!r:.80}")
+        if (not isinstance(ids, list) or not isinstance(types, list) or not ids or len(ids) != len(types)
+                or not all(is_int(v) for v in ids + types)):
+            fail("'ids' and 'types' must be non-empty lists of integers of one length")
+        results = config.get("results")
+        for name in models:
+            r = results.get(name) if isinstance(results, dict) else None
+            if not isinstance(r, dict):
+                fail(f"'results' has no entry for {name!r}")
+            maps(r.get("attentions"), len(ids), f"'results'[{name!r}]['attentions']")
 
 
 # ----------------------------------------------------------------------------- configurations
@@ -170,11 +254,34 @@ def _layers_as_lists(attentions, row: int, n: int) -> list:
 
 
 def _check_text(text: Any, name: str) -> str:
+    """A non-blank str that UTF-8 can write; ValueError naming ``name`` otherwise."""
     if not isinstance(text, str):
         raise ValueError(f"{name} must be a str, got {type(text).__name__}: {text!r:.60}")
     if not text.strip():
         raise ValueError(f"{name} is empty: a live view needs a text to start from")
-    return text
+    return _check_utf8(text, name)
+
+
+def _check_texts(texts: Any, name: str) -> list:
+    """A sequence of texts (not one str) -> a list of checked str; ValueError naming ``name``."""
+    bad = ValueError(f"{name} must be a list of str (one text each), got {type(texts).__name__}: {texts!r:.60}")
+    if isinstance(texts, (str, bytes, Mapping)) or texts is None:
+        raise bad
+    try:
+        texts = list(texts)
+    except TypeError:
+        raise bad from None
+    for i, t in enumerate(texts):
+        _check_text(t, f"{name}[{i}]")
+    return texts
+
+
+def _check_bert(bert: Any) -> None:
+    from .pretrained import BertEncoder
+
+    if not isinstance(bert, BertEncoder):
+        raise ValueError(f"bert must be a mha_lib.pretrained.BertEncoder (e.g. load_bert()), got "
+                         f"{type(bert).__name__}: {bert!r:.60}")
 
 
 @torch.no_grad()
@@ -192,9 +299,11 @@ def sentence_config(bert, text: str, *, layer: int = 0) -> Dict[str, Any]:
         per head, rows summing to 1.
 
     Raises:
-        ValueError: ``text`` not a non-empty str, ``layer`` out of range, or a model whose
-            layers have different head counts (pruned).
+        ValueError: ``bert`` not a BertEncoder, ``text`` not a non-empty str (or with a lone
+            surrogate), ``layer`` out of range, or a model whose layers have different head
+            counts (pruned).
     """
+    _check_bert(bert)
     text = _check_text(text, "text")
     num_layers = len(bert.blocks) if hasattr(bert, "blocks") else bert.config.num_layers
     layer = checks.as_int(layer, "layer")
@@ -227,7 +336,8 @@ def toy_compare_config(spec_names: Sequence[str], batch, *, index: int = 0, seed
         batch: a :class:`~mha_lib.tasks.TaskBatch` of that task.
         index: which sequence of the batch.
         seed: the seed of the shipped weights (default the spec's first, as the site's models).
-        models: already loaded models by name (default: :func:`mha_lib.tasks.load_trained`).
+        models: already loaded models by name, ``{name: TokenClassifier}`` (each checked against
+            its spec); names left out are loaded with :func:`mha_lib.tasks.load_trained`.
 
     Returns:
         ``{"models": [names], "task": task.to_dict(), "ids": [L], "types": [L],
@@ -236,36 +346,59 @@ def toy_compare_config(spec_names: Sequence[str], batch, *, index: int = 0, seed
         [L] (its softmax probability)}}}``.
 
     Raises:
-        ValueError: no names, an unknown name, models of different tasks, a task without
-            token types, a batch that does not fit (naming the tensor), or ``index`` out of range.
+        ValueError: ``spec_names`` not a (list of) str, empty, with an unknown or repeated name;
+            models of different tasks, or of a task other than
+            :class:`~mha_lib.tasks.PrevMarkedTask` (the view edits its tokens and mark);
+            ``batch`` not a TaskBatch of that task: tensors that do not fit (naming the tensor),
+            a length other than the task's ``seq_len``, ids outside [0, vocab_size), a row
+            without exactly one mark (the page requires one), or labels that are not the
+            task's labels for those ids and marks (a batch of another task, e.g. ``op="add"``);
+            ``index`` out of range; ``models`` not a mapping of names to TokenClassifiers whose
+            configuration is the spec's (``num_heads``, ``num_layers``, ``vocab_size``, ...).
     """
     from . import tasks as T
+    from .model import TokenClassifier
 
-    names = list(spec_names) if not isinstance(spec_names, str) else [spec_names]
+    if isinstance(spec_names, str):
+        spec_names = [spec_names]
+    try:
+        names = list(spec_names)
+    except TypeError:
+        raise ValueError(f"spec_names must be a list of names from mha_lib.tasks.SHIPPED, got {spec_names!r:.60}") \
+            from None
     if not names:
         raise ValueError("spec_names is empty: name at least one shipped model")
     specs = []
     for name in names:
+        if not isinstance(name, str):
+            raise ValueError(f"spec_names must hold names (str) from mha_lib.tasks.SHIPPED, got {name!r:.60}")
         if name not in T.SHIPPED:
             raise ValueError(f"{name!r} is not a shipped model (mha_lib.tasks.SHIPPED)")
         specs.append(T.SHIPPED[name])
+    if len(set(names)) != len(names):
+        raise ValueError(f"spec_names {names} names a model twice")
     task_dicts = {json.dumps(s.task, sort_keys=True) for s in specs}
     if len(task_dicts) != 1:
         raise ValueError(f"the models {names} were trained on different tasks: {sorted(task_dicts)}")
     task = specs[0].make_task()
-    if getattr(batch, "token_type_ids", None) is None:
-        raise ValueError("batch has no token_type_ids: a toy-compare view edits a task with a marked position")
+    if not isinstance(task, T.PrevMarkedTask):
+        raise ValueError(f"the models {names} were trained on {task.to_dict()}: a toy-compare view edits "
+                         "chapter 1's PrevMarkedTask (tokens and one marked position)")
+    if models is not None and not isinstance(models, Mapping):
+        raise ValueError(f"models must be a dict {{name: model}} or None, got {type(models).__name__}")
+    for name, model in (models or {}).items():
+        if name not in names:
+            raise ValueError(f"models has {name!r}, which is not in spec_names {names}")
+        _check_toy_model(model, T.SHIPPED[name], f"models[{name!r}]", TokenClassifier)
+    _check_task_batch(batch, task, T)
     ids, types, labels = batch.input_ids, batch.token_type_ids, batch.labels
-    if ids.dim() != 2 or types.shape != ids.shape or labels.shape != ids.shape:
-        raise ValueError(f"batch tensors must all be (B, L); got input_ids {tuple(ids.shape)}, "
-                         f"token_type_ids {tuple(types.shape)}, labels {tuple(labels.shape)}")
     index = checks.as_int(index, "index")
     if not 0 <= index < ids.shape[0]:
         raise ValueError(f"index={index} is out of range for a batch of {ids.shape[0]}")
     row = slice(index, index + 1)
     results = {}
     for name, spec in zip(names, specs):
-        model = models[name] if models is not None and name in models else T.load_trained(spec, seed)
+        model = models[name] if models and name in models else T.load_trained(spec, seed)
         was_training = model.training
         model.eval()
         try:
@@ -278,6 +411,57 @@ def toy_compare_config(spec_names: Sequence[str], batch, *, index: int = 0, seed
                          "predictions": predictions.tolist(), "confidence": confidence.tolist()}
     return {"models": names, "task": task.to_dict(), "ids": ids[index].tolist(), "types": types[index].tolist(),
             "labels": labels[index].tolist(), "results": results}
+
+
+def _check_toy_model(model: Any, spec, where: str, TokenClassifier) -> None:
+    """``model`` is a TokenClassifier built as ``spec`` says (every key of ``spec.model``, and C)."""
+    if not isinstance(model, TokenClassifier):
+        raise ValueError(f"{where} must be a mha_lib TokenClassifier (e.g. tasks.load_trained({spec.name!r})), got "
+                         f"{type(model).__name__}: {model!r:.60}")
+    cfg = model.encoder.config
+    wrong = {k: getattr(cfg, k, None) for k, v in spec.model.items() if getattr(cfg, k, None) != v}
+    if model.num_classes != spec.make_task().num_classes:
+        wrong["num_classes"] = model.num_classes
+    if wrong or len(set(model.encoder.heads_per_layer)) != 1 or model.encoder.heads_per_layer[0] != cfg.num_heads:
+        expected = {k: spec.model[k] for k in wrong if k in spec.model}
+        raise ValueError(f"{where} is not a {spec.name} model: it has {wrong or 'pruned heads'}, the spec "
+                         f"{expected or 'all heads'} (heads per layer {model.encoder.heads_per_layer})")
+
+
+def _check_task_batch(batch: Any, task, T) -> None:
+    """``batch`` is a TaskBatch of ``task`` (a PrevMarkedTask): shapes, ranges, one mark, the task's labels."""
+    if not isinstance(batch, T.TaskBatch):
+        raise ValueError(f"batch must be a mha_lib.tasks.TaskBatch (task.dataset(n, seed)), got "
+                         f"{type(batch).__name__}: {batch!r:.60}")
+    if batch.token_type_ids is None:
+        raise ValueError("batch has no token_type_ids: a toy-compare view edits a task with a marked position")
+    ids, types, labels = batch.input_ids, batch.token_type_ids, batch.labels
+    for name, t in (("input_ids", ids), ("token_type_ids", types), ("labels", labels)):
+        if not isinstance(t, torch.Tensor) or t.dtype.is_floating_point or t.is_complex() or t.dtype == torch.bool:
+            raise ValueError(f"batch.{name} must be an integer tensor, got {getattr(t, 'dtype', type(t).__name__)}")
+    if ids.dim() != 2 or types.shape != ids.shape or labels.shape != ids.shape or ids.shape[0] == 0:
+        raise ValueError(f"batch tensors must all be (B, L) with B >= 1; got input_ids {tuple(ids.shape)}, "
+                         f"token_type_ids {tuple(types.shape)}, labels {tuple(labels.shape)}")
+    ids, types, labels = ids.cpu(), types.cpu(), labels.cpu()
+    B, L = ids.shape
+    if L != task.seq_len:
+        raise ValueError(f"batch sequences have length {L}, the task {task.to_dict()} has seq_len={task.seq_len}")
+    if int(ids.min()) < 0 or int(ids.max()) >= task.vocab_size:
+        raise ValueError(f"batch.input_ids hold ids in [{int(ids.min())}, {int(ids.max())}], outside "
+                         f"[0, vocab_size={task.vocab_size}) of the task")
+    marks = (types == 1).sum(1)  # (B,)
+    if not bool(((types == 0) | (types == 1)).all()) or not bool((marks == 1).all()):
+        bad = int(((marks != 1) | ((types != 0) & (types != 1)).any(1)).nonzero()[0])
+        raise ValueError(f"batch.token_type_ids row {bad} is {types[bad].tolist()}: every sequence needs exactly "
+                         "one mark (one 1, the rest 0)")
+    m = types.argmax(1)  # (B,) the marked position
+    expected = torch.full((B, L), T.IGNORE_INDEX, dtype=torch.long)
+    expected[:, 1:] = task.combine(ids[:, :-1], ids[torch.arange(B), m][:, None])  # (B, L-1)
+    if not torch.equal(labels.long(), expected):
+        bad = int((labels.long() != expected).any(1).nonzero()[0])
+        raise ValueError(f"batch.labels row {bad} are not the labels of the task {task.to_dict()} for its ids and "
+                         f"mark (a batch of another task?): got {labels[bad].tolist()}, the task gives "
+                         f"{expected[bad].tolist()}")
 
 
 def paraphrase_scores(embeddings: torch.Tensor, reference: torch.Tensor, num_anchors: int) -> Dict[str, float]:
@@ -316,7 +500,7 @@ def paraphrase_scores(embeddings: torch.Tensor, reference: torch.Tensor, num_anc
 
 @torch.no_grad()
 def prune_config(bert, text: str, anchors: Sequence[str], paraphrases: Sequence[str],
-                 distractors: Sequence[str] = (), *, mask=None, layer: int = 0) -> Dict[str, Any]:
+                 distractors: Optional[Sequence[str]] = (), *, mask=None, layer: int = 0) -> Dict[str, Any]:
     """The initial state of a ``"prune"`` view: head toggles, fidelity, paraphrase ranking, one sentence.
 
     The page recomputes, after every toggle, the sentence embeddings of ``anchors +
@@ -329,7 +513,7 @@ def prune_config(bert, text: str, anchors: Sequence[str], paraphrases: Sequence[
         bert: a :class:`~mha_lib.pretrained.BertEncoder` with one head count per layer.
         text: the sentence whose maps the view shows.
         anchors: A texts; ``paraphrases``: A texts, the i-th saying what anchor i says.
-        distractors: further candidates (e.g. hard negatives).
+        distractors: further candidates (e.g. hard negatives); None = none.
         mask: the initial (num_layers, H) grid, 1 = head on (default all on); bools or floats.
         layer: the layer whose maps are shown first.
 
@@ -340,24 +524,31 @@ def prune_config(bert, text: str, anchors: Sequence[str], paraphrases: Sequence[
         (a head's own weights do not change when it is off: ``head_mask`` gates its output).
 
     Raises:
-        ValueError: empty or non-str texts, ``len(paraphrases) != len(anchors)``, a ``mask``
-            of the wrong shape or with values other than 0/1, or ``layer`` out of range.
+        ValueError: ``bert`` not a BertEncoder; ``anchors``, ``paraphrases`` or ``distractors``
+            not a list of texts (a single str is refused, not read letter by letter), or holding
+            an empty or non-str text; ``len(paraphrases) != len(anchors)``; a ``mask`` that is
+            not a numeric (num_layers, H) grid (ragged, strings) or holds values other than 0/1;
+            ``layer`` out of range.
     """
+    _check_bert(bert)
     text = _check_text(text, "text")
-    anchors, paraphrases, distractors = list(anchors), list(paraphrases), list(distractors)
+    anchors, paraphrases = _check_texts(anchors, "anchors"), _check_texts(paraphrases, "paraphrases")
+    distractors = [] if distractors is None else _check_texts(distractors, "distractors")
     if not anchors:
         raise ValueError("anchors is empty: the paraphrase score needs at least one anchor")
     if len(paraphrases) != len(anchors):
         raise ValueError(f"{len(anchors)} anchors but {len(paraphrases)} paraphrases: one paraphrase per anchor")
     texts = anchors + paraphrases + distractors
-    for i, t in enumerate(texts):
-        _check_text(t, f"texts[{i}]")
     config = sentence_config(bert, text, layer=layer)
     L, H = config["num_layers"], config["num_heads"]
     if mask is None:
         grid = torch.ones(L, H)
     else:
-        grid = torch.as_tensor(mask).float() if not isinstance(mask, torch.Tensor) else mask.detach().float().cpu()
+        try:
+            grid = mask.detach().float().cpu() if isinstance(mask, torch.Tensor) else torch.as_tensor(mask).float()
+        except (TypeError, ValueError, RuntimeError) as err:
+            raise ValueError(f"mask must be a (num_layers, H) = ({L}, {H}) grid of 0/1 numbers or bools, got "
+                             f"{mask!r:.80} ({err})") from None
         if tuple(grid.shape) != (L, H):
             raise ValueError(f"mask must have shape (num_layers, H) = ({L}, {H}), got {tuple(grid.shape)}")
         if not bool(((grid == 0) | (grid == 1)).all()):

@@ -107,6 +107,13 @@ def test_toy_file_has_the_contract_names_and_types(toy):
     proto = onnx.load(info.path)
     assert not proto.graph.input[0].doc_string and not any(n.metadata_props for n in proto.graph.node)
     assert len(proto.graph.initializer) > 0 and all(t.data_location == 0 for t in proto.graph.initializer)  # inside
+    # the sizes run_onnx checks its inputs against, as the file's metadata_props
+    meta = session.get_modelmeta().custom_metadata_map
+    cfg = model.encoder.config
+    assert meta == {"mha_lib.kind": "token-classifier", "mha_lib.num_layers": "1", "mha_lib.num_heads": "4",
+                    "mha_lib.vocab_size": str(cfg.vocab_size), "mha_lib.type_vocab_size": str(cfg.type_vocab_size),
+                    "mha_lib.max_length": str(cfg.max_len), "mha_lib.cls_token": "0"}
+    assert (cfg.vocab_size, cfg.type_vocab_size, cfg.max_len) == (8, 2, 16)
 
 
 def test_value_checks_are_skipped_while_the_exporter_traces(toy):
@@ -212,6 +219,21 @@ def test_web_minilm_is_small_uses_8_bit_weights_and_stays_close(minilm_web):
     assert worst["attentions"] <= WEB_ATTENTION_TOL, worst
     assert worst["sentence_embedding_min_cosine"] >= WEB_MIN_COSINE, worst
     assert worst["attentions"] > 1e-4  # it is a different file: compare_onnx does see the quantisation
+    meta = session.get_modelmeta().custom_metadata_map
+    assert (meta["mha_lib.vocab_size"], meta["mha_lib.max_length"], meta["mha_lib.num_heads"]) == ("30522", "256", "12")
+    assert meta["mha_lib.quantized"].startswith("MatMulNBits bits=8 block_size=32")
+
+
+def test_web_minilm_is_not_quantised_twice_and_checks_its_inputs(minilm_web, tmp_path):
+    model, path, _, session = minilm_web
+    with pytest.raises(ValueError, match="is already quantised"):
+        export.quantize_for_web(path, tmp_path / "again.onnx")
+    assert not (tmp_path / "again.onnx").exists()
+    ids, types, mask = batch_of_two(30522, 257, seed=0)
+    with pytest.raises(ValueError, match="input_ids has length 257: the file takes 1 to 256 positions"):
+        export.run_onnx(session, input_ids=ids, token_type_ids=types, key_padding_mask=mask)
+    with pytest.raises(ValueError, match=r"outside \[0, vocab_size=30522\)"):
+        export.run_onnx(session, input_ids=ids[:, :8] + 30522, token_type_ids=types[:, :8], key_padding_mask=mask[:, :8])
 
 
 # ----------------------------------------------------------------------------- errors
@@ -275,3 +297,72 @@ def test_bad_paths_and_quantisation_arguments(toy, tmp_path):
         export.compare_on_sentences(model, session, ["hi"])
     with pytest.raises(ValueError, match="threads"):
         export.onnx_session(info.path, threads=0)
+
+
+def test_folders_and_files_that_are_not_onnx_are_refused_upfront(toy, tmp_path, monkeypatch):
+    model, info, _, _ = toy
+    monkeypatch.setattr(torch.onnx, "export", None)  # a path check that let a folder through would now fail late
+    for bad in (tmp_path, str(tmp_path) + os.sep, str(tmp_path / "new") + os.sep):
+        with pytest.raises(ValueError, match="is a folder: name the .onnx file inside it"):
+            export.export_onnx(model, bad)
+        with pytest.raises(ValueError, match="is a folder"):
+            export.quantize_for_web(info.path, bad)
+    junk = tmp_path / "junk.onnx"
+    junk.write_text("not a protobuf")
+    with pytest.raises(ValueError, match="is not an ONNX model"):
+        export.quantize_for_web(junk, tmp_path / "q.onnx")
+    with pytest.raises(ValueError, match="onnxruntime cannot load it"):
+        export.onnx_session(junk)
+    for bad in (3, None, tmp_path):
+        with pytest.raises(ValueError, match="session must be|no such file"):
+            export.run_onnx(bad, input_ids=np.zeros((1, 1), np.int64))
+
+
+def _toy_inputs(L: int = 16):
+    ids, types, mask = batch_of_two(8, L, seed=1)
+    return {"input_ids": ids, "token_type_ids": types, "key_padding_mask": mask}
+
+
+@pytest.mark.parametrize("change, match", [
+    (dict(input_ids=_toy_inputs()["input_ids"].float() + 0.7), r"input_ids must hold integers .* got dtype float32"),
+    (dict(input_ids=_toy_inputs()["input_ids"] * 0 - 1), r"input_ids holds values in \[-1, -1\], outside \[0, vocab_size=8\)"),
+    (dict(input_ids=_toy_inputs()["input_ids"] * 0 + 8), r"outside \[0, vocab_size=8\)"),
+    (dict(token_type_ids=_toy_inputs()["token_type_ids"] * 5), r"token_type_ids .*outside \[0, type_vocab_size=2\)"),
+    (dict(key_padding_mask=_toy_inputs()["key_padding_mask"].int() * 2), "key_padding_mask must be bool"),
+    (dict(key_padding_mask=np.full((2, 16), 0.5)), "key_padding_mask must be bool"),
+    (dict(head_mask=np.full((1, 4), np.nan)), "head_mask must hold finite numbers"),
+    (dict(head_mask=np.ones((2, 3))), r"head_mask must have shape \(num_layers, H\) = \(1, 4\), got \(2, 3\)"),
+    (_toy_inputs(17), "input_ids has length 17: the file takes 1 to 16 positions"),
+    ({k: v[:, :0] for k, v in _toy_inputs().items()}, "input_ids has length 0"),
+    (dict(input_ids=_toy_inputs()["input_ids"][0]), r"input_ids must be \(B, L\)"),
+    (dict(token_type_ids=_toy_inputs(8)["token_type_ids"]), "token_type_ids has shape"),
+    (dict(input_ids=[[1, 2], [3]]), "input_ids must be"),  # ragged
+])
+def test_run_onnx_checks_inputs_before_onnxruntime(toy, change, match):
+    """onnxruntime would run most of these: a negative id wraps around, a float id is cast, 2 is True."""
+    _, _, session, _ = toy
+    with pytest.raises(ValueError, match=match):
+        export.run_onnx(session, **{**_toy_inputs(), **change})
+
+
+def test_run_onnx_takes_0_1_masks_and_compare_onnx_checks_its_arguments(toy):
+    model, _, session, _ = toy
+    inputs = _toy_inputs()
+    as_bool = export.run_onnx(session, **inputs)
+    as_int = export.run_onnx(session, **{**inputs, "key_padding_mask": inputs["key_padding_mask"].long()})
+    assert all(np.array_equal(as_bool[k], as_int[k]) for k in as_bool)
+    assert export.compare_onnx(model, session, inputs)["logits"] <= TOL * 10
+    with pytest.raises(ValueError, match=r"missing \['token_type_ids'\]"):
+        export.compare_onnx(model, session, {k: v for k, v in inputs.items() if k != "token_type_ids"})
+    with pytest.raises(ValueError, match="inputs must be a dict"):
+        export.compare_onnx(model, session, list(inputs.values()))
+    with pytest.raises(ValueError, match="input_ids must hold integers"):
+        export.compare_onnx(model, session, {**inputs, "input_ids": inputs["input_ids"].float()})
+    with pytest.raises(ValueError, match="head_mask must hold finite numbers"):
+        export.compare_onnx(model, session, inputs, head_mask=torch.full((1, 4), float("nan")))
+    with pytest.raises(ValueError, match="pass head_mask as compare_onnx"):
+        export.compare_onnx(model, session, {**inputs, "head_mask": torch.ones(1, 4)})
+    with pytest.raises(ValueError, match="model does not match the file: num_heads 8 vs 4"):
+        export.compare_onnx(tasks.load_trained("ch1-h8"), session, inputs)
+    with pytest.raises(ValueError, match="session must be"):
+        export.compare_onnx(model, object(), inputs)

@@ -22,6 +22,7 @@ from mha_lib.pretrained import load_bert
 HOSTILE = ['"><img src=x onerror=alert(1)>', "</script><script>alert('x')</script>", "a & b ' \" < >",
            "\u2028line\u2029separators", "&quot;&amp;&lt;"]
 TOYS = ["ch1-h1", "ch1-h2", "ch1-h4", "ch1-h8"]
+MINILM = "all-MiniLM-L6-v2"
 
 
 @pytest.fixture(scope="module")
@@ -67,7 +68,7 @@ def test_hostile_text_stays_inside_the_attribute(text):
 
 def test_alt_text_and_caption_are_escaped():
     png = _tiny_png()
-    view = live.live_view("sentence", "m", minimal_config("x"), fallback=png, alt='a "quoted" <b>alt</b>',
+    view = live.live_view("sentence", MINILM, minimal_config("x"), fallback=png, alt='a "quoted" <b>alt</b>',
                           caption="<script>alert(1)</script>")
     tags = parse(view.html)
     assert [t for t, _ in tags] == ["div", "img", "p", "p"]
@@ -87,9 +88,9 @@ def _tiny_png() -> bytes:
 
 
 def test_numbers_are_rounded_and_tensors_become_lists():
-    config = {"x": torch.tensor([[0.123456789, -1e-9]]), "n": 3, "flag": True, "none": None}
-    view = live.live_view("sentence", "m", config)
-    assert view.config == {"x": [[0.1235, 0.0]], "n": 3, "flag": True, "none": None}
+    extra = {"x": torch.tensor([[0.123456789, -1e-9]]), "n": 3, "flag": True, "none": None}
+    view = live.live_view("sentence", MINILM, {**minimal_config("x"), **extra})
+    assert {k: view.config[k] for k in extra} == {"x": [[0.1235, 0.0]], "n": 3, "flag": True, "none": None}
     assert "-0.0" not in view.html
 
 
@@ -105,6 +106,22 @@ def test_numbers_are_rounded_and_tensors_become_lists():
     (dict(fallback=b"GIF89a..."), "fallback must be PNG"),
     (dict(alt="a figure"), "no fallback figure"),
     (dict(caption=3), "caption must be a str"),
+    (dict(config={**minimal_config("x"), "layer": 10**400}), "beyond 2\\*\\*53"),  # JSON.parse: Infinity
+    (dict(config={**minimal_config("x"), "n": -(2**53)}), "beyond 2\\*\\*53"),
+    (dict(config=minimal_config("a\ud800b")), "lone surrogate"),
+    (dict(config={"ok\udfff": 1, **minimal_config("x")}), "lone surrogate"),
+    # the keys each view draws (checkConfig of web/mha_live.mjs), and the model it runs
+    (dict(config={}), "'tokens' must be a non-empty list"),
+    (dict(config={**minimal_config("x"), "tokens": ["a", "b"]}), r"must be a 2 x 2 map"),
+    (dict(config={**minimal_config("x"), "attentions": []}), "'attentions' must be a non-empty"),
+    (dict(model="ch1-h1"), "runs 'all-MiniLM-L6-v2'"),
+    (dict(view="prune"), "'num_anchors' must be an integer"),
+    (dict(view="prune", config={**minimal_config("x"), "num_anchors": 2, "texts": ["a", "b", "c"]}), "'texts' must"),
+    (dict(view="prune", config={**minimal_config("x"), "num_anchors": 1, "texts": ["a", "b"], "mask": [[1, 1]],
+                                "fidelity": 1.0, "mrr": 1.0, "mrr_all": 1.0}), "'mask' must be"),
+    (dict(view="prune", config={**minimal_config("x"), "num_anchors": 1, "texts": ["a", "b"], "mask": [[1]],
+                                "fidelity": 1.0, "mrr": True, "mrr_all": 1.0}), "'mrr' must be a number"),
+    (dict(view="toy-compare", model="ch1-h1"), "'models' must be a non-empty list"),
 ])
 def test_live_view_refuses_bad_arguments(kwargs, match):
     args = dict(view="sentence", model="all-MiniLM-L6-v2", config=minimal_config("x"))
@@ -113,9 +130,28 @@ def test_live_view_refuses_bad_arguments(kwargs, match):
         live.live_view(args.pop("view"), args.pop("model"), args.pop("config"), **args)
 
 
+def _toy_view_config() -> dict:
+    return {"models": ["ch1-h1"], "task": {"vocab_size": 8, "op": "sub"}, "ids": [1, 2], "types": [0, 1],
+            "results": {"ch1-h1": {"attentions": [[[[1.0, 0.0], [0.5, 0.5]]]]}}}
+
+
+def test_live_view_checks_a_toy_compare_config():
+    assert live.live_view("toy-compare", "ch1-h1", _toy_view_config()).model == "ch1-h1"
+    with pytest.raises(ValueError, match=r"model='ch1-h2' is not one of the view's models \['ch1-h1'\]"):
+        live.live_view("toy-compare", "ch1-h2", _toy_view_config())
+    with pytest.raises(ValueError, match="'task' must give vocab_size and op"):
+        live.live_view("toy-compare", "ch1-h1", {**_toy_view_config(), "task": {"vocab_size": 8, "op": "mul"}})
+    with pytest.raises(ValueError, match="'ids' and 'types' must be"):
+        live.live_view("toy-compare", "ch1-h1", {**_toy_view_config(), "types": [0]})
+    with pytest.raises(ValueError, match="'results' has no entry for 'ch1-h1'"):
+        live.live_view("toy-compare", "ch1-h1", {**_toy_view_config(), "results": {}})
+    with pytest.raises(ValueError, match=r"\['attentions'\]\[0\]\[0\] must be a 2 x 2 map"):
+        live.live_view("toy-compare", "ch1-h1", {**_toy_view_config(), "results": {"ch1-h1": {"attentions": [[[1]]]}}})
+
+
 def test_fallback_needs_alt_text():
     with pytest.raises(ValueError, match="alt text"):
-        live.live_view("sentence", "m", minimal_config("x"), fallback=_tiny_png())
+        live.live_view("sentence", MINILM, minimal_config("x"), fallback=_tiny_png())
 
 
 def test_sentence_config_equals_mha_lib(bert):
@@ -139,12 +175,19 @@ def test_sentence_config_equals_mha_lib(bert):
     (dict(text=None), "must be a str"),
     (dict(layer=6), "out of range"),
     (dict(layer=1.0), "layer must be an integer"),
+    (dict(text="a\ud800b"), "lone surrogate"),
 ])
 def test_sentence_config_refuses_bad_arguments(bert, kwargs, match):
     args = dict(text="A sentence.", layer=0)
     args.update(kwargs)
     with pytest.raises(ValueError, match=match):
         live.sentence_config(bert, args.pop("text"), **args)
+
+
+@pytest.mark.parametrize("model", [lambda: tasks.load_trained("ch1-h1"), lambda: None, lambda: "bert"])
+def test_sentence_config_needs_a_bert_encoder(model):
+    with pytest.raises(ValueError, match="bert must be a mha_lib.pretrained.BertEncoder"):
+        live.sentence_config(model(), "A sentence.")
 
 
 def test_toy_compare_config_equals_mha_lib():
@@ -170,6 +213,11 @@ def test_toy_compare_config_equals_mha_lib():
     ([], "spec_names is empty"),
     (["ch1-h3"], "not a shipped model"),
     (["ch1-h1", "ch5-induction-l2"], "different tasks"),
+    (["ch5-induction-l2"], "edits chapter 1's PrevMarkedTask"),
+    (None, "spec_names must be a list"),
+    ([["ch1-h1"]], "spec_names must hold names"),
+    ([1], "spec_names must hold names"),
+    (["ch1-h1", "ch1-h1"], "names a model twice"),
 ])
 def test_toy_compare_config_refuses_bad_names(names, match):
     batch = tasks.SHIPPED["ch1-h1"].make_task().dataset(1, seed=0)
@@ -183,6 +231,54 @@ def test_toy_compare_config_refuses_bad_batches():
         live.toy_compare_config(["ch1-h1"], batch, index=2)
     with pytest.raises(ValueError, match="no token_type_ids"):
         live.toy_compare_config(["ch1-h1"], batch._replace(token_type_ids=None))
+    for bad in (None, {"input_ids": batch.input_ids}, tuple(batch)):
+        with pytest.raises(ValueError, match="batch must be a mha_lib.tasks.TaskBatch"):
+            live.toy_compare_config(["ch1-h1"], bad)
+    with pytest.raises(ValueError, match="input_ids must be an integer tensor"):
+        live.toy_compare_config(["ch1-h1"], batch._replace(input_ids=batch.input_ids.float()))
+
+
+def _other(**task) -> "tasks.TaskBatch":
+    return tasks.PrevMarkedTask(**{"vocab_size": 8, "seq_len": 16, "op": "sub", **task}).dataset(2, seed=1)
+
+
+def _marks(*positions) -> "tasks.TaskBatch":
+    batch = _other()
+    types = torch.zeros_like(batch.token_type_ids)
+    types[0, list(positions)] = 1
+    return batch._replace(token_type_ids=types)
+
+
+@pytest.mark.parametrize("make, match", [
+    (lambda: _other(op="add"), r"batch.labels row 0 are not the labels of the task .*'op': 'sub'"),
+    (lambda: _other(vocab_size=16), r"outside \[0, vocab_size=8\)"),
+    (lambda: _other(seq_len=5), "length 5, .* seq_len=16"),
+    (lambda: _marks(), "row 0 is .*exactly one mark"),
+    (lambda: _marks(3, 5), "row 0 is .*exactly one mark"),
+    (lambda: _other()._replace(labels=_other().labels.roll(1, 1)), "are not the labels"),
+])
+def test_toy_compare_config_refuses_a_batch_of_another_task(make, match):
+    """The config says the task is the models' (op "sub"); ids, marks and labels must be that task's."""
+    with pytest.raises(ValueError, match=match):
+        live.toy_compare_config(["ch1-h1"], make())
+
+
+def test_toy_compare_config_checks_the_models_it_is_given():
+    batch = _other()
+    h1 = tasks.load_trained("ch1-h1")
+    config = live.toy_compare_config(["ch1-h1"], batch, models={"ch1-h1": h1})  # the right one is taken
+    assert len(config["results"]["ch1-h1"]["attentions"][0]) == 1
+    with pytest.raises(ValueError, match=r"models\['ch1-h1'\] is not a ch1-h1 model: it has \{'num_heads': 8\}"):
+        live.toy_compare_config(["ch1-h1"], batch, models={"ch1-h1": tasks.load_trained("ch1-h8")})
+    with pytest.raises(ValueError, match="not a ch4-l3h8 model: it has .*'num_layers': 1"):
+        live.toy_compare_config(["ch4-l3h8"], batch, models={"ch4-l3h8": tasks.load_trained("ch1-h8")})
+    with pytest.raises(ValueError, match="models must be a dict"):
+        live.toy_compare_config(["ch1-h1"], batch, models=[h1])
+    for bad in ("x", None, torch.nn.Linear(2, 2)):
+        with pytest.raises(ValueError, match=r"models\['ch1-h1'\] must be a mha_lib TokenClassifier"):
+            live.toy_compare_config(["ch1-h1"], batch, models={"ch1-h1": bad})
+    with pytest.raises(ValueError, match="models has 'ch1-h2', which is not in spec_names"):
+        live.toy_compare_config(["ch1-h1"], batch, models={"ch1-h2": tasks.load_trained("ch1-h2")})
 
 
 def test_paraphrase_scores_by_hand():
@@ -226,9 +322,16 @@ def test_prune_config_with_a_mask_equals_mha_lib(bert):
 @pytest.mark.parametrize("kwargs, match", [
     (dict(anchors=[]), "anchors is empty"),
     (dict(paraphrases=["only one"]), "2 anchors but 1 paraphrases"),
-    (dict(distractors=["", "x"]), r"texts\[4\] is empty"),
+    (dict(distractors=["x", " "]), r"distractors\[1\] is empty"),
     (dict(mask=torch.ones(6, 11)), r"shape \(num_layers, H\) = \(6, 12\)"),
     (dict(mask=torch.full((6, 12), 0.5)), "0 \\(head off\\) and 1"),
+    (dict(mask=[[1] * 12] * 5 + [[1] * 11]), "mask must be a \\(num_layers, H\\) = \\(6, 12\\) grid"),  # ragged
+    (dict(mask=[["1"] * 12] * 6), "mask must be a \\(num_layers, H\\)"),
+    (dict(mask="all"), "mask must be a \\(num_layers, H\\)"),
+    (dict(anchors="ab", paraphrases="cd"), "anchors must be a list of str"),  # not read letter by letter
+    (dict(paraphrases=None), "paraphrases must be a list of str"),
+    (dict(distractors="xyz"), "distractors must be a list of str"),
+    (dict(anchors=[1, "c d"]), r"anchors\[0\] must be a str"),
 ])
 def test_prune_config_refuses_bad_arguments(bert, kwargs, match):
     args = dict(anchors=["a b", "c d"], paraphrases=["b a", "d c"], distractors=[], mask=None)
@@ -236,3 +339,14 @@ def test_prune_config_refuses_bad_arguments(bert, kwargs, match):
     with pytest.raises(ValueError, match=match):
         live.prune_config(bert, "A sentence.", args.pop("anchors"), args.pop("paraphrases"), args.pop("distractors"),
                           **args)
+
+
+def test_prune_config_takes_distractors_none_as_none(bert):
+    config = live.prune_config(bert, "A sentence.", ["a b"], ["b a"], None)
+    assert config["texts"] == ["a b", "b a"] and config["mrr"] == config["mrr_all"] == 1.0
+
+
+@pytest.mark.parametrize("model", [lambda: tasks.load_trained("ch1-h1"), lambda: None])
+def test_prune_config_needs_a_bert_encoder(model):
+    with pytest.raises(ValueError, match="bert must be a mha_lib.pretrained.BertEncoder"):
+        live.prune_config(model(), "A sentence.", ["a b"], ["b a"])
