@@ -138,7 +138,7 @@
       var shrunk = shown > 0 && shown < SHRUNK * img.naturalWidth;
       var link = img.parentElement && img.parentElement.classList.contains("mha-full-size") ? img.parentElement : null;
       if (!link) {
-        if (!shrunk || img.closest("a, .jupyter-widgets, .widget-image") || /\.svg(\?|#|$)/i.test(img.src)) return;
+        if (!shrunk || img.closest("a, .jupyter-widgets, .widget-image, .mha-live-view") || /\.svg(\?|#|$)/i.test(img.src)) return;
         var href = fullSizeUrl(img);
         if (!href) return;
         link = document.createElement("a");

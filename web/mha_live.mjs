@@ -294,6 +294,99 @@ export function checkConfig(view, config) {
   return config;
 }
 
+/** A value as the error messages quote it: strings in quotes, NaN, null, arrays and objects by kind. */
+export function describeValue(v) {
+  if (typeof v === "string") return JSON.stringify(v.length > 40 ? v.slice(0, 40) + "…" : v);
+  if (Array.isArray(v)) return `an array of ${v.length}`;
+  if (v === null) return "null";
+  if (typeof v === "object") return "an object";
+  return String(v); // numbers (NaN, Infinity included), booleans, undefined
+}
+
+/**
+ * Check a toy view's input {ids, types} against the models' sequence length and vocabulary.
+ * @param {*} input          what run() was given
+ * @param {number} length    L, the sequence length of the view (every model reads L tokens)
+ * @param {number} vocabSize V: tokens are integers in 0..V-1
+ * @returns {{ids:number[], types:number[]}} copies, safe to keep
+ * @throws {Error} naming the offending value: "ids[3] = 9 is out of 0..7", "2 marked positions (3, 5)"
+ */
+export function checkToyInput(input, length, vocabSize) {
+  const fail = (what) => {
+    throw new Error(`run({ids, types}): ${what}`);
+  };
+  if (!input || typeof input !== "object" || Array.isArray(input)) fail(`takes an object {ids, types}, got ${describeValue(input)}`);
+  const { ids, types } = input;
+  if (!Array.isArray(ids)) fail(`ids must be a list of ${length} tokens, got ${describeValue(ids)}`);
+  if (!Array.isArray(types)) fail(`types must be a list of ${length} 0/1 values, got ${describeValue(types)}`);
+  if (ids.length !== length) fail(`ids has ${ids.length} tokens; the models read ${length}`);
+  if (types.length !== length) fail(`types has ${types.length} values; the models read ${length}`);
+  ids.forEach((t, i) => {
+    if (!Number.isInteger(t)) fail(`ids[${i}] = ${describeValue(t)} is not an integer token in 0..${vocabSize - 1}`);
+    if (t < 0 || t >= vocabSize) fail(`ids[${i}] = ${t} is out of 0..${vocabSize - 1}`);
+  });
+  types.forEach((t, i) => {
+    if (t !== 0 && t !== 1) fail(`types[${i}] = ${describeValue(t)} is not 0 or 1`);
+  });
+  const marked = types.flatMap((t, i) => (t === 1 ? [i] : []));
+  if (marked.length !== 1) {
+    fail(marked.length === 0 ? "no marked position (types has no 1); exactly one is needed"
+      : `${marked.length} marked positions (${marked.join(", ")}); exactly one is needed`);
+  }
+  return { ids: ids.slice(), types: types.slice() };
+}
+
+/**
+ * Check a head mask: numLayers rows of numHeads values, each 0 or 1 (numbers) or a boolean.
+ * @returns {number[][]} [layer][head] of 0/1, a copy
+ * @throws {Error} naming the offending value: `mask[2][5] = "0" is not 0/1 ...`, "mask has 5 rows, expected 6"
+ */
+export function checkHeadMask(mask, numLayers, numHeads) {
+  const fail = (what) => {
+    throw new Error(`mask must be ${numLayers} x ${numHeads} of 0/1 (numbers or booleans): ${what}`);
+  };
+  if (!Array.isArray(mask)) fail(`got ${describeValue(mask)}`);
+  if (mask.length !== numLayers) fail(`it has ${mask.length} rows, expected ${numLayers}`);
+  return mask.map((row, l) => {
+    if (!Array.isArray(row)) fail(`mask[${l}] = ${describeValue(row)} is not a row of ${numHeads}`);
+    if (row.length !== numHeads) fail(`mask[${l}] has ${row.length} values, expected ${numHeads}`);
+    return row.map((v, h) => {
+      if (v === 0 || v === 1 || typeof v === "boolean") return v ? 1 : 0;
+      return fail(`mask[${l}][${h}] = ${describeValue(v)} is not 0/1`);
+    });
+  });
+}
+
+/** Licence wording of the files the site ships, by licence file (the manifest's `license`). */
+export const LICENCE_NAMES = {
+  "all-MiniLM-L6-v2.LICENSE.txt": "Apache-2.0, converted to ONNX and quantised",
+  "mha_lib.LICENSE.txt": "trained for this book; the book's licence",
+};
+
+/**
+ * The parts of the "what runs here" line: one entry per licence file of the view's models, and the runtime.
+ * @param {string[]} modelIds
+ * @param {object|null} manifest  models/manifest.json, or null when it could not be read (no links then)
+ * @returns {{label:string, detail:string, href:string|null}[]}  href relative to the models folder / absolute
+ */
+export function licenceParts(modelIds, manifest) {
+  const groups = new Map(); // licence file (or "?" without a manifest) -> model ids
+  for (const id of modelIds) {
+    const info = manifest && manifest.models ? manifest.models[id] : null;
+    const key = info && typeof info.license === "string" ? info.license : "?";
+    if (!groups.has(key)) groups.set(key, { ids: [], info });
+    groups.get(key).ids.push(id);
+  }
+  const parts = [];
+  for (const [file, { ids, info }] of groups) {
+    const name = (info && typeof info.license_name === "string" && info.license_name) || LICENCE_NAMES[file] || "";
+    parts.push({ label: `${ids.length > 1 ? "Models" : "Model"}: ${ids.join(", ")}`, detail: name,
+      href: file === "?" ? null : new URL(file, URLS.models).href });
+  }
+  parts.push({ label: "Runtime: onnxruntime-web", detail: "MIT", href: new URL("LICENSE", URLS.ortDir).href });
+  return parts;
+}
+
 // =============================================================================================
 // 2. The runtime: onnxruntime-web, the model files, running them
 // =============================================================================================
@@ -340,13 +433,20 @@ async function fetchBytes(url, onBytes) {
 }
 
 let manifestPromise = null;
-/** ../models/manifest.json: {models: {id: {file, bytes, kind, num_layers, num_heads, inputs, outputs, vocab}}} */
+/**
+ * ../models/manifest.json: {models: {id: {file, bytes, kind, num_layers, num_heads, inputs, outputs, vocab, license}}}.
+ * Fetched once; a failed fetch is forgotten, so the next action (or "Try again") asks again.
+ */
 export function getManifest() {
   if (!manifestPromise) {
-    manifestPromise = fetch(URLS.models + "manifest.json").then((r) => {
+    const promise = fetch(URLS.models + "manifest.json").then((r) => {
       if (!r.ok) throw new Error(`HTTP ${r.status} for ${URLS.models}manifest.json`);
       return r.json();
     });
+    promise.catch(() => {
+      if (manifestPromise === promise) manifestPromise = null;
+    });
+    manifestPromise = promise;
   }
   return manifestPromise;
 }
@@ -723,6 +823,7 @@ const STYLE = `
 .mha-live-privacy, .mha-live-note { font-size: 0.85em; margin: 0.2rem 0; }
 .mha-live-status { font-size: 0.9em; margin: 0.3rem 0; }
 .mha-live-status.mha-live-error { color: #a00; font-weight: 600; }
+.mha-live-about { font-size: 0.8em; margin: 0.2rem 0; color: #444; }
 .mha-live-readout { font-size: 0.9em; min-height: 2.6em; margin: 0.3rem 0; overflow-wrap: anywhere; }
 .mha-live-grid { display: grid; gap: 8px; margin: 0.3rem 0; }
 .mha-live-head { display: flex; flex-direction: column; align-items: center; padding: 0; border: 1px solid transparent;
@@ -770,6 +871,7 @@ class View {
     this.fallback = element.querySelector(".mha-live-fallback");
     this.root = el("div", { class: "mha-live", role: "group" });
     this.status = el("p", { class: "mha-live-status", role: "status" });
+    this.about = el("p", { class: "mha-live-about" }); // which browsers, which model and runtime, their licences
     this.progress = el("progress", { hidden: "", max: "1", value: "0", "aria-label": "download progress" });
     this.readout = el("p", { class: "mha-live-readout", "aria-live": "polite" },
       "Point at a cell (or tap it) to read its query token, key token and weight; click a map to enlarge it.");
@@ -779,35 +881,59 @@ class View {
   }
 
   /**
-   * Put the view on the page: its controls, then the status line (download size, progress,
+   * Put the view on the page: the line saying what runs here, its controls, then the status line (download size, progress,
    * messages), the colour scale, the cell readout and the enlarged map, then the maps. The
    * fallback figure is hidden while the live view works.
    */
   attach(controls, maps) {
-    this.root.append(...controls, this.status, this.progress, this.legend.node, this.readout, this.zoom.node, ...maps);
+    // the "what runs here" line first: seen before trying, and its links do not sit, for the Tab key,
+    // between the controls and the maps
+    this.root.append(this.about, ...controls, this.status, this.progress, this.legend.node, this.readout, this.zoom.node, ...maps);
     this.element.append(this.root);
     for (const note of this.element.querySelectorAll(".mha-live-noscript")) note.hidden = true;
     if (this.fallback) this.fallback.hidden = true;
     new ResizeObserver(debounce(() => this.redraw(), 100)).observe(this.root);
+    this.describeRuntime(null);
     this.announceSize();
   }
 
-  /** Before any download: what the first action will fetch, in megabytes (from the manifest). */
+  /**
+   * The "what runs here" line, always visible: the browsers that run the view (WebAssembly SIMD),
+   * the model(s) and the runtime with links to their licence notices (links once the manifest is read).
+   */
+  describeRuntime(manifest) {
+    const children = ["Runs in browsers with WebAssembly SIMD (recent Chrome, Edge, Firefox, Safari). "];
+    licenceParts(this.modelIds, manifest).forEach((part, i) => {
+      if (i) children.push(" · ");
+      children.push(part.label);
+      const inner = [part.detail, part.href ? el("a", { href: part.href }, "licence") : ""].filter((x) => x);
+      if (inner.length) children.push(" (", ...inner.flatMap((x, j) => (j ? ["; ", x] : [x])), ")");
+    });
+    this.about.replaceChildren(...children);
+  }
+
+  /**
+   * Before any download: what the first action will fetch, in megabytes (from the manifest). A
+   * manifest that cannot be read is no error yet: the size is said to be unknown, and the first
+   * action asks for the manifest again.
+   */
   async announceSize() {
     if (!supportsWasmSimd()) {
       this.fail(new Error("this browser cannot run WebAssembly with SIMD"));
       return;
     }
+    let what = "the model and the runtime (their size is unknown: the list of models could not be read)";
     try {
       const manifest = await getManifest();
+      this.describeRuntime(manifest);
       const model = this.modelIds.reduce((sum, id) => sum + ((manifest.models[id] || {}).bytes || 0), 0);
       const runtime = await getRuntimeBytes();
-      if (!this.loaded && !this.failed) {
-        setText(this.status, `${this.firstActionText} The first time, your browser downloads the model ` +
-          `(${formatMB(model)})` + (runtime ? ` and the runtime (${formatMB(runtime)})` : "") + "; it keeps them.");
-      }
+      what = `the model (${formatMB(model)})` + (runtime ? ` and the runtime (${formatMB(runtime)})` : "");
     } catch (err) {
-      this.fail(err);
+      console.warn("mha_live: the download size is unknown:", err);
+    }
+    if (!this.loaded && !this.failed && !this.loading) {
+      setText(this.status, `${this.firstActionText} The first time, your browser downloads ${what}; it keeps them.`);
     }
   }
 
@@ -825,6 +951,7 @@ class View {
       const started = performance.now();
       const attempt = (this.attempt = (this.attempt || 0) + 1);
       this.loading = total().then((all) => {
+        getManifest().then((m) => this.describeRuntime(m), () => {}); // licence links, if they were missing
         this.progress.hidden = all === 0;
         setText(this.status, all ? `Downloading the model: 0 of ${formatMB(all)}…` : "Preparing the model…");
         const onBytes = (what, n) => {
@@ -842,6 +969,7 @@ class View {
         this.failed = false;
         this.status.classList.remove("mha-live-error");
         this.progress.hidden = true;
+        if (this.fallback) this.fallback.hidden = true; // a failure showed it; the live maps replace it again
         this.timings.load_ms = performance.now() - started;
         setText(this.status, `The model runs in your browser (loaded in ${(this.timings.load_ms / 1000).toFixed(1)} s).`);
         return models;
@@ -1076,9 +1204,11 @@ class ToyCompareView extends View {
     const most = Math.max(...config.models.map((id) => config.results[id].attentions[0].length));
     this.sections.forEach((s) => { s.grid.sameSizeAs = most; });
     this.attach([this.editor], this.sections.map((s) => s.node));
-    this.showAll(config.results, "config");
+    this.requests = 0; // every run() and edit counts; only the latest one's result is drawn
+    this.showAll(this.describe(config.results, this.ids, this.types, "config"));
     const later = debounce(() => this.run({ ids: this.ids, types: this.types }).catch(() => {}), TOGGLE_DELAY_MS);
     this.changed = () => {
+      this.requests += 1; // a run in flight is now out of date: its result is not drawn
       this.ensureModels().catch(() => {});
       this.refreshEditor();
       later();
@@ -1136,37 +1266,47 @@ class ToyCompareView extends View {
     return { id, title, grid, strip, node };
   }
 
-  /** Draw every model's maps and predictions. results: {id: {attentions, predictions, confidence}} */
-  showAll(results, source) {
-    this.refreshEditor();
-    const tokens = markedTokens(this.ids, this.types);
-    const labels = prevMarkedLabels(this.ids, this.types, this.task);
-    const vmax = largestWeight(this.sections.flatMap((s) => results[s.id].attentions.flat()));
-    this.legend.show(vmax);
+  /**
+   * The result of one input: every model's maps and predictions, with the task's labels.
+   * results: {id: {attentions, predictions, confidence}}; ids, types: the input they were computed on.
+   */
+  describe(results, ids, types, source) {
+    const tokens = markedTokens(ids, types);
+    const labels = prevMarkedLabels(ids, types, this.task);
     const models = {};
+    for (const id of this.modelIds) {
+      const r = results[id];
+      const correct = r.predictions.map((p, i) => (labels[i] === null ? null : p === labels[i]));
+      models[id] = { tokens, attentions: r.attentions, predictions: r.predictions, confidence: r.confidence,
+        labels, correct };
+    }
+    return { tokens, attentions: models[this.primary].attentions, ids: ids.slice(), types: types.slice(), models, source };
+  }
+
+  /** Draw a result of describe() (every model's maps and predictions); it becomes lastResult. */
+  showAll(result) {
+    this.refreshEditor();
+    const vmax = largestWeight(this.sections.flatMap((s) => result.models[s.id].attentions.flat()));
+    this.legend.show(vmax);
     for (const s of this.sections) {
-      const r = results[s.id];
+      const r = result.models[s.id];
       const H = r.attentions[0].length;
       const heads = r.attentions.flatMap((layer, l) => layer.map((map, h) => ({
         label: `${s.id} ${r.attentions.length > 1 ? `L${l}.` : ""}H${h}`, map, off: false })));
-      s.grid.show(heads, tokens, vmax);
-      const correct = r.predictions.map((p, i) => (labels[i] === null ? null : p === labels[i]));
-      const right = correct.filter((c) => c === true).length;
-      const asked = correct.filter((c) => c !== null).length;
+      s.grid.show(heads, result.tokens, vmax);
+      const right = r.correct.filter((c) => c === true).length;
+      const asked = r.correct.filter((c) => c !== null).length;
       setText(s.title, `${s.id}: ${H} head${H > 1 ? "s" : ""}, ${right} of ${asked} positions right`);
       s.strip.replaceChildren(...r.predictions.map((p, i) => {
-        const c = correct[i];
+        const c = r.correct[i];
         const cell = el("span", { role: "listitem", class: c === null ? "" : c ? "mha-live-right" : "mha-live-wrong" });
         setText(cell, c === null ? "–" : `${p}${c ? "✓" : "✗"}`);
         cell.setAttribute("aria-label", c === null ? `position ${i}: no label` :
-          `position ${i}: predicts ${p}, the label is ${labels[i]}, ${c ? "right" : "wrong"}`);
+          `position ${i}: predicts ${p}, the label is ${r.labels[i]}, ${c ? "right" : "wrong"}`);
         return cell;
       }));
-      models[s.id] = { tokens, attentions: r.attentions, predictions: r.predictions, confidence: r.confidence,
-        labels, correct };
     }
-    const first = models[this.primary];
-    this.result = { tokens, attentions: first.attentions, ids: this.ids.slice(), types: this.types.slice(), models, source };
+    this.result = result;
   }
 
   redraw() {
@@ -1174,29 +1314,30 @@ class ToyCompareView extends View {
     this.zoom.draw();
   }
 
-  /** Run every model on {ids, types} (types: 1 at the marked position) and draw. */
+  /**
+   * Run every model on {ids, types} (types: 1 at the marked position). Resolves with the result of
+   * THIS input; the page draws it only if no later run() or edit came meanwhile (the last one asked
+   * for is the one shown, and lastResult). Rejects, state kept, when the input does not fit (the
+   * message names the offending value).
+   */
   async run(input) {
-    const V = this.task.vocab_size;
-    const { ids, types } = input || {};
-    const ok = Array.isArray(ids) && Array.isArray(types) && ids.length === this.ids.length &&
-      types.length === ids.length && ids.every((t) => Number.isInteger(t) && t >= 0 && t < V) &&
-      types.every((t) => t === 0 || t === 1) && types.filter((t) => t === 1).length === 1;
-    if (!ok) {
-      throw new Error(`run({ids, types}): ${this.ids.length} tokens in 0..${V - 1} and exactly one mark`);
-    }
+    const { ids, types } = checkToyInput(input, this.ids.length, this.task.vocab_size); // copies, kept by this call
     this.ids = ids.slice();
     this.types = types.slice();
-    await this.compute(async () => {
+    const request = (this.requests += 1);
+    const result = await this.compute(async () => {
       const t0 = performance.now();
       const out = {};
-      for (const model of this.models) out[model.id] = await runToy(model, this.ids, this.types);
+      for (const model of this.models) out[model.id] = await runToy(model, ids, types);
       const t1 = performance.now();
       this.timings.infer_ms = t1 - t0;
-      this.showAll(out, "browser");
+      const described = this.describe(out, ids, types, "browser");
+      if (request === this.requests) this.showAll(described);
       this.timings.draw_ms = performance.now() - t1;
+      return described;
     });
-    this.note(`Recomputed in your browser in ${Math.round(this.timings.run_ms)} ms.`);
-    return this.result;
+    if (request === this.requests) this.note(`Recomputed in your browser in ${Math.round(this.timings.run_ms)} ms.`);
+    return result;
   }
 }
 
@@ -1251,8 +1392,8 @@ class PruneView extends View {
       grid, allOn);
   }
 
-  describeSentence() {
-    setText(this.sentenceNote, `The maps below are those of the sentence “${this.text}” -- a head turned off still ` +
+  describeSentence(text = this.text) {
+    setText(this.sentenceNote, `The maps below are those of the sentence “${text}” -- a head turned off still ` +
       "computes its weights (drawn grey), but its output no longer reaches the next layer.");
   }
 
@@ -1267,9 +1408,9 @@ class PruneView extends View {
     this.later();
   }
 
-  showScores(fidelity, mrr) {
-    const on = this.mask.flat().filter(Boolean).length;
-    const total = this.mask.flat().length;
+  showScores(fidelity, mrr, mask = this.mask) {
+    const on = mask.flat().filter(Boolean).length;
+    const total = mask.flat().length;
     this.scores.replaceChildren(
       `${on} of ${total} heads on. Embedding fidelity (mean cosine to the unpruned embeddings): `,
       el("strong", {}, fidelity.toFixed(3)),
@@ -1296,43 +1437,53 @@ class PruneView extends View {
   }
 
   /** The sentence first (its maps), then the texts of the scores; stripped as mha_lib does. */
-  texts() {
-    return [this.text, ...this.config.texts.map((t) => t.trim())];
+  texts(text = this.text) {
+    return [text, ...this.config.texts.map((t) => t.trim())];
   }
 
   /**
-   * Recompute with a head mask. input: {mask: [layer][head] 0/1, text?: sentence} or a string.
-   * Resolves to lastResult = {tokens, attentions, mask, fidelity, mrr}.
+   * Recompute with a head mask. input: {mask?: [layer][head] of 0/1 or booleans, text?: sentence}
+   * (at least one of them) or a string (the sentence). Resolves to lastResult = {tokens, attentions,
+   * mask, fidelity, mrr}, of this call's mask and sentence. Rejects, state kept, on anything else:
+   * the message names the offending value.
    */
   async run(input) {
-    const spec = typeof input === "string" ? { text: input } : input || {};
-    if (spec.text !== undefined) {
-      if (typeof spec.text !== "string" || !spec.text.trim()) {
-        this.note("The text is empty: the maps show the last one.");
-        throw new Error("empty text");
-      }
-      this.text = spec.text;
+    const spec = typeof input === "string" ? { text: input } : input;
+    if (!spec || typeof spec !== "object" || Array.isArray(spec)) {
+      throw new Error(`run() takes {mask, text} or a sentence, got ${describeValue(input)}`);
     }
-    if (spec.mask !== undefined) {
-      const ok = Array.isArray(spec.mask) && spec.mask.length === this.mask.length &&
-        spec.mask.every((row, l) => Array.isArray(row) && row.length === this.mask[l].length);
-      if (!ok) throw new Error(`mask must be [${this.mask.length}][${this.mask[0].length}] of 0/1`);
-      this.mask = spec.mask.map((row) => row.map((v) => (v ? 1 : 0)));
+    const unknown = Object.keys(spec).filter((k) => k !== "mask" && k !== "text");
+    if (unknown.length || (spec.mask === undefined && spec.text === undefined)) {
+      throw new Error(`run() takes {mask, text} (at least one), got the keys [${Object.keys(spec).join(", ")}]`);
+    }
+    if (spec.text !== undefined && typeof spec.text !== "string") {
+      throw new Error(`run({text}): the text must be a string, got ${describeValue(spec.text)}`);
+    }
+    if (spec.text !== undefined && !spec.text.trim()) {
+      this.note("The text is empty: the maps show the last one.");
+      throw new Error("empty text");
+    }
+    const newMask = spec.mask === undefined ? null : checkHeadMask(spec.mask, this.mask.length, this.mask[0].length);
+    // the input is valid: it becomes the state (the toggles show it), and this call keeps its own copy
+    if (spec.text !== undefined) this.text = spec.text;
+    if (newMask) {
+      this.mask = newMask;
       this.refreshToggles();
     }
     const mask = this.mask.map((row) => row.slice());
+    const texts = this.texts();
     const out = await this.compute(async () => {
       const ref = await this.referenceEmbeddings();
       const t0 = performance.now();
-      const r = await runBert(this.models[0], this.texts(), mask);
+      const r = await runBert(this.models[0], texts, mask);
       const n = r.embeddings.length / r.d;
       const scores = paraphraseScores(r.embeddings.subarray(r.d), ref.embeddings.subarray(ref.d), r.d,
         this.config.num_anchors);
       const t1 = performance.now();
       this.timings.infer_ms = t1 - t0;
       this.maps.show(r.encodings[0].tokens, r.attentions, mask);
-      this.showScores(scores.fidelity, scores.mrr);
-      this.describeSentence();
+      this.showScores(scores.fidelity, scores.mrr, mask);
+      this.describeSentence(texts[0]);
       this.timings.draw_ms = performance.now() - t1;
       return { tokens: r.encodings[0].tokens, attentions: r.attentions, mask, ...scores, texts: n - 1, source: "browser" };
     });

@@ -445,3 +445,163 @@ def test_chapter_1_view_runs_the_readers_sequence_like_mha_lib(chromium_browser,
         assert errors == []
     finally:
         context.close()
+
+
+# --- review fixes: concurrent runs, validation, recovery after failures, what runs here --------------------
+
+def _try_run(page, view, arg):
+    """run(arg) on a view: {"ok": True, "result"} or {"ok": False, "error"}."""
+    return page.evaluate(f"""async (x) => {{ try {{ return {{ok: true, result: await {VIEW % view}.mhaLive.run(x)}}; }}
+        catch (e) {{ return {{ok: false, error: String(e)}}; }} }}""", arg)
+
+
+def test_toy_runs_resolve_with_their_own_input_and_the_last_is_shown(shared):
+    """Two run() calls at once: each promise resolves with its own input's maps and predictions
+    (mha_lib's), and the view shows (lastResult) the input asked for last."""
+    from mha_lib import tasks
+
+    page, visit = shared
+    task = tasks.SHIPPED["ch1-h1"].make_task()
+    batch = task.dataset(2, seed=5)
+    a = {"ids": batch.input_ids[0].tolist(), "types": batch.token_type_ids[0].tolist()}
+    b = {"ids": batch.input_ids[1].tolist(), "types": batch.token_type_ids[1].tolist()}
+    assert a != b
+    got = page.evaluate(f"""async ([a, b]) => {{ const m = {VIEW % 'toy-compare'}.mhaLive;
+        const pa = m.run(a); const pb = m.run(b); const ra = await pa; const rb = await pb;
+        const shown = m.lastResult; const editor = [...{VIEW % 'toy-compare'}.querySelectorAll('select')].map(s => Number(s.value));
+        return {{ra, rb, shown: {{ids: shown.ids, types: shown.types}}, editor}}; }}""", [a, b])
+    for r, x, row in [(got["ra"], a, 0), (got["rb"], b, 1)]:
+        assert (r["ids"], r["types"]) == (x["ids"], x["types"])
+        assert r["tokens"] == task.tokens(batch, row)
+        for name in TOYS:
+            with torch.no_grad():
+                logits, att = tasks.logits_and_attentions(tasks.load_trained(name), batch[row:row + 1])
+            assert r["models"][name]["predictions"] == logits[0].argmax(-1).tolist(), (row, name)
+            diff = (torch.tensor(r["models"][name]["attentions"]) - torch.stack([t[0] for t in att])).abs().max().item()
+            assert diff <= TOY_TOLERANCE, (row, name, diff)
+    assert got["shown"] == {"ids": b["ids"], "types": b["types"]} and got["editor"] == b["ids"]
+    # bad input: refused, the message names the value, the view keeps what it shows
+    bad_id = {"ids": b["ids"][:3] + [task.vocab_size + 1] + b["ids"][4:], "types": b["types"]}
+    marks = [i for i, t in enumerate(b["types"]) if t] + [(b["types"].index(1) + 2) % len(b["types"])]
+    two = {"ids": b["ids"], "types": [1 if i in marks else 0 for i in range(len(b["types"]))]}
+    for x, expected in [(bad_id, f"ids[3] = {task.vocab_size + 1} is out of 0..{task.vocab_size - 1}"),
+                        (two, f"2 marked positions ({', '.join(map(str, sorted(marks)))})"),
+                        ("1 2 3", 'got "1 2 3"')]:
+        r = _try_run(page, "toy-compare", x)
+        assert not r["ok"] and expected in r["error"], (expected, r)
+    assert page.evaluate(f"{VIEW % 'toy-compare'}.mhaLive.lastResult.ids") == b["ids"]
+    assert visit.console_errors == [] and visit.off_site == []
+
+
+def test_prune_refuses_bad_masks_and_inputs_and_keeps_its_state(shared):
+    page, visit = shared
+    before = page.evaluate(f"{VIEW % 'prune'}.mhaLive.lastResult.mask")
+    pressed = lambda: page.evaluate(f"[...{VIEW % 'prune'}.querySelectorAll('.mha-live-toggles button')]"
+                                    ".map(b => b.getAttribute('aria-pressed'))")
+    toggles = pressed()
+    ones = [[1] * 12 for _ in range(6)]
+    cases = [
+        ({"mask": [["0"] * 12] * 6}, 'mask[0][0] = "0" is not 0/1'),
+        ({"mask": [row[:11] + [2] for row in ones]}, "mask[0][11] = 2 is not 0/1"),
+        ({"mask": [row[:4] + [-1] + row[5:] for row in ones]}, "mask[0][4] = -1 is not 0/1"),
+        ({"mask": [row[:1] + [0.5] + row[2:] for row in ones]}, "mask[0][1] = 0.5 is not 0/1"),
+        ({"mask": ones[:5]}, "5 rows, expected 6"),
+        ({"mask": None}, "got null"),
+        (42, "got 42"),
+        ([], "got an array of 0"),
+        (None, "got null"),
+        ({"text": 5}, "the text must be a string, got 5"),
+        ({"mask": ones, "text": 5}, "got 5"),  # the valid mask is not applied either
+        ({"masks": ones}, "got the keys [masks]"),
+    ]
+    for x, expected in cases:
+        r = _try_run(page, "prune", x)
+        assert not r["ok"] and expected in r["error"], (x if not isinstance(x, dict) else list(x), expected, r)
+    # NaN is not JSON: made in the page
+    nan = page.evaluate(f"""async () => {{ const m = Array.from({{length: 6}}, () => Array(12).fill(1)); m[3][7] = NaN;
+        try {{ await {VIEW % 'prune'}.mhaLive.run({{mask: m}}); return null; }} catch (e) {{ return String(e); }} }}""")
+    assert nan and "mask[3][7] = NaN is not 0/1" in nan
+    assert page.evaluate(f"{VIEW % 'prune'}.mhaLive.lastResult.mask") == before and pressed() == toggles
+    assert "empty" not in page.locator("[data-view=prune] .mha-live-status").text_content()
+    # booleans are a mask too
+    mask = [[h != 2 for h in range(12)] for _ in range(6)]
+    r = _try_run(page, "prune", {"mask": mask})
+    assert r["ok"], r
+    assert r["result"]["mask"] == [[int(v) for v in row] for row in mask]
+    assert visit.console_errors == [] and visit.off_site == []
+
+
+def test_views_say_which_browsers_run_them_and_link_the_licences(shared):
+    page, visit = shared
+    manifest = json.loads((HTML_ROOT / "_static" / "models" / "manifest.json").read_text())["models"]
+    for view, model in [("sentence", MINILM), ("toy-compare", TOYS[0]), ("prune", MINILM)]:
+        about = page.locator(f"[data-view={view}] .mha-live-about")
+        assert about.is_visible()
+        text = about.text_content()
+        assert "WebAssembly SIMD" in text and "onnxruntime-web (MIT" in text, text
+        links = page.evaluate(f"""[...{VIEW % view}.querySelectorAll('.mha-live-about a')]
+            .map(a => ({{href: a.href, text: a.textContent, children: a.children.length}}))""")
+        assert [a["text"] for a in links] == ["licence", "licence"] and all(a["children"] == 0 for a in links)
+        hrefs = [a["href"] for a in links]
+        assert hrefs[0].endswith("/_static/models/" + manifest[model]["license"])
+        assert hrefs[1].endswith("/_static/vendor/onnxruntime-web/LICENSE")
+        for href, word in zip(hrefs, ["Apache License" if model == MINILM else "MIT License", "MIT License"]):
+            served = page.evaluate("async (u) => { const r = await fetch(u); return [r.status, await r.text()]; }", href)
+            assert served[0] == 200 and word in served[1], (href, served[0])
+    assert "Apache-2.0, converted to ONNX and quantised" in page.locator("[data-view=sentence] .mha-live-about").text_content()
+    assert visit.console_errors == [] and visit.off_site == []
+
+
+def test_after_a_failed_load_try_again_brings_the_live_maps_back(chromium_browser, book_url, page_html):
+    _require_models()
+    routes = {f"{MINILM}.onnx": 404}
+    context, page, visit = _open(chromium_browser, book_url, page_html, routes=routes)
+    try:
+        r = _try_run(page, "sentence", "A cat.")
+        assert not r["ok"] and "404" in r["error"]
+        fallback = page.locator("[data-view=sentence] .mha-live-fallback")
+        assert fallback.is_visible()
+        routes.clear()  # the file is back
+        page.locator("[data-view=sentence] .mha-live-status button", has_text="Try again").click()
+        page.wait_for_function(f"{VIEW % 'sentence'}.mhaLive.loaded", timeout=60_000)
+        assert fallback.is_hidden()
+        assert "could not be loaded" not in page.locator("[data-view=sentence] .mha-live-status").text_content()
+        r = _try_run(page, "sentence", "A cat.")
+        assert r["ok"] and r["result"]["tokens"] == ["[CLS]", "a", "cat", ".", "[SEP]"]
+        assert fallback.is_hidden()
+        assert all("404" in e for e in visit.console_errors), visit.console_errors
+    finally:
+        context.close()
+
+
+def test_a_missing_manifest_is_no_error_before_the_reader_acts_and_is_asked_again(chromium_browser, book_url,
+                                                                                    page_html):
+    _require_models()
+    routes = {"/_static/models/manifest.json": 404}
+    context, page, visit = _open(chromium_browser, book_url, page_html, routes=routes)
+    try:
+        page.wait_for_function("[...document.querySelectorAll('.mha-live-status')].every(s => s.textContent.includes('unknown'))",
+                               timeout=30_000)
+        for view in ("sentence", "toy-compare", "prune"):
+            status = page.locator(f"[data-view={view}] .mha-live-status")
+            assert "could not be loaded" not in status.text_content() and "mha-live-error" not in status.get_attribute("class")
+            assert page.locator(f"[data-view={view}] .mha-live-about").is_visible()
+        # the first action, manifest still missing: a visible error with "Try again"
+        x = page.evaluate(f"({{ids: {VIEW % 'toy-compare'}.mhaLive.lastResult.ids, "
+                          f"types: {VIEW % 'toy-compare'}.mhaLive.lastResult.types}})")
+        r = _try_run(page, "toy-compare", x)
+        assert not r["ok"] and "manifest.json" in r["error"]
+        assert "could not be loaded" in page.locator("[data-view=toy-compare] .mha-live-status").text_content()
+        routes.clear()  # the server is back: "Try again" asks for the manifest again
+        page.locator("[data-view=toy-compare] .mha-live-status button", has_text="Try again").click()
+        page.wait_for_function(f"{VIEW % 'toy-compare'}.mhaLive.loaded", timeout=60_000)
+        assert _try_run(page, "toy-compare", x)["ok"]
+        links = page.evaluate(f"[...{VIEW % 'toy-compare'}.querySelectorAll('.mha-live-about a')].map(a => a.href)")
+        assert links[0].endswith("/mha_lib.LICENSE.txt")  # the licence link came with the manifest
+        # another view, never failed, is not dead either: its first action reads the manifest now
+        assert _try_run(page, "sentence", "Hello.")["ok"]
+        manifest_gets = [u for m, u in visit.requests if u.endswith("manifest.json")]
+        assert len(manifest_gets) >= 2
+        assert all("404" in e for e in visit.console_errors), visit.console_errors
+    finally:
+        context.close()

@@ -6,8 +6,9 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import fs from "node:fs";
 import {
-  VIRIDIS, argmaxRows, attentionsFromOutput, checkConfig, colourOf, formatMB, greyOf, gridLayout, largestWeight,
-  markedTokens, paraphraseScores, prevMarkedLabels, readoutText, setText, shortLabel, zoomLayout,
+  URLS, VIRIDIS, argmaxRows, attentionsFromOutput, checkConfig, checkHeadMask, checkToyInput, colourOf, describeValue,
+  formatMB, getManifest, greyOf, gridLayout, largestWeight, licenceParts, markedTokens, paraphraseScores,
+  prevMarkedLabels, readoutText, setText, shortLabel, zoomLayout,
 } from "../mha_live.mjs";
 
 const FIXTURE = process.env.MHA_WEB_FIXTURE;
@@ -143,4 +144,89 @@ test("configurations are checked before anything is drawn", () => {
   assert.throws(() => checkConfig("toy-compare", { models: ["m"], ids: [1, 2], types: [0, 1], results: {} }), /task/);
   assert.throws(() => checkConfig("other", ok), /unknown view/);
   assert.throws(() => checkConfig("sentence", null), /JSON object/);
+});
+
+test("toy input: copies of a valid {ids, types}; a bad one is refused, naming the offending value", () => {
+  const ids = [3, 5, 1, 7];
+  const types = [0, 1, 0, 0];
+  const got = checkToyInput({ ids, types }, 4, 8);
+  assert.deepEqual(got, { ids, types });
+  assert.ok(got.ids !== ids && got.types !== types); // the caller may change its arrays afterwards
+  const bad = (input, pattern) => assert.throws(() => checkToyInput(input, 4, 8), pattern);
+  bad({ ids: [3, 9, 1, 7], types }, /ids\[1\] = 9 is out of 0\.\.7/);
+  bad({ ids: [3, -1, 1, 7], types }, /ids\[1\] = -1 is out of 0\.\.7/);
+  bad({ ids: [1.5, 5, 1, 7], types }, /ids\[0\] = 1\.5 is not an integer/);
+  bad({ ids: ["1", 5, 1, 7], types }, /ids\[0\] = "1" is not an integer/);
+  bad({ ids: [NaN, 5, 1, 7], types }, /ids\[0\] = NaN/);
+  bad({ ids, types: [0, 1, 0, 1] }, /2 marked positions \(1, 3\)/);
+  bad({ ids, types: [0, 0, 0, 0] }, /no marked position/);
+  bad({ ids, types: [0, 2, 0, 0] }, /types\[1\] = 2 is not 0 or 1/);
+  bad({ ids, types: [0, true, 0, 0] }, /types\[1\] = true is not 0 or 1/);
+  bad({ ids: [3, 5, 1], types: [0, 1, 0] }, /ids has 3 tokens; the models read 4/);
+  bad({ ids, types: [0, 1, 0] }, /types has 3 values/);
+  bad({ ids }, /types must be a list of 4/);
+  bad(null, /got null/);
+  bad("1 2 3", /got "1 2 3"/);
+  bad([1, 2], /got an array of 2/);
+});
+
+test("head mask: 0/1 numbers or booleans of the right shape; anything else is refused by name", () => {
+  assert.deepEqual(checkHeadMask([[1, 0, true], [false, 1, 1]], 2, 3), [[1, 0, 1], [0, 1, 1]]);
+  const bad = (mask, pattern) => assert.throws(() => checkHeadMask(mask, 2, 3), pattern);
+  bad([["0", 1, 1], [1, 1, 1]], /mask\[0\]\[0\] = "0" is not 0\/1/);
+  bad([[1, 1, 1], [1, NaN, 1]], /mask\[1\]\[1\] = NaN is not 0\/1/);
+  bad([[1, 1, 2], [1, 1, 1]], /mask\[0\]\[2\] = 2/);
+  bad([[1, 1, 1], [1, 1, -1]], /mask\[1\]\[2\] = -1/);
+  bad([[1, 0.5, 1], [1, 1, 1]], /mask\[0\]\[1\] = 0\.5/);
+  bad([[1, null, 1], [1, 1, 1]], /mask\[0\]\[1\] = null/);
+  bad([[1, 1, 1]], /1 rows, expected 2/);
+  bad([[1, 1, 1], [1, 1]], /mask\[1\] has 2 values, expected 3/);
+  bad([[1, 1, 1], 7], /mask\[1\] = 7 is not a row/);
+  bad(null, /got null/);
+  bad(42, /got 42/);
+  assert.equal(describeValue("x".repeat(50)), JSON.stringify("x".repeat(40) + "…"));
+  assert.equal(describeValue({}), "an object");
+});
+
+test("licence line: one link per licence file of the manifest, the runtime's always", () => {
+  const manifest = { models: {
+    big: { license: "big.LICENSE.txt", license_name: "Apache-2.0" },
+    "all-MiniLM-L6-v2": { license: "all-MiniLM-L6-v2.LICENSE.txt" },
+    t1: { license: "mha_lib.LICENSE.txt" }, t2: { license: "mha_lib.LICENSE.txt" },
+  } };
+  const one = licenceParts(["all-MiniLM-L6-v2"], manifest);
+  assert.equal(one.length, 2);
+  assert.equal(one[0].label, "Model: all-MiniLM-L6-v2");
+  assert.match(one[0].detail, /Apache-2\.0, converted to ONNX and quantised/);
+  assert.equal(one[0].href, new URL("all-MiniLM-L6-v2.LICENSE.txt", URLS.models).href);
+  assert.equal(one[1].href, new URL("LICENSE", URLS.ortDir).href);
+  assert.match(one[1].label + one[1].detail, /onnxruntime-web.*MIT/);
+  const toys = licenceParts(["t1", "t2"], manifest);
+  assert.equal(toys[0].label, "Models: t1, t2");
+  assert.ok(toys[0].href.endsWith("/models/mha_lib.LICENSE.txt"));
+  assert.equal(licenceParts(["big"], manifest)[0].detail, "Apache-2.0"); // the manifest's own wording first
+  const none = licenceParts(["all-MiniLM-L6-v2"], null); // manifest unreadable: no model link, the runtime's stays
+  assert.equal(none[0].href, null);
+  assert.ok(none[1].href);
+});
+
+test("a manifest that failed to load is asked for again, not cached", async () => {
+  const real = globalThis.fetch;
+  const calls = [];
+  let status = 503;
+  globalThis.fetch = async (url) => {
+    calls.push(String(url));
+    return { ok: status === 200, status, json: async () => ({ models: { m: { bytes: 1 } } }) };
+  };
+  try {
+    await assert.rejects(getManifest(), /HTTP 503 for .*manifest\.json/);
+    await new Promise((r) => setTimeout(r, 0)); // the rejection handler forgets the promise
+    status = 200;
+    const m = await getManifest();
+    assert.equal(m.models.m.bytes, 1);
+    assert.equal(await getManifest(), m); // a success is kept: no third request
+    assert.equal(calls.length, 2);
+  } finally {
+    globalThis.fetch = real;
+  }
 });
