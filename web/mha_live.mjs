@@ -103,6 +103,20 @@ export function gridLayout({ width, count, length, minMap = 110, maxMap = 220, g
 }
 
 /**
+ * The last item of the grid row that holds item `index` (the enlarged map opens after it, under the clicked map).
+ * @param {number} index   0-based item
+ * @param {number} columns items per row (>= 1)
+ * @param {number} count   items in the grid
+ * @returns {number} index of the row's last item (the grid's last item for a short last row)
+ */
+export function rowEnd(index, columns, count) {
+  if (!(columns >= 1) || !(index >= 0) || index >= count) {
+    throw new Error(`rowEnd: item ${index} of ${count} in ${columns} columns`);
+  }
+  return Math.min(count - 1, (Math.floor(index / columns) + 1) * columns - 1);
+}
+
+/**
  * Layout of one enlarged map with token labels: label margins, cell size.
  * @param {number} width      available width (px)
  * @param {number} length     L
@@ -219,6 +233,24 @@ export function paraphraseScores(emb, ref, d, A) {
 /** Bytes as megabytes for people: "22.4 MB" (one decimal), "0.3 MB". */
 export function formatMB(bytes) {
   return `${(bytes / 1e6).toFixed(1)} MB`;
+}
+
+const NUMBER_WORDS = ["no", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten"];
+
+/**
+ * What the first action downloads, in words: "the model (22.4 MB) and the runtime (14.2 MB)",
+ * "the four models (0.9 MB)"; models or runtime already loaded by another view are left out.
+ * @param {number} models        how many model files are still to download (0 when all are loaded)
+ * @param {number} modelBytes    their total size in bytes
+ * @param {number|null} runtime  bytes of the runtime still to download; 0 or null when loaded or unknown
+ * @returns {string} "" when nothing is left to download
+ */
+export function downloadText(models, modelBytes, runtime) {
+  const parts = [];
+  if (models === 1) parts.push(`the model (${formatMB(modelBytes)})`);
+  else if (models > 1) parts.push(`the ${NUMBER_WORDS[models] || models} models (${formatMB(modelBytes)})`);
+  if (runtime) parts.push(`the runtime (${formatMB(runtime)})`);
+  return parts.join(" and ");
 }
 
 /** A token as a short label: long tokens are cut with "…" (the readout shows them whole). */
@@ -462,6 +494,13 @@ export async function getRuntimeBytes() {
   return runtimeBytes;
 }
 
+const loaded = new Set(); // "runtime" and model ids, once loaded: shared by every view of the page
+const loadListeners = new Set(); // called when something is loaded (views re-say what is left to download)
+function markLoaded(what) {
+  loaded.add(what);
+  for (const listener of loadListeners) listener(what);
+}
+
 let ortPromise = null;
 /** Import onnxruntime-web once, WebAssembly backend, one thread; `onBytes` follows the .wasm download. */
 function loadRuntime(onBytes) {
@@ -472,6 +511,7 @@ function loadRuntime(onBytes) {
       ort.env.wasm.numThreads = 1; // static hosts send no cross-origin isolation: one thread for everyone
       ort.env.wasm.wasmPaths = URLS.ortDir; // the loader module ort-wasm-simd-threaded.mjs
       ort.env.wasm.wasmBinary = wasm.buffer; // fetched above, with progress
+      markLoaded("runtime");
       return ort;
     })();
     ortPromise.catch(() => {
@@ -505,6 +545,7 @@ export function loadModel(id, onBytes) {
       ]);
       const session = await ort.InferenceSession.create(bytes, { executionProviders: ["wasm"] });
       const tokenizer = vocab === null ? null : WordPieceTokenizer.fromVocabText(vocab, { maxLength: info.max_length || 256 });
+      markLoaded(id);
       return { id, info, session, ort, tokenizer, queue: Promise.resolve() };
     })();
     promise.catch(() => modelPromises.delete(id));
@@ -650,6 +691,16 @@ class HeadGrid {
     this.heads = [];
     this.tokens = [];
     this.vmax = 1;
+    this.buttons = []; // one per head; the grid may also hold the enlarged map (placeZoom)
+    this.columns = 1;
+    this.zoomed = null; // {node, index}: the enlarged map placed in this grid, under the row of head `index`
+  }
+
+  /** Put the enlarged map `node` in this grid, on a row of its own under the row of head `index`. */
+  placeZoom(node, index) {
+    this.zoomed = { node, index };
+    const anchor = this.buttons[rowEnd(Math.min(index, this.buttons.length - 1), this.columns, this.buttons.length)];
+    if (anchor.nextSibling !== node) anchor.after(node);
   }
 
   /** Draw `heads` (replacing what was there), colour scale 0 .. vmax. */
@@ -666,14 +717,17 @@ class HeadGrid {
     if (!this.heads.length || !n) return;
     const layout = gridLayout({ width, count: this.sameSizeAs || this.heads.length, length: n, minMap: this.minMap });
     this.node.style.gridTemplateColumns = `repeat(${layout.columns}, ${layout.map}px)`;
+    this.columns = layout.columns;
     // reuse the buttons: a redraw after typing must not lose the keyboard focus
-    while (this.node.children.length > this.heads.length) this.node.lastChild.remove();
+    while (this.buttons.length > this.heads.length) this.buttons.pop().remove();
     this.heads.forEach((head, i) => {
-      let button = this.node.children[i];
+      let button = this.buttons[i];
       if (!button) {
         button = el("button", { type: "button", class: "mha-live-head" }, el("canvas"), el("span"));
         this.wire(button, i);
-        this.node.append(button);
+        if (i > 0) this.buttons[i - 1].after(button);
+        else this.node.prepend(button);
+        this.buttons.push(button);
       }
       const [canvas, caption] = button.children;
       setText(caption, head.off ? `${head.label} (off)` : head.label);
@@ -683,17 +737,21 @@ class HeadGrid {
       paintMap(ctx, head.map, this.vmax, head.off, 0, 0, layout.map);
       button.dataset.cell = String(layout.map / n);
     });
+    // the enlarged map stays under its head's row (the number of columns may have changed)
+    if (this.zoomed && this.zoomed.node.parentNode === this.node) this.placeZoom(this.zoomed.node, this.zoomed.index);
   }
 
   wire(button, i) {
     const canvas = button.firstChild;
     const show = (event) => {
+      // on a touch screen a tap enlarges the map (click); its cells are read in the enlarged map
+      if (event.pointerType === "touch") return;
       const head = this.heads[i];
       const at = cellAt(event, canvas, 0, Number(button.dataset.cell), this.tokens.length);
       if (head && at) setText(this.readout, readoutText(head.label, this.tokens, at.q, at.k, head.map[at.q][at.k]));
     };
     canvas.addEventListener("pointermove", show);
-    canvas.addEventListener("pointerdown", show); // a tap on a phone
+    canvas.addEventListener("pointerdown", show); // a pen or mouse press (touch: see above)
     button.addEventListener("click", () => this.onEnlarge && this.onEnlarge(i));
   }
 }
@@ -824,25 +882,37 @@ const STYLE = `
 .mha-live-status { font-size: 0.9em; margin: 0.3rem 0; }
 .mha-live-status.mha-live-error { color: #a00; font-weight: 600; }
 .mha-live-about { font-size: 0.8em; margin: 0.2rem 0; color: #444; }
-.mha-live-readout { font-size: 0.9em; min-height: 2.6em; margin: 0.3rem 0; overflow-wrap: anywhere; }
+.mha-live-readout { font-size: 0.9em; min-height: 2.6em; margin: 0.3rem 0 0; overflow-wrap: anywhere; }
+/* Jupyter Book's output boxes scroll (overflow: auto), which would pin the sticky bar inside them: let the ones
+   holding a live view overflow as usual (the views never scroll sideways; their wide parts scroll in their own box) */
+div.cell_output:has(.mha-live-view), div.cell_output .output:has(.mha-live-view) { overflow: visible; }
+.mha-live-bar { position: sticky; top: var(--mha-live-top, 0px); z-index: 3; padding: 0.2rem 0;
+  background: var(--pst-color-background, #fff); border-bottom: 1px solid var(--pst-color-border, #ddd); }
 .mha-live-grid { display: grid; gap: 8px; margin: 0.3rem 0; }
 .mha-live-head { display: flex; flex-direction: column; align-items: center; padding: 0; border: 1px solid transparent;
   background: none; cursor: zoom-in; font: inherit; color: inherit; }
 .mha-live-head span { font-size: 12px; line-height: 1.3; }
 .mha-live-head canvas, .mha-live-zoom canvas { display: block; touch-action: manipulation; }
 .mha-live :focus-visible { outline: 3px solid #1a5fb4; outline-offset: 2px; }
-.mha-live-zoom { margin: 0.5rem 0; }
+.mha-live-zoom { margin: 0.5rem 0; padding-bottom: 0.5rem;
+  /* scrolled to: clear of the sticky header and readout above, and of the theme's "Back to top" button (90vh) below */
+  scroll-margin-top: calc(var(--mha-live-top, 0px) + 5.5em); scroll-margin-bottom: 12vh; }
+.mha-live-grid > .mha-live-zoom { grid-column: 1 / -1; }
 .mha-live-zoom-title { font-size: 0.9em; margin: 0.2rem 0; }
 .mha-live-legend { display: flex; align-items: center; gap: 0.3rem; font-size: 0.85em; }
 .mha-live-button { font: inherit; padding: 0.15rem 0.6rem; margin: 0.2rem 0; }
 .mha-live-layer-title { font-weight: 600; margin: 0.6rem 0 0.1rem; }
 .mha-live-model { margin: 0.6rem 0; }
 .mha-live-model-title { font-weight: 600; margin: 0.2rem 0; }
-.mha-live-sequence { display: flex; flex-wrap: wrap; gap: 4px; }
-.mha-live-position { display: flex; flex-direction: column; align-items: center; font-size: 12px; }
-.mha-live-position select { font: inherit; font-size: 14px; }
-.mha-live-strip { display: flex; flex-wrap: wrap; gap: 2px; font-size: 12px; margin: 0.2rem 0; }
-.mha-live-strip span { min-width: 1.9em; text-align: center; border: 1px solid #999; padding: 0 1px; }
+/* the sequence editor and every prediction strip share one column per position (scrolling in their box if narrow) */
+.mha-live-sequence, .mha-live-strip { display: grid; grid-auto-flow: column; grid-auto-columns: 38px; gap: 3px;
+  overflow-x: auto; padding-bottom: 2px; }
+.mha-live-position { display: flex; flex-direction: column; align-items: center; gap: 2px; font-size: 12px; }
+.mha-live-position select { font: inherit; font-size: 14px; width: 38px; min-height: 28px; padding: 0; }
+.mha-live-position input[type="radio"] { width: 24px; height: 24px; margin: 0; }
+.mha-live-strip { font-size: 12px; margin: 0.1rem 0 0.3rem; }
+.mha-live-strip span { text-align: center; border: 1px solid #999; padding: 1px 0; white-space: nowrap; }
+.mha-live-strip-caption { font-size: 0.85em; margin: 0.3rem 0 0; }
 .mha-live-strip .mha-live-right { background: #e3f4e3; }
 .mha-live-strip .mha-live-wrong { background: #fbe3e3; }
 .mha-live-toggles { display: grid; grid-template-columns: auto repeat(12, minmax(0, 1fr)); gap: 2px; max-width: 560px; }
@@ -850,6 +920,9 @@ const STYLE = `
   background: #3b528b; color: #fff; }
 .mha-live-toggles button[aria-pressed="false"] { background: #fff; color: #444; text-decoration: line-through; }
 .mha-live-toggles span { font-size: 11px; align-self: center; padding-right: 4px; }
+/* a focus ring seen on both states (dark "on", white "off"): orange, outside a white gap */
+.mha-live-toggles button:focus-visible { outline: 3px solid #e66100; outline-offset: 1px; box-shadow: 0 0 0 1px #fff;
+  position: relative; z-index: 1; }
 .mha-live-scores { font-size: 0.95em; margin: 0.3rem 0; }
 .mha-live-scores strong { font-size: 1.1em; }
 `;
@@ -874,8 +947,11 @@ class View {
     this.about = el("p", { class: "mha-live-about" }); // which browsers, which model and runtime, their licences
     this.progress = el("progress", { hidden: "", max: "1", value: "0", "aria-label": "download progress" });
     this.readout = el("p", { class: "mha-live-readout", "aria-live": "polite" },
-      "Point at a cell (or tap it) to read its query token, key token and weight; click a map to enlarge it.");
+      "Point at a cell to read its query token, key token and weight; click a map to enlarge it. " +
+      "On a touch screen, tap a map to enlarge it, then tap a cell.");
     this.legend = new Legend();
+    // the colour scale and the readout stay in sight (sticky) while the reader points at the maps below
+    this.bar = el("div", { class: "mha-live-bar" }, this.legend.node, this.readout);
     this.zoom = new ZoomView({ readout: this.readout, onClose: () => this.closeZoom() });
     this.timings = {};
   }
@@ -888,13 +964,18 @@ class View {
   attach(controls, maps) {
     // the "what runs here" line first: seen before trying, and its links do not sit, for the Tab key,
     // between the controls and the maps
-    this.root.append(this.about, ...controls, this.status, this.progress, this.legend.node, this.readout, this.zoom.node, ...maps);
+    this.root.append(this.about, ...controls, this.status, this.progress, this.bar, this.zoom.node, ...maps);
     this.element.append(this.root);
+    this.stickUnderHeader();
     for (const note of this.element.querySelectorAll(".mha-live-noscript")) note.hidden = true;
     if (this.fallback) this.fallback.hidden = true;
     new ResizeObserver(debounce(() => this.redraw(), 100)).observe(this.root);
     this.describeRuntime(null);
     this.announceSize();
+    // another view of the page that loads the runtime or a model changes what this one will download
+    loadListeners.add(() => {
+      if (!this.loaded && !this.failed && !this.loading) this.announceSize();
+    });
   }
 
   /**
@@ -922,18 +1003,22 @@ class View {
       this.fail(new Error("this browser cannot run WebAssembly with SIMD"));
       return;
     }
-    let what = "the model and the runtime (their size is unknown: the list of models could not be read)";
+    const many = this.modelIds.length > 1 ? "models" : "model";
+    let what = `the ${many} and the runtime (their size is unknown: the list of models could not be read)`;
     try {
       const manifest = await getManifest();
       this.describeRuntime(manifest);
-      const model = this.modelIds.reduce((sum, id) => sum + ((manifest.models[id] || {}).bytes || 0), 0);
-      const runtime = await getRuntimeBytes();
-      what = `the model (${formatMB(model)})` + (runtime ? ` and the runtime (${formatMB(runtime)})` : "");
+      const fresh = this.modelIds.filter((id) => !loaded.has(id)); // another view may have loaded some
+      const model = fresh.reduce((sum, id) => sum + ((manifest.models[id] || {}).bytes || 0), 0);
+      const runtime = loaded.has("runtime") ? 0 : await getRuntimeBytes();
+      what = downloadText(fresh.length, model, runtime);
     } catch (err) {
       console.warn("mha_live: the download size is unknown:", err);
     }
     if (!this.loaded && !this.failed && !this.loading) {
-      setText(this.status, `${this.firstActionText} The first time, your browser downloads ${what}; it keeps them.`);
+      setText(this.status, what
+        ? `${this.firstActionText} The first time, your browser downloads ${what}; it keeps them.`
+        : `${this.firstActionText} Everything it needs is already loaded.`);
     }
   }
 
@@ -1008,7 +1093,24 @@ class View {
     setText(this.status, text);
   }
 
-  enlarge(head, tokens, vmax) {
+  /**
+   * The theme's sticky header (sphinx-book-theme's article header) covers the top of the window: the
+   * readout bar sticks under it, and scrolling to the enlarged map leaves room for both (--mha-live-top).
+   */
+  stickUnderHeader() {
+    let top = 0;
+    for (const header of document.querySelectorAll(".bd-header-article, .bd-header")) {
+      const style = getComputedStyle(header);
+      if ((style.position === "sticky" || style.position === "fixed") && style.display !== "none") {
+        top = Math.max(top, header.getBoundingClientRect().height);
+      }
+    }
+    this.root.style.setProperty("--mha-live-top", `${Math.ceil(top)}px`);
+  }
+
+  /** Enlarge `head` under the row of the clicked map (grid.buttons[index]), keyboard focus in it. */
+  enlarge(head, tokens, vmax, grid, index) {
+    if (grid) grid.placeZoom(this.zoom.node, index);
     this.zoom.open(head, tokens, vmax);
     this.zoom.canvas.focus({ preventScroll: true });
     this.zoom.node.scrollIntoView({ block: "nearest" });
@@ -1059,7 +1161,7 @@ function layerControl(numLayers, start, onChange) {
     const layer = Number(slider.value);
     const text = `layer ${layer} (${layer + 1} of ${numLayers})`;
     slider.setAttribute("aria-valuetext", text);
-    setText(value, all.checked ? "all layers" : text);
+    setText(value, all.checked ? `layers 0–${numLayers - 1}` : text);
     slider.disabled = all.checked;
     onChange(all.checked ? "all" : layer);
   };
@@ -1117,15 +1219,22 @@ class LayerMaps {
       title.hidden = groups.length === 1;
       setText(title, `layer ${heads[0].label.split(".")[0].slice(1)}`);
       grid.onEnlarge = (h) => {
-        this.view.lastFocus = grid.node.children[h];
-        this.view.enlarge(grid.heads[h], this.tokens, vmax);
+        this.view.lastFocus = grid.buttons[h];
+        this.view.enlarge(grid.heads[h], this.tokens, vmax, grid, h);
       };
       grid.show(heads, this.tokens, vmax);
     });
     if (!this.view.zoom.node.hidden && this.view.zoom.head) {
-      const label = this.view.zoom.head.label; // keep the enlarged head, with its new weights
-      const head = groups.flat().find((h) => h.label === label);
-      if (head) this.view.zoom.open(head, this.tokens, vmax);
+      const label = this.view.zoom.head.label; // keep the enlarged head, with its new weights, under its row
+      const i = groups.findIndex((heads) => heads.some((h) => h.label === label));
+      if (i >= 0) {
+        const h = groups[i].findIndex((x) => x.label === label);
+        this.grids[i].grid.placeZoom(this.view.zoom.node, h);
+        this.view.zoom.open(groups[i][h], this.tokens, vmax);
+      } else {
+        this.view.zoom.node.hidden = true; // its layer is no longer shown
+        this.view.root.insertBefore(this.view.zoom.node, this.node);
+      }
     }
   }
 }
@@ -1256,12 +1365,16 @@ class ToyCompareView extends View {
 
   buildSection(id) {
     const title = el("p", { class: "mha-live-model-title" });
-    const grid = new HeadGrid({ readout: this.readout, minMap: 64 });
-    const strip = el("div", { class: "mha-live-strip", role: "list" });
-    const node = el("div", { class: "mha-live-model" }, title, grid.node, strip);
+    const grid = new HeadGrid({ readout: this.readout, minMap: 128 });
+    const captionId = `mha-live-strip-${Math.random().toString(36).slice(2)}`;
+    const caption = el("p", { class: "mha-live-strip-caption", id: captionId },
+      "prediction at each position (✓ right, ✗ wrong)");
+    // same columns as the sequence editor above: position i's prediction sits under token i
+    const strip = el("div", { class: "mha-live-strip", role: "list", "aria-labelledby": captionId });
+    const node = el("div", { class: "mha-live-model" }, title, grid.node, caption, strip);
     grid.onEnlarge = (h) => {
-      this.lastFocus = grid.node.children[h];
-      this.enlarge(grid.heads[h], grid.tokens, grid.vmax);
+      this.lastFocus = grid.buttons[h];
+      this.enlarge(grid.heads[h], grid.tokens, grid.vmax, grid, h);
     };
     return { id, title, grid, strip, node };
   }
@@ -1353,6 +1466,9 @@ class PruneView extends View {
     this.maps = new LayerMaps(this, config.attentions.length, config.layer || 0);
     this.sentenceNote = el("p", { class: "mha-live-note" });
     this.attach([this.buildToggles(), this.scores, this.sentenceNote, this.maps.control.node], [this.maps.node]);
+    // the download notice (sizes) before the toggles: read before the first click
+    this.root.insertBefore(this.progress, this.about.nextSibling);
+    this.root.insertBefore(this.status, this.progress);
     this.describeSentence();
     this.result = { tokens: config.tokens, attentions: config.attentions, mask: this.mask, fidelity: config.fidelity,
       mrr: config.mrr, source: "config" };
@@ -1364,7 +1480,8 @@ class PruneView extends View {
 
   buildToggles() {
     const [NL, H] = [this.mask.length, this.mask[0].length];
-    const grid = el("div", { class: "mha-live-toggles", role: "group", "aria-label": `heads: ${NL} layers x ${H}; pressed = on` });
+    const grid = el("div", { class: "mha-live-toggles", role: "group",
+      "aria-label": `heads: ${NL} layers x ${H}; pressed = on; arrow keys move between heads` });
     grid.append(el("span"));
     for (let h = 0; h < H; h++) grid.append(el("span", { "aria-hidden": "true" }, `H${h}`));
     this.toggles = [];
@@ -1372,10 +1489,23 @@ class PruneView extends View {
       grid.append(el("span", { "aria-hidden": "true" }, `L${l}`));
       const row = [];
       for (let h = 0; h < H; h++) {
-        const button = el("button", { type: "button", "aria-label": `layer ${l} head ${h}`, title: `L${l}.H${h}` }, String(h));
+        // one Tab stop for the whole grid (roving tabindex): the arrow keys move, Space or Enter toggles
+        const button = el("button", { type: "button", "aria-label": `layer ${l} head ${h}`, title: `L${l}.H${h}`,
+          tabindex: l === 0 && h === 0 ? "0" : "-1" }, String(h));
         button.addEventListener("click", () => {
           this.mask[l][h] = this.mask[l][h] ? 0 : 1;
+          this.rove(l, h, false);
           this.toggled();
+        });
+        button.addEventListener("keydown", (event) => {
+          const moves = { ArrowUp: [-1, 0], ArrowDown: [1, 0], ArrowLeft: [0, -1], ArrowRight: [0, 1] };
+          let to = null;
+          if (event.key in moves) to = [l + moves[event.key][0], h + moves[event.key][1]];
+          else if (event.key === "Home") to = [event.ctrlKey ? 0 : l, 0];
+          else if (event.key === "End") to = [event.ctrlKey ? NL - 1 : l, H - 1];
+          if (!to) return;
+          event.preventDefault();
+          this.rove(Math.min(NL - 1, Math.max(0, to[0])), Math.min(H - 1, Math.max(0, to[1])), true);
         });
         row.push(button);
         grid.append(button);
@@ -1388,12 +1518,19 @@ class PruneView extends View {
       this.toggled();
     });
     this.refreshToggles();
-    return el("div", {}, el("p", { class: "mha-live-note" }, "Click a head to turn it off or on (pressed = on)."),
-      grid, allOn);
+    return el("div", {}, el("p", { class: "mha-live-note" }, "Click a head to turn it off or on (pressed = on); " +
+      "with the keyboard, Tab into the grid, move with the arrow keys and toggle with Space."), grid, allOn);
+  }
+
+  /** Make toggle (l, h) the grid's one Tab stop; `focus` moves the keyboard focus there. */
+  rove(l, h, focus) {
+    this.toggles.flat().forEach((b) => b.setAttribute("tabindex", "-1"));
+    this.toggles[l][h].setAttribute("tabindex", "0");
+    if (focus) this.toggles[l][h].focus();
   }
 
   describeSentence(text = this.text) {
-    setText(this.sentenceNote, `The maps below are those of the sentence “${text}” -- a head turned off still ` +
+    setText(this.sentenceNote, `The maps below are those of the sentence “${text}”: a head turned off still ` +
       "computes its weights (drawn grey), but its output no longer reaches the next layer.");
   }
 

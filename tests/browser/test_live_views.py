@@ -9,7 +9,9 @@ Checked: the page draws from the notebook's numbers before any download; every v
 ``element.mhaLive.run`` gives ``lastResult`` equal to mha_lib within 0.04 (MiniLM, quantised for
 the web) or 1e-5 (the toy models, exact); head toggles equal mha_lib's ``head_mask``; keyboard
 use; 390 px; bad input (empty, > 256 tokens, HTML in the text); a model that fails to load and a
-browser without WebAssembly; no console error and no request off the local server. MiniLM is
+browser without WebAssembly; no console error and no request off the local server; the reader's
+review (the readout stays in sight, the enlarged map opens under its row, a tap enlarges on touch
+screens, toy predictions line up with the tokens, the prune grid is one Tab stop). MiniLM is
 loaded once for the module (one page, shared by the tests that run it).
 """
 from __future__ import annotations
@@ -93,9 +95,10 @@ class Visit:
         self.console_errors, self.off_site, self.requests = [], [], []
 
 
-def _open(browser, book_url, html, width=1280, height=900, routes=None, init_script=None):
+def _open(browser, book_url, html, width=1280, height=900, routes=None, init_script=None, touch=False):
     """A page showing ``html`` at REL; every request off the local server is refused and recorded."""
-    context = browser.new_context(viewport={"width": width, "height": height}, service_workers="block")
+    context = browser.new_context(viewport={"width": width, "height": height}, service_workers="block",
+                                  has_touch=touch, is_mobile=touch)
     page = context.new_page()
     visit = Visit()
     url = book_url + REL
@@ -603,5 +606,133 @@ def test_a_missing_manifest_is_no_error_before_the_reader_acts_and_is_asked_agai
         manifest_gets = [u for m, u in visit.requests if u.endswith("manifest.json")]
         assert len(manifest_gets) >= 2
         assert all("404" in e for e in visit.console_errors), visit.console_errors
+    finally:
+        context.close()
+
+
+def _box(page, selector):
+    """The element's box in the viewport (CSS px): {x, y, width, height}, or None."""
+    return page.evaluate("(s) => { const e = document.querySelector(s); if (!e) return null; const r = e.getBoundingClientRect();"
+                         " return {x: r.left, y: r.top, width: r.width, height: r.height}; }", selector)
+
+
+def _in_viewport(box, height):
+    return box is not None and box["y"] >= 0 and box["y"] + box["height"] <= height
+
+
+def test_readout_and_enlarged_map_stay_near_the_map_pointed_at(chromium_browser, book_url, page_html):
+    """All six layers: pointing at a layer-5 map keeps the readout in sight; enlarging opens under its row."""
+    _require_models()
+    context, page, visit = _open(chromium_browser, book_url, page_html, width=1280, height=900)
+    try:
+        view = "[data-view=sentence]"
+        page.locator(f"{view} input[type=checkbox]").check()
+        assert page.locator(f"{view} output").text_content() == "layers 0–5"  # not "all layers" twice
+        head = page.locator(f"{view} .mha-live-head").nth(5 * 12 + 10)  # L5.H10, the last row of the last layer
+        head.scroll_into_view_if_needed()
+        box = head.locator("canvas").bounding_box()
+        page.mouse.move(box["x"] + box["width"] * 0.75, box["y"] + box["height"] * 0.25)
+        readout = page.locator(f"{view} .mha-live-readout").text_content()
+        assert readout.startswith("L5.H10: query"), readout
+        assert _in_viewport(_box(page, f"{view} .mha-live-readout"), 900), _box(page, f"{view} .mha-live-readout")
+        # enlarge: the map opens under the clicked map's row, and the page does not jump to the top of the view
+        head_bottom = page.evaluate("(e) => e.getBoundingClientRect().bottom + scrollY", head.element_handle())
+        scroll = page.evaluate("scrollY")
+        head.focus()
+        page.keyboard.press("Enter")
+        page.wait_for_timeout(300)
+        zoom_top = page.evaluate(f"document.querySelector('{view} .mha-live-zoom').getBoundingClientRect().top + scrollY")
+        assert 0 <= zoom_top - head_bottom < 40, (zoom_top, head_bottom)
+        assert abs(page.evaluate("scrollY") - scroll) < 900, "the page jumped away from the clicked map"
+        assert _in_viewport(_box(page, f"{view} .mha-live-zoom-title"), 900)
+        assert page.evaluate("document.activeElement.tagName") == "CANVAS"
+        page.keyboard.press("ArrowDown")
+        assert page.locator(f"{view} .mha-live-readout").text_content().startswith("L5.H10: query")
+        assert _in_viewport(_box(page, f"{view} .mha-live-readout"), 900)
+        page.keyboard.press("Escape")
+        assert page.locator(f"{view} .mha-live-zoom").is_hidden()
+        assert page.evaluate("document.activeElement.getAttribute('aria-label')").startswith("L5.H10")
+        assert visit.console_errors == [] and visit.off_site == []
+    finally:
+        context.close()
+
+
+def test_on_a_touch_screen_a_tap_enlarges_a_map_and_taps_in_it_read_cells(chromium_browser, book_url, page_html):
+    _require_models()
+    context, page, visit = _open(chromium_browser, book_url, page_html, width=390, height=844, touch=True)
+    try:
+        view = "[data-view=sentence]"
+        readout = page.locator(f"{view} .mha-live-readout")
+        instruction = readout.text_content()
+        assert "On a touch screen, tap a map to enlarge it, then tap a cell" in instruction
+        page.locator(f"{view} .mha-live-head").nth(4).tap()
+        assert page.locator(f"{view} .mha-live-zoom").is_visible()
+        assert readout.text_content() == instruction  # the tap enlarged the map; it read no cell
+        canvas = page.locator(f"{view} .mha-live-zoom canvas")
+        box = canvas.bounding_box()
+        canvas.tap(position={"x": box["width"] - 5, "y": box["height"] - 5})  # the last query and key
+        tokens = page.evaluate(f"{VIEW % 'sentence'}.mhaLive.lastResult.tokens")
+        assert readout.text_content().startswith(f"L0.H4: query “{tokens[-1]}”"), readout.text_content()
+        assert visit.console_errors == [] and visit.off_site == []
+    finally:
+        context.close()
+
+
+def test_toy_predictions_line_up_with_the_tokens_and_tap_targets_are_big_enough(chromium_browser, book_url, page_html):
+    _require_models()
+    for width in (1280, 390):
+        context, page, visit = _open(chromium_browser, book_url, page_html, width=width, height=844)
+        try:
+            view = "[data-view=toy-compare]"
+            page.wait_for_function(f"document.querySelector('{view} .mha-live-status').textContent.includes('MB')")
+            status = page.locator(f"{view} .mha-live-status").text_content()
+            assert "the four models (" in status and "the model (" not in status, status
+            lefts = lambda sel, m=0: page.evaluate(  # noqa: E731
+                "([s, m]) => [...[...document.querySelectorAll(s)][m].children]"
+                ".map(e => Math.round(e.getBoundingClientRect().left))", [sel, m])
+            columns = lefts(f"{view} .mha-live-sequence")
+            captions = page.locator(f"{view} .mha-live-strip-caption")
+            assert captions.count() == len(TOYS)
+            assert captions.first.text_content() == "prediction at each position (✓ right, ✗ wrong)"
+            for m in range(len(TOYS)):
+                cells = lefts(f"{view} .mha-live-strip", m)
+                assert cells == columns, (width, m, cells, columns)  # one column per position, no wrapping
+            for target in ("select", "input[type=radio]"):
+                b = page.locator(f"{view} .mha-live-position {target}").first.bounding_box()
+                assert b["width"] >= 24 and b["height"] >= 24, (width, target, b)
+            if width == 1280:
+                side = page.locator(f"{view} .mha-live-head canvas").first.bounding_box()["width"]
+                assert side >= 128, f"toy maps of {side} px at 1280"
+            over = page.evaluate("document.documentElement.scrollWidth - document.documentElement.clientWidth")
+            assert over <= 0 and visit.console_errors == [] and visit.off_site == []
+        finally:
+            context.close()
+
+
+def test_prune_toggles_are_one_tab_stop_moved_by_arrow_keys(chromium_browser, book_url, page_html):
+    _require_models()
+    context, page, visit = _open(chromium_browser, book_url, page_html)
+    try:
+        view = "[data-view=prune]"
+        toggles = page.locator(f"{view} .mha-live-toggles button")
+        # the download sizes are said before the toggles
+        assert _box(page, f"{view} .mha-live-status")["y"] < toggles.first.bounding_box()["y"]
+        page.wait_for_function(f"document.querySelector('{view} .mha-live-status').textContent.includes('MB')")
+        stops = page.evaluate(f"[...document.querySelectorAll('{view} .mha-live-toggles button')]"
+                              ".filter(b => b.tabIndex >= 0).length")
+        assert stops == 1
+        toggles.first.focus()
+        page.keyboard.press("ArrowRight")
+        page.keyboard.press("ArrowDown")
+        assert page.evaluate("document.activeElement.getAttribute('aria-label')") == "layer 1 head 1"
+        ring = page.evaluate("(() => { const s = getComputedStyle(document.activeElement); "
+                             "return [s.outlineStyle, s.outlineWidth, s.outlineColor, s.backgroundColor]; })()")
+        assert ring[0] == "solid" and ring[1] == "3px" and ring[2] != ring[3], ring  # seen on a dark ("on") toggle
+        before = page.evaluate("document.activeElement.getAttribute('aria-pressed')")
+        page.keyboard.press("Space")
+        assert page.evaluate("document.activeElement.getAttribute('aria-pressed')") != before
+        page.keyboard.press("Tab")  # out of the grid in one step: the "All heads on" button
+        assert page.evaluate("document.activeElement.textContent") == "All heads on"
+        assert visit.off_site == []
     finally:
         context.close()

@@ -7,8 +7,8 @@ import assert from "node:assert/strict";
 import fs from "node:fs";
 import {
   URLS, VIRIDIS, argmaxRows, attentionsFromOutput, checkConfig, checkHeadMask, checkToyInput, colourOf, describeValue,
-  formatMB, getManifest, greyOf, gridLayout, largestWeight, licenceParts, markedTokens, paraphraseScores,
-  prevMarkedLabels, readoutText, setText, shortLabel, zoomLayout,
+  downloadText, formatMB, getManifest, greyOf, gridLayout, largestWeight, licenceParts, markedTokens, paraphraseScores,
+  prevMarkedLabels, readoutText, rowEnd, setText, shortLabel, zoomLayout,
 } from "../mha_live.mjs";
 
 const FIXTURE = process.env.MHA_WEB_FIXTURE;
@@ -229,4 +229,23 @@ test("a manifest that failed to load is asked for again, not cached", async () =
   } finally {
     globalThis.fetch = real;
   }
+});
+
+test("download notice: one model or several, the runtime left out once loaded, nothing left", () => {
+  assert.equal(downloadText(1, 22.4e6, 14.2e6), "the model (22.4 MB) and the runtime (14.2 MB)");
+  assert.equal(downloadText(4, 0.9e6, 14.2e6), "the four models (0.9 MB) and the runtime (14.2 MB)");
+  assert.equal(downloadText(4, 0.9e6, 0), "the four models (0.9 MB)");
+  assert.equal(downloadText(12, 1e6, null), "the 12 models (1.0 MB)");
+  assert.equal(downloadText(0, 0, 14.2e6), "the runtime (14.2 MB)");
+  assert.equal(downloadText(0, 0, 0), "");
+});
+
+test("rowEnd: the enlarged map opens under the clicked map's row", () => {
+  assert.equal(rowEnd(0, 4, 12), 3);
+  assert.equal(rowEnd(5, 4, 12), 7);
+  assert.equal(rowEnd(11, 4, 12), 11);
+  assert.equal(rowEnd(9, 4, 10), 9); // a short last row
+  assert.equal(rowEnd(2, 1, 3), 2);
+  assert.throws(() => rowEnd(12, 4, 12), /item 12 of 12/);
+  assert.throws(() => rowEnd(0, 0, 12), /0 columns/);
 });
