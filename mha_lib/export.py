@@ -438,8 +438,8 @@ def quantize_for_web(src: Union[str, os.PathLike], dst: Union[str, os.PathLike],
         min_table_elements: smallest embedding table (rows x columns) stored as int8, >= 1.
 
     Returns:
-        ``{"bytes": file size, "matmuls": weight MatMuls quantised, "tables": int8 tables,
-        "block_size": block_size}``.
+        a dict with ``bytes`` (the file size), ``matmuls`` (weight MatMuls quantised),
+        ``tables`` (int8 tables) and ``block_size``.
 
     Raises:
         ValueError: ``src`` missing or not an ONNX file, ``dst`` a folder or in a missing one, a

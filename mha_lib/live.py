@@ -294,9 +294,9 @@ def sentence_config(bert, text: str, *, layer: int = 0) -> Dict[str, Any]:
         layer: the layer shown first, in [0, num_layers).
 
     Returns:
-        ``{"text", "tokens": [L str], "truncated": bool, "layer": int, "num_layers", "num_heads",
-        "attentions": [layer][head][query][key]}`` -- weights as mha_lib returns them, (L, L)
-        per head, rows summing to 1.
+        a dict with ``text``, ``tokens`` (L str), ``truncated`` (bool), ``layer`` (int),
+        ``num_layers``, ``num_heads`` and ``attentions`` ([layer][head][query][key] lists): the
+        weights as mha_lib returns them, (L, L) per head, rows summing to 1.
 
     Raises:
         ValueError: ``bert`` not a BertEncoder, ``text`` not a non-empty str (or with a lone
@@ -340,10 +340,10 @@ def toy_compare_config(spec_names: Sequence[str], batch, *, index: int = 0, seed
             its spec); names left out are loaded with :func:`mha_lib.tasks.load_trained`.
 
     Returns:
-        ``{"models": [names], "task": task.to_dict(), "ids": [L], "types": [L],
-        "labels": [L] (the task's labels, -100 where none), "results": {name: {"attentions":
-        [layer][head][query][key], "predictions": [L] (argmax of the logits), "confidence":
-        [L] (its softmax probability)}}}``.
+        a dict with ``models`` (the names), ``task`` (``task.to_dict()``), ``ids`` and
+        ``types`` (L each), ``labels`` (L; the task's labels, -100 where none) and ``results``:
+        per name, a dict with ``attentions`` ([layer][head][query][key]), ``predictions`` (L;
+        argmax of the logits) and ``confidence`` (L; its softmax probability).
 
     Raises:
         ValueError: ``spec_names`` not a (list of) str, empty, with an unknown or repeated name;
@@ -476,10 +476,10 @@ def paraphrase_scores(embeddings: torch.Tensor, reference: torch.Tensor, num_anc
         num_anchors: A >= 1, with N >= 2 A.
 
     Returns:
-        ``{"fidelity": mean over texts of cos(embedding, reference), "mrr": mean over anchors of
-        1 / rank of its paraphrase among the candidates (1 = ranked first; ties count in the
-        paraphrase's favour, as chapter 4's evaluation does)}`` -- the mean reciprocal rank of
-        question answering (Voorhees 1999, TREC-8).
+        a dict with ``fidelity`` (the mean over texts of cos(embedding, reference)) and ``mrr``
+        (the mean over anchors of 1 / rank of its paraphrase among the candidates; 1 = ranked
+        first; ties count in the paraphrase's favour, as chapter 4's evaluation does): the mean
+        reciprocal rank of question answering (Voorhees 1999, TREC-8).
 
     Raises:
         ValueError: shapes that do not match, or too few texts for ``num_anchors``.
@@ -518,9 +518,10 @@ def prune_config(bert, text: str, anchors: Sequence[str], paraphrases: Sequence[
         layer: the layer whose maps are shown first.
 
     Returns:
-        ``{"text", "tokens", "truncated", "layer", "num_layers", "num_heads", "mask": [layer][head]
-        (0/1), "texts": [N str], "num_anchors": A, "fidelity", "mrr" (for ``mask``, by mha_lib), "mrr_all" (all heads on),
-        "attentions": [layer][head][query][key]}`` -- the maps with ``mask`` applied downstream
+        a dict with ``text``, ``tokens``, ``truncated``, ``layer``, ``num_layers``,
+        ``num_heads``, ``mask`` ([layer][head], 0/1), ``texts`` (N str), ``num_anchors`` (A),
+        ``fidelity`` and ``mrr`` (for ``mask``, by mha_lib), ``mrr_all`` (all heads on) and
+        ``attentions`` ([layer][head][query][key]): the maps with ``mask`` applied downstream
         (a head's own weights do not change when it is off: ``head_mask`` gates its output).
 
     Raises:

@@ -366,7 +366,7 @@ def test_without_webassembly_the_figure_stays(chromium_browser, book_url, page_h
 def _live_pages():
     from book_site import book_pages
 
-    return [rel for rel in book_pages() if "mha-live-view" in (HTML_ROOT / rel).read_text(encoding="utf-8")]
+    return [rel for rel in book_pages() if 'class="mha-live-view"' in (HTML_ROOT / rel).read_text(encoding="utf-8")]
 
 
 LIVE_PAGES = _live_pages()
