@@ -64,7 +64,7 @@ test-browser: book browser-deps
 
 # Every test: the book build, the package and book tests, nbval, the browser tests.
 test: book browser-deps
-	$(BIN)/python -m pytest tests
+	$(BIN)/python -m pytest tests --durations=15
 	$(MAKE) test-notebooks
 
 # Re-run every chapter notebook in place (per-cell timeout, widget state stored).
