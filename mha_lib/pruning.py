@@ -252,6 +252,18 @@ def _batch_size(batch: Any) -> int:
     raise ValueError(f"cannot tell the batch size of a {type(batch).__name__}; pass tensors or texts")
 
 
+def _per_example_losses(losses: Any, batch_size: int, where: str) -> Tensor:
+    """``losses`` checked as loss_fn's per-example output: a finite (B,) tensor (``where`` ends the message)."""
+    if not isinstance(losses, Tensor) or tuple(losses.shape) != (batch_size,):
+        raise ValueError(
+            f"loss_fn must return per-example losses of shape (B,) = ({batch_size},), got "
+            f"{tuple(losses.shape) if isinstance(losses, Tensor) else type(losses).__name__}"
+        )
+    if not torch.isfinite(losses).all():
+        raise ValueError(f"loss_fn returned non-finite losses{where}: {losses.detach().cpu().tolist()}")
+    return losses
+
+
 # ----------------------------------------------------------------------------- importance
 def head_importance(
     model: nn.Module,
@@ -322,13 +334,7 @@ def head_importance(
                 gates.append(row.expand(B, -1).clone().requires_grad_(True))  # (B, H_l)
             with torch.enable_grad():
                 losses = loss_fn(model, batch, gates)
-                if not isinstance(losses, Tensor) or tuple(losses.shape) != (B,):
-                    raise ValueError(
-                        f"loss_fn must return per-example losses of shape (B,) = ({B},), got "
-                        f"{tuple(losses.shape) if isinstance(losses, Tensor) else type(losses).__name__}"
-                    )
-                if not torch.isfinite(losses).all():
-                    raise ValueError(f"loss_fn returned non-finite losses: {losses.detach().cpu().tolist()}")
+                losses = _per_example_losses(losses, B, "")
                 grads = torch.autograd.grad(losses.sum(), gates, allow_unused=True)
             # None (the gate never entered the graph) is not the same as a zero gradient (it
             # did, and the loss happens not to move with it): the first means loss_fn dropped
@@ -854,14 +860,8 @@ def train_head_gates(
             B = _batch_size(batch)
             with torch.enable_grad():
                 z = gates.sample(B, generator)  # (n, B, H): one draw per example
-                losses = loss_fn(model, batch, layer_head_masks(model, z))
-                if not isinstance(losses, Tensor) or tuple(losses.shape) != (B,):
-                    raise ValueError(
-                        f"loss_fn must return per-example losses of shape (B,) = ({B},), got "
-                        f"{tuple(losses.shape) if isinstance(losses, Tensor) else type(losses).__name__}"
-                    )
-                if not torch.isfinite(losses).all():
-                    raise ValueError(f"loss_fn returned non-finite losses at gate step {step}")
+                losses = _per_example_losses(loss_fn(model, batch, layer_head_masks(model, z)), B,
+                                             f" at gate step {step}")
                 l0 = gates.expected_l0()
                 objective = losses.mean() + penalty * l0
                 opt.zero_grad(set_to_none=True)

@@ -22,7 +22,7 @@ from importlib import resources
 import pytest
 import torch
 
-from book_site import CHROMIUM, HTML_ROOT, SCREENSHOTS
+from book_site import HTML_ROOT, SCREENSHOTS
 
 pytestmark = pytest.mark.browser
 
@@ -95,19 +95,17 @@ class Visit:
         self.console_errors, self.off_site, self.requests = [], [], []
 
 
-def _open(browser, book_url, html, width=1280, height=900, routes=None, init_script=None, touch=False):
-    """A page showing ``html`` at REL; every request off the local server is refused and recorded."""
-    context = browser.new_context(viewport={"width": width, "height": height}, service_workers="block",
-                                  has_touch=touch, is_mobile=touch)
-    page = context.new_page()
+def _watch(page, book_url, pages=None, routes=None) -> Visit:
+    """Record ``page``'s requests and console errors; serve ``pages`` ({url: html}) from memory,
+    answer URLs ending in a key of ``routes`` with that status, and refuse (and record) every
+    request off the local server."""
     visit = Visit()
-    url = book_url + REL
 
     def route(r):
         u = r.request.url
         visit.requests.append((r.request.method, u[len(book_url):] if u.startswith(book_url) else u))
-        if u == url:
-            r.fulfill(status=200, body=html, content_type="text/html")
+        if pages and u in pages:
+            r.fulfill(status=200, body=pages[u], content_type="text/html")
         elif routes and any(u.endswith(s) for s in routes):
             r.fulfill(status=routes[next(s for s in routes if u.endswith(s))], body="not here")
         elif u.startswith(book_url) or u.startswith("data:") or u.startswith("blob:"):
@@ -119,6 +117,16 @@ def _open(browser, book_url, html, width=1280, height=900, routes=None, init_scr
     page.route("**/*", route)
     page.on("console", lambda m: visit.console_errors.append(m.text) if m.type == "error" else None)
     page.on("pageerror", lambda e: visit.console_errors.append(f"uncaught: {e}"))
+    return visit
+
+
+def _open(browser, book_url, html, width=1280, height=900, routes=None, init_script=None, touch=False):
+    """A page showing ``html`` at REL; every request off the local server is refused and recorded."""
+    context = browser.new_context(viewport={"width": width, "height": height}, service_workers="block",
+                                  has_touch=touch, is_mobile=touch)
+    page = context.new_page()
+    url = book_url + REL
+    visit = _watch(page, book_url, {url: html}, routes)
     if init_script:
         page.add_init_script(init_script)
     page.goto(url, wait_until="load")
@@ -380,20 +388,7 @@ def test_chapter_live_views_mount_and_show_the_notebook_numbers(chromium_browser
     _require_models()
     context = chromium_browser.new_context(viewport={"width": 1280, "height": 900}, service_workers="block")
     page = context.new_page()
-    visit = Visit()
-
-    def route(r):
-        u = r.request.url
-        visit.requests.append((r.request.method, u[len(book_url):] if u.startswith(book_url) else u))
-        if u.startswith(book_url) or u.startswith("data:") or u.startswith("blob:"):
-            r.continue_()
-        else:
-            visit.off_site.append(u)
-            r.abort("blockedbyclient")
-
-    page.route("**/*", route)
-    page.on("console", lambda m: visit.console_errors.append(m.text) if m.type == "error" else None)
-    page.on("pageerror", lambda e: visit.console_errors.append(f"uncaught: {e}"))
+    visit = _watch(page, book_url)
     try:
         page.goto(book_url + rel, wait_until="load")
         page.wait_for_function("[...document.querySelectorAll('.mha-live-view')].every(e => e.mhaLive && e.mhaLive.lastResult)",
