@@ -8,7 +8,8 @@
    ``_static/``, whose every .js file Jupyter Book would add to every page. _config.yml points
    ``nb_ipywidgets_js`` and ``mathjax_path`` at them, and ``_static/mha_book.js`` tells
    ``mha_lib.viz.bertviz_view`` where require.js, d3 and jquery are. The live views' ES modules
-   (``web/*.mjs``) are copied to ``_static/live/``, where ``_static/mha_book.js`` imports them.
+   (``mha_lib/web/*.mjs``: package data, since a kernel's widget, ``mha_lib.live.LiveWidget``,
+   runs the same code) are copied to ``_static/live/``, where ``_static/mha_book.js`` imports them.
 
 2. Fresh static files. When no page is out of date, Sphinx 7 skips copying ``_static/``, so
    an edited ``_static/mha_book.js`` would stay stale in an incremental build; it is
@@ -39,7 +40,7 @@ VENDOR = {
     "html-manager/": "@jupyter-widgets/html-manager/dist/",
     "mathjax/": "mathjax/es5/",
     "mathjax/LICENSE": "mathjax/LICENSE",
-    # onnxruntime-web's WebAssembly backend only (the live views, web/mha_live.mjs): the ES
+    # onnxruntime-web's WebAssembly backend only (the live views, mha_lib/web/mha_live.mjs): the ES
     # module, the Emscripten loader it imports and the SIMD WebAssembly binary -- the three files
     # a page fetches -- not the WebGPU/WebGL/JSPI builds of the npm dist (about 130 MB).
     "onnxruntime-web/ort.wasm.min.mjs": "onnxruntime-web/dist/ort.wasm.min.mjs",
@@ -77,8 +78,8 @@ OUT OF OR IN CONNECTION WITH THE SOFTWARE OR THE USE OR OTHER DEALINGS IN THE
 SOFTWARE.
 """),
 }
-# The live views' own ES modules (web/*.mjs, tested by node --test) go to _static/live/.
-LIVE_SOURCE = "web"
+# The live views' own ES modules (mha_lib/web/*.mjs, tested by node --test) go to _static/live/.
+LIVE_SOURCE = "mha_lib/web"
 # Not needed by the pages: source maps, the AMD builds, MathJax's other combined components
 # and its speech-rule engine (loaded only when a reader turns speech on in MathJax's menu).
 SKIP_SUFFIXES = (".map",)

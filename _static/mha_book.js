@@ -212,7 +212,7 @@
 
   /* Live views (issue 17). A notebook cell's mha_lib.live.live_view(...) output is an element
    * <div class="mha-live-view" data-view=... data-config=...> holding a static figure. When a
-   * page has one, the ES module _static/live/mha_live.mjs (copied from web/ by
+   * page has one, the ES module _static/live/mha_live.mjs (copied from mha_lib/web/ by
    * _ext/mha_book_assets.py) is imported -- its URL resolved from this script's own URL, which
    * works from every folder of the site -- and mounts each view. Pages without a live view load
    * nothing. If the import fails, the static figure stays and the view says why. */

@@ -34,12 +34,13 @@ padded row gets all-zero attention rows in the file, as in mha_lib. Not exported
 encoder-decoder (chapter 6: two input sequences and three kinds of attention) and models pruned
 to different head counts per layer (``attentions`` and ``head_mask`` would be ragged).
 
-:func:`quantize_for_web` makes the copy the book serves: 8-bit weight-only ``MatMulNBits``
-(onnxruntime's block quantisation) for every weight matrix and an int8 embedding table (rows
-rotated by a Hadamard matrix, one scale per row) -- ops that onnxruntime-web's WebAssembly backend
-runs. For all-MiniLM-L6-v2 that is 24.8 MB instead of 90 MB, with attention weights within about
-0.03 of mha_lib's and sentence embeddings at cosine >= 0.999 (:func:`compare_on_sentences` measures
-it). :func:`compare_onnx` measures how far any file is from mha_lib.
+:func:`split_for_web` makes the copy the book serves: every weight matrix in float16 (computed in
+float32) and the token-embedding table moved out of the file into small row files, of which a page
+fetches only those its text's tokens need (:class:`TokenRows` reads them in Python). For
+all-MiniLM-L6-v2 that is a 21.8 MB file instead of 90 MB plus about 8 row files of 24 KB per
+sentence, with attention weights within about 0.002 of mha_lib's. :func:`quantize_for_web` makes the
+smallest single file (8-bit weights, 24.8 MB, attention weights within about 0.03).
+:func:`compare_on_sentences` and :func:`compare_onnx` measure how far any file is from mha_lib.
 
 Needs the extra ``pip install "mha_lib[export]"`` (onnx, onnxscript; onnxruntime to run the files);
 ``import mha_lib`` does not import them.
@@ -51,6 +52,7 @@ from __future__ import annotations
 
 import contextlib
 import importlib
+import json
 import logging
 import os
 import warnings
@@ -69,6 +71,8 @@ __all__ = [
     "ExportInfo",
     "export_onnx",
     "quantize_for_web",
+    "split_for_web",
+    "TokenRows",
     "onnx_session",
     "run_onnx",
     "compare_onnx",
@@ -410,7 +414,10 @@ def _checked_path(path, name: str, *, must_exist: bool) -> str:
 # ----------------------------------------------------------------------------- quantisation
 def quantize_for_web(src: Union[str, os.PathLike], dst: Union[str, os.PathLike], *, block_size: int = 32,
                      min_table_elements: int = 1 << 16) -> dict:
-    """Weight-only 8-bit copy of an exported file, for onnxruntime-web's WebAssembly backend.
+    """Weight-only 8-bit copy of an exported file, in one file, for onnxruntime-web's WebAssembly backend.
+
+    The smallest single file, for when its size matters more than exact weights; the book serves
+    :func:`split_for_web`'s float16 copy instead, whose attention weights stay within 0.002.
 
     * Every ``MatMul`` whose second input is a weight initializer becomes onnxruntime's
       ``com.microsoft.MatMulNBits`` with ``bits=8``: symmetric int8 blocks of ``block_size``
@@ -427,9 +434,10 @@ def quantize_for_web(src: Union[str, os.PathLike], dst: Union[str, os.PathLike],
     on :data:`CHECK_SENTENCES` at real positions: attention weights move by at most 0.026 (99.9% of them
     by less than 0.007), sentence embeddings keep cosine >= 0.9994. The weight matrices cause most of
     it: a sharp head turns a small change of its scores into a large one of its weights when two keys
-    nearly tie, and one 8-bit matrix alone already moves some weight by up to 0.016 (10 bits would
-    be needed for 0.01, which does not fit in 25 MB). Plain dynamic int8 quantisation (activations
-    too) moved attention weights by up to 0.34.
+    nearly tie, and one 8-bit matrix alone already moves some weight by up to 0.016. Within 0.01 would
+    take about 10 bits a value for the table and for the matrices, at least 27.9 MB in one file
+    (measured with a simulation of these roundings on 36 + 64 + 128 texts). Plain dynamic int8
+    quantisation (activations too) moved attention weights by up to 0.34.
 
     Args:
         src: an ``.onnx`` file written by :func:`export_onnx`.
@@ -470,6 +478,9 @@ def quantize_for_web(src: Union[str, os.PathLike], dst: Union[str, os.PathLike],
     meta = {p.key: p.value for p in model.metadata_props}
     if METADATA_PREFIX + "quantized" in meta or any(n.op_type == "MatMulNBits" for n in model.graph.node):
         raise ValueError(f"src={src!r} is already quantised (MatMulNBits): quantise the float32 file from "
+                         "export_onnx instead")
+    if METADATA_PREFIX + "web" in meta:
+        raise ValueError(f"src={src!r} is already {meta[METADATA_PREFIX + 'web']!r}: quantise the float32 file from "
                          "export_onnx instead")
     weights = {t.name for t in model.graph.initializer}
     matmuls = sum(n.op_type == "MatMul" and n.input[1] in weights for n in model.graph.node)
@@ -586,16 +597,203 @@ def _int8_tables(model, min_elements: int) -> int:
     return count
 
 
+# ----------------------------------------------------------------------------- float16 + token rows
+#: The file :func:`split_for_web` writes next to the row files, describing them (JSON).
+ROWS_INDEX = "index.json"
+_FLOAT16_MIN_ELEMENTS = 1024  # float32 initializers at least this big become float16 (matrices, position table)
+
+
+def split_for_web(src: Union[str, os.PathLike], dst: Union[str, os.PathLike], rows_dir: Union[str, os.PathLike], *,
+                  rows_per_file: int = 32, min_table_elements: int = 1 << 16) -> dict:
+    """A float16 copy of an exported file whose token-embedding table lives in small row files.
+
+    What the book serves for MiniLM: the page downloads the model (every weight matrix and the
+    position table as float16, about a quarter of the float32 file) and then, for each text, only
+    the files holding the rows of the text's tokens. float16 keeps every attention weight within
+    about 0.002 of float32 mha_lib; no single file of 8-bit weights under 25 MB gets within 0.01
+    (see :func:`quantize_for_web`), because the token table alone (30522 x 384) needs about 10
+    bits a value and the matrices about 10 more.
+
+    * The ``Gather`` (axis 0) that reads token rows from a float32 2-D table of at least
+      ``min_table_elements`` values from the ``input_ids`` input is rewired: the file takes
+      ``token_rows`` float16 (U, d) -- the rows of the U distinct ids of the batch -- and
+      ``token_index`` int64 (B, L), each position's row in ``token_rows``; ``input_ids`` is no
+      longer an input. :class:`TokenRows` (Python) and the page make both from ids.
+    * Every other float32 initializer with at least 1024 values (the weight matrices, the
+      position table) is stored as float16 and cast back to float32 in the graph (``Cast``;
+      onnxruntime folds it when the session starts). Computation stays float32.
+    * The table is written as float16, ``rows_per_file`` rows per file (``0000.bin``, ``0001.bin``,
+      ...; raw little-endian, the last file shorter), with ``index.json``:
+      ``{"rows", "dim", "rows_per_file", "files", "dtype": "float16", "file_bytes"}``.
+
+    Args:
+        src: a file from :func:`export_onnx` with token ids (MiniLM).
+        dst: the ``.onnx`` file to write (not ``src``); overwritten.
+        rows_dir: folder for the row files, created if missing; its old ``*.bin`` files are removed.
+        rows_per_file: rows per file, >= 1 (32 rows of MiniLM are 24,576 bytes).
+        min_table_elements: the smallest table taken for the token table, >= 1.
+
+    Returns:
+        A dict: ``bytes`` (dst's size), ``rows_bytes`` (all row files), ``rows_files`` (their
+        count), ``float16`` (initializers stored as float16), ``rows_per_file``, ``dim``, ``rows``.
+
+    Raises:
+        ValueError: ``src`` missing or not an ONNX file, ``dst`` equal to ``src``, a file that is
+            already split or quantised, one with no such token table, a weight beyond float16's
+            range (65504), bad ``rows_per_file`` or ``min_table_elements``.
+        ImportError: onnx missing (names ``pip install "mha_lib[export]"``).
+    """
+    src = _checked_path(src, "src", must_exist=True)
+    dst = _checked_path(dst, "dst", must_exist=False)
+    if os.path.abspath(src) == os.path.abspath(dst):
+        raise ValueError(f"dst={dst!r} is src: write the copy to another file")
+    if not isinstance(rows_dir, (str, os.PathLike)) or not os.fspath(rows_dir):
+        raise ValueError(f"rows_dir must be a folder path (str or os.PathLike), got {rows_dir!r}")
+    rows_per_file = checks.positive_int(rows_per_file, "rows_per_file")
+    min_table_elements = checks.positive_int(min_table_elements, "min_table_elements")
+    onnx = _require("onnx")
+    from onnx import TensorProto, helper, numpy_helper
+
+    try:
+        model = onnx.load(src)
+    except Exception as err:  # DecodeError and friends
+        raise ValueError(f"src={src!r} is not an ONNX file ({err})") from None
+    meta = {p.key: p.value for p in model.metadata_props}
+    for key in ("quantized", "web"):
+        if METADATA_PREFIX + key in meta:
+            raise ValueError(f"src={src!r} is already {meta[METADATA_PREFIX + key]!r}: split the file export_onnx wrote")
+    graph = model.graph
+    inits = {t.name: t for t in graph.initializer}
+    ids_input = next((i for i in graph.input if i.name == "input_ids"), None)
+    gathers = [n for n in graph.node if n.op_type == "Gather" and len(n.input) == 2 and n.input[1] == "input_ids"
+               and n.input[0] in inits and len(inits[n.input[0]].dims) == 2
+               and inits[n.input[0]].data_type == TensorProto.FLOAT
+               and int(np.prod(inits[n.input[0]].dims)) >= min_table_elements
+               and all(a.i == 0 for a in n.attribute if a.name == "axis")]
+    users = [n for n in graph.node if "input_ids" in n.input]
+    if ids_input is None or len(gathers) != 1 or len(users) != 1:
+        raise ValueError(f"src={src!r} has no single token table (a Gather of >= {min_table_elements} float32 values "
+                         "from input_ids that nothing else reads): nothing to split")
+    gather = gathers[0]
+    table = numpy_helper.to_array(inits[gather.input[0]])  # (V, d) float32
+    float16 = {name: numpy_helper.to_array(t) for name, t in inits.items() if name != gather.input[0]
+               and t.data_type == TensorProto.FLOAT and len(t.dims) >= 2 and int(np.prod(t.dims)) >= _FLOAT16_MIN_ELEMENTS}
+    for name, value in [(gather.input[0], table), *float16.items()]:
+        if np.abs(value).max() > np.finfo(np.float16).max:
+            raise ValueError(f"initializer {name!r} holds {np.abs(value).max():.4g}, beyond float16's range")
+
+    # the graph: token_rows (U, d) float16 and token_index (B, L) replace the table and input_ids
+    V, d = table.shape
+    index_type = helper.make_tensor_value_info("token_index", TensorProto.INT64, None)
+    index_type.type.tensor_type.shape.CopyFrom(ids_input.type.tensor_type.shape)
+    rows_type = helper.make_tensor_value_info("token_rows", TensorProto.FLOAT16, ["rows", d])
+    position = [i for i, x in enumerate(graph.input) if x.name == "input_ids"][0]
+    graph.input.remove(ids_input)
+    graph.input.insert(position, index_type)
+    graph.input.append(rows_type)
+    nodes = [helper.make_node("Cast", [f"{name}_float16"], [name], to=TensorProto.FLOAT) for name in float16]
+    for node in graph.node:
+        if node is gather:
+            nodes += [helper.make_node("Cast", ["token_rows"], ["token_rows_float32"], to=TensorProto.FLOAT),
+                      helper.make_node("Gather", ["token_rows_float32", "token_index"], list(node.output), axis=0)]
+        else:
+            nodes.append(node)
+    del graph.node[:]
+    graph.node.extend(nodes)
+    keep = [t for t in graph.initializer if t.name != gather.input[0] and t.name not in float16]
+    keep += [numpy_helper.from_array(v.astype(np.float16), f"{name}_float16") for name, v in float16.items()]
+    del graph.initializer[:]
+    graph.initializer.extend(keep)
+    files = -(-V // rows_per_file)
+    index = {"rows": int(V), "dim": int(d), "rows_per_file": rows_per_file, "files": files, "dtype": "float16",
+             "file_bytes": rows_per_file * d * 2}
+    meta[METADATA_PREFIX + "web"] = f"float16 weights; token rows outside the file, {rows_per_file} per file"
+    # where the rows lie, relative to the file's folder: onnx_session finds them there
+    meta[METADATA_PREFIX + "token_rows"] = os.path.relpath(os.path.abspath(rows_dir),
+                                                           os.path.dirname(os.path.abspath(dst))).replace(os.sep, "/")
+    del model.metadata_props[:]
+    for key, value in meta.items():
+        model.metadata_props.add(key=key, value=value)
+    onnx.checker.check_model(model)
+    onnx.save(model, dst)
+
+    # the row files
+    os.makedirs(rows_dir, exist_ok=True)
+    for old in os.listdir(rows_dir):
+        if old.endswith(".bin"):
+            os.remove(os.path.join(rows_dir, old))
+    rows16 = table.astype("<f2")
+    for k in range(files):
+        rows16[k * rows_per_file:(k + 1) * rows_per_file].tofile(os.path.join(rows_dir, f"{k:04d}.bin"))
+    with open(os.path.join(rows_dir, ROWS_INDEX), "w", encoding="utf-8") as f:
+        json.dump(index, f, indent=1)
+    return {"bytes": os.path.getsize(dst), "rows_bytes": int(rows16.nbytes), "rows_files": files,
+            "float16": len(float16), "rows_per_file": rows_per_file, "dim": int(d), "rows": int(V)}
+
+
+class TokenRows:
+    """The token-embedding rows that :func:`split_for_web` wrote, read back for a batch of ids.
+
+    Args:
+        folder: the ``rows_dir`` given to :func:`split_for_web` (holds ``index.json`` and the
+            ``.bin`` files).
+
+    Attributes:
+        table: (rows, dim) float16 numpy array, every row (read lazily, file by file, on first use).
+
+    Raises:
+        ValueError: a folder without ``index.json``, or a row file missing or of the wrong size.
+    """
+
+    def __init__(self, folder: Union[str, os.PathLike]):
+        if not isinstance(folder, (str, os.PathLike)) or not os.path.isfile(os.path.join(folder, ROWS_INDEX)):
+            raise ValueError(f"folder={folder!r} holds no {ROWS_INDEX}: give the rows_dir split_for_web wrote")
+        self.folder = os.fspath(folder)
+        with open(os.path.join(self.folder, ROWS_INDEX), encoding="utf-8") as f:
+            self.index = json.load(f)
+        self._table: Optional[np.ndarray] = None
+
+    @property
+    def table(self) -> np.ndarray:
+        if self._table is None:
+            n, d, per = self.index["rows"], self.index["dim"], self.index["rows_per_file"]
+            parts = []
+            for k in range(self.index["files"]):
+                path = os.path.join(self.folder, f"{k:04d}.bin")
+                want = min(per, n - k * per) * d
+                part = np.fromfile(path, dtype="<f2") if os.path.isfile(path) else np.zeros(0, "<f2")
+                if part.size != want:
+                    raise ValueError(f"{path!r} holds {part.size} values, not {want}: the row files are incomplete")
+                parts.append(part.reshape(-1, d))
+            self._table = np.concatenate(parts)
+        return self._table
+
+    def feeds(self, input_ids) -> Dict[str, np.ndarray]:
+        """``token_rows`` (U, dim) float16 and ``token_index`` (B, L) int64 for ``input_ids`` (B, L),
+        integers in [0, rows) (checked by the caller, :func:`run_onnx`)."""
+        ids = np.asarray(input_ids, dtype=np.int64)
+        unique, index = np.unique(ids, return_inverse=True)
+        return {"token_rows": self.table[unique], "token_index": index.reshape(ids.shape).astype(np.int64)}
+
+
 # ----------------------------------------------------------------------------- running and comparing
-def onnx_session(path: Union[str, os.PathLike], *, threads: Optional[int] = None):
+def onnx_session(path: Union[str, os.PathLike], *, threads: Optional[int] = None,
+                 token_rows: Union[str, os.PathLike, None] = None):
     """An ``onnxruntime.InferenceSession`` on the CPU for an exported file.
+
+    A file from :func:`split_for_web` reads its token rows from files: the session gets them as
+    ``session.mha_lib_token_rows`` (a :class:`TokenRows`), so that :func:`run_onnx` takes
+    ``input_ids`` for it as for any other file.
 
     Args:
         path: the ``.onnx`` file.
         threads: intra-op threads (None: onnxruntime's default).
+        token_rows: the row folder of a split file (default: where :func:`split_for_web` put it,
+            recorded in the file relative to its folder).
 
     Raises:
-        ValueError: no such file (or a folder), a file onnxruntime cannot load, or a bad ``threads``.
+        ValueError: no such file (or a folder), a file onnxruntime cannot load, a bad ``threads``,
+            or a split file whose row folder has no ``index.json``.
         ImportError: onnxruntime missing (names ``pip install "mha_lib[export]"``).
     """
     path = _checked_path(path, "path", must_exist=True)
@@ -605,9 +803,15 @@ def onnx_session(path: Union[str, os.PathLike], *, threads: Optional[int] = None
     if threads is not None:
         options.intra_op_num_threads = checks.positive_int(threads, "threads")
     try:
-        return ort.InferenceSession(path, options, providers=["CPUExecutionProvider"])
+        session = ort.InferenceSession(path, options, providers=["CPUExecutionProvider"])
     except Exception as err:  # onnxruntime's InvalidProtobuf, Fail, ...
         raise ValueError(f"path={path!r}: onnxruntime cannot load it as an ONNX model ({err})") from None
+    if "token_rows" in {i.name for i in session.get_inputs()}:
+        if token_rows is None:
+            where = _read_metadata(session).get("token_rows", "")
+            token_rows = os.path.join(os.path.dirname(os.path.abspath(path)), where)
+        session.mha_lib_token_rows = TokenRows(token_rows)
+    return session
 
 
 def _session(session):
@@ -640,6 +844,16 @@ def _checked_feeds(session, inputs: Mapping) -> Dict[str, np.ndarray]:
     expected = {i.name: i for i in session.get_inputs()}
     meta = _read_metadata(session)
     feeds = {k: _as_array(v, k) for k, v in inputs.items()}
+    rows = getattr(session, "mha_lib_token_rows", None) if "token_rows" in expected else None
+    if "token_rows" in expected:  # a split file: the caller gives input_ids, TokenRows makes the two inputs
+        if rows is None:
+            raise ValueError("this file reads its token rows from files: open it with onnx_session(path), which "
+                             "finds them")
+        given = sorted(set(feeds) & {"token_rows", "token_index"})
+        if given:
+            raise ValueError(f"inputs {given} are made from input_ids: pass input_ids instead")
+        expected = {k: v for k, v in expected.items() if k not in ("token_rows", "token_index")}
+        expected["input_ids"] = None  # checked below as for any file
     if "head_mask" in expected and "head_mask" not in feeds:
         feeds["head_mask"] = np.ones(expected["head_mask"].shape, dtype=np.float32)
     unknown, missing = sorted(set(feeds) - set(expected)), sorted(set(expected) - set(feeds))
@@ -694,6 +908,10 @@ def _checked_feeds(session, inputs: Mapping) -> Dict[str, np.ndarray]:
         if a.dtype != np.bool_ and (not np.issubdtype(a.dtype, np.number) or not np.isfinite(a).all()):
             raise ValueError(f"head_mask must hold finite numbers (1 keep, 0 drop), got {a.tolist()!r:.80}")
     dtypes = {"tensor(int64)": np.int64, "tensor(bool)": np.bool_, "tensor(float)": np.float32}
+    if rows is not None:
+        feeds.update(rows.feeds(feeds.pop("input_ids")))
+        return {k: v if k in ("token_rows", "token_index") else
+                v.astype(dtypes.get(expected[k].type, v.dtype), copy=False) for k, v in feeds.items()}
     return {k: v.astype(dtypes.get(expected[k].type, v.dtype), copy=False) for k, v in feeds.items()}
 
 
@@ -768,6 +986,9 @@ def compare_onnx(model: nn.Module, session, inputs: Mapping[str, torch.Tensor],
     checked = _checked_feeds(session, {**inputs, "head_mask": head_mask})  # numpy, the file's dtypes
     device = next(model.parameters()).device
     feeds = {k: torch.from_numpy(v).to(device) for k, v in checked.items()}
+    if "token_index" in checked:  # a split file: mha_lib reads the ids themselves
+        feeds["input_ids"] = torch.as_tensor(_as_array(inputs["input_ids"], "input_ids"), dtype=torch.long,
+                                             device=device)
     with torch.no_grad():
         ref = desc["wrapper"](model, desc["kind"]).eval()(**{k: feeds[k] for k in desc["inputs"]})
     ref = {name: r.cpu() for name, r in zip(desc["outputs"], ref)}

@@ -1,12 +1,22 @@
-"""Live views: attention maps that the reader's browser recomputes, written from a notebook cell.
+"""Live views: attention maps recomputed as the reader acts, in the book's pages and in a kernel.
 
 A live view is one HTML element, ``<div class="mha-live-view" data-view=... data-model=...
 data-config=...>``, holding a static fallback figure. In the built book, ``_static/mha_book.js``
-finds it and imports ``_static/live/mha_live.mjs`` (the source is ``web/mha_live.mjs``), which
-draws the maps on canvas from the numbers in ``data-config`` -- computed here, by mha_lib, when
-the notebook ran -- and loads the ONNX model (:mod:`mha_lib.export`, written to
-``_static/models/`` by ``tools/export_site_models.py``) only at the reader's first action. Where
-no script runs (a page without JavaScript, Jupyter), the fallback figure is what shows.
+finds it and imports ``_static/live/mha_live.mjs`` (the source is ``mha_lib/web/mha_live.mjs``),
+which draws the maps on canvas from the numbers in ``data-config`` -- computed here, by mha_lib,
+when the notebook ran -- and loads the ONNX model (:mod:`mha_lib.export`, written to
+``_static/models/`` by ``tools/export_site_models.py``) only at the reader's first action: the
+reader's browser recomputes the maps (onnxruntime-web).
+
+In a kernel (Jupyter, Colab, VS Code) with ``anywidget`` installed (the ``viz`` extra), the same
+output is also a widget, :class:`LiveWidget`: its ES module is the same ``mha_live.mjs`` (with
+``wordpiece.mjs``), the view looks the same, and the kernel computes the maps -- the module sends
+the model's inputs (token ids, token types, padding mask, head mask) as a widget message and
+:meth:`KernelRunner.answer` runs mha_lib's own model on them (all-MiniLM-L6-v2 from
+:func:`mha_lib.pretrained.load_bert`, the toy models from :func:`mha_lib.tasks.load_trained`).
+:meth:`LiveView._repr_mimebundle_` gives both: ``text/html`` (the element, which the static book
+shows; ``_config.yml`` makes the html builder prefer it) and the widget's view. Without anywidget,
+or outside a kernel, it is ``text/html`` only; where no script runs, the fallback figure shows.
 
 Three views (``data-view``):
 
@@ -32,20 +42,23 @@ to keep pages small; NaN and infinity are refused.
 from __future__ import annotations
 
 import base64
+import functools
 import html
 import json
 import math
 import re
-from typing import Any, Dict, Mapping, Optional, Sequence
+from importlib import resources
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
+import numpy as np
 import torch
 
 from . import checks
 
 __all__ = ["VIEWS", "LiveView", "live_view", "sentence_config", "toy_compare_config", "prune_config",
-           "paraphrase_scores", "DECIMALS"]
+           "paraphrase_scores", "DECIMALS", "KernelRunner", "widget_esm", "MAX_KERNEL_ROWS"]
 
-#: The kinds of live view that ``web/mha_live.mjs`` draws.
+#: The kinds of live view that ``mha_lib/web/mha_live.mjs`` draws.
 VIEWS = ("sentence", "toy-compare", "prune")
 #: Decimals kept for every float of a configuration (attention weights: 1e-4 is below what a
 #: colour shows, and the readout prints 3 decimals).
@@ -101,24 +114,62 @@ def _rounded(value: Any, where: str) -> Any:
                      "lists, dicts and tensors go into a live view's config")
 
 
+WIDGET_VIEW_MIME = "application/vnd.jupyter.widget-view+json"
+
+
 class LiveView:
-    """The HTML of one live view; a notebook cell that returns it shows it (``text/html``).
+    """One live view; a notebook cell that returns it shows it.
+
+    Its MIME bundle (:meth:`_repr_mimebundle_`) holds ``text/html`` (the element; the built book
+    shows it) and, in a kernel with ``anywidget`` installed, the view of a :class:`LiveWidget`
+    (Jupyter and Colab show that: the kernel computes the maps).
 
     Attributes:
         view: one of :data:`VIEWS`.
         model: the model id (a file stem under ``_static/models/``).
         config: the rounded, JSON-able configuration (a dict).
         html: the element, ``<div class="mha-live-view" ...>`` with the fallback inside.
+        fallback_src: the fallback figure as a ``data:image/png;base64,...`` URL, or "".
+        alt, caption: the fallback's alt text and the caption ("" when none).
     """
 
-    def __init__(self, view: str, model: str, config: dict, html_text: str):
+    def __init__(self, view: str, model: str, config: dict, html_text: str, *, fallback_src: str = "",
+                 alt: str = "", caption: str = ""):
         self.view, self.model, self.config, self.html = view, model, config, html_text
+        self.fallback_src, self.alt, self.caption = fallback_src, alt, caption
+        self._widget = None
 
     def _repr_html_(self) -> str:
         return self.html
 
+    def widget(self):
+        """The :class:`LiveWidget` of this view, made on the first call.
+
+        Returns:
+            the widget, or None when ``anywidget`` is not installed (the view is then HTML only).
+        """
+        if self._widget is None:
+            cls = _widget_class()
+            if cls is None:
+                return None
+            self._widget = cls(self)
+        return self._widget
+
     def _repr_mimebundle_(self, include=None, exclude=None):
-        return {"text/html": self.html, "text/plain": repr(self)}
+        """``text/plain``, ``text/html`` and, in a kernel with anywidget, the widget's view.
+
+        Returns:
+            ``{mime type: data}``, or ``(data, metadata)`` with the widget (anywidget's metadata:
+            in Colab, its custom widget manager).
+        """
+        data = {"text/plain": repr(self), "text/html": self.html}
+        widget = self.widget() if _in_kernel() else None
+        if widget is None:
+            return data
+        bundle = widget._repr_mimebundle_()
+        view_data, metadata = bundle if isinstance(bundle, tuple) else (bundle, {})
+        data[WIDGET_VIEW_MIME] = view_data[WIDGET_VIEW_MIME]
+        return data, metadata
 
     def __repr__(self) -> str:
         return f"LiveView(view={self.view!r}, model={self.model!r})"
@@ -142,14 +193,15 @@ def live_view(view: str, model: str, config: Mapping[str, Any], *, fallback: Any
         caption: optional text under the view.
 
     Returns:
-        a :class:`LiveView` (``_repr_html_`` / ``_repr_mimebundle_``: ``text/html``).
+        a :class:`LiveView`: ``text/html`` (``_repr_html_``), and in a kernel with anywidget also
+        a :class:`LiveWidget` view (``_repr_mimebundle_``), which the kernel computes.
 
     Raises:
         ValueError: an unknown ``view``; a ``model`` that is not a plain id, or not the view's
             (``"sentence"`` and ``"prune"`` run all-MiniLM-L6-v2; a ``"toy-compare"`` model must
             be one of ``config["models"]``); a ``config`` that is not a dict, holds NaN/inf, an
             integer beyond 2**53 - 1, a str with a lone surrogate or other objects, or lacks
-            what the view draws (the checks of ``checkConfig`` in ``web/mha_live.mjs``: tokens
+            what the view draws (the checks of ``checkConfig`` in ``mha_lib/web/mha_live.mjs``: tokens
             and [layer][head][query][key] maps of one row per token, ...; the message names the
             key); a ``fallback`` that is not PNG, or a fallback without alt text.
     """
@@ -180,15 +232,17 @@ def live_view(view: str, model: str, config: Mapping[str, Any], *, fallback: Any
         raise ValueError(f"caption must be a str, got {type(caption).__name__}")
     note = ('<p class="mha-live-noscript">This figure is live where JavaScript and WebAssembly SIMD run (the book\'s '
             "web pages in a recent Chrome, Edge, Firefox or Safari): your browser recomputes it. Here it shows what "
-            "the notebook computed.</p>")
+            "the notebook computed; run the cell in Jupyter or Colab (with anywidget) and the kernel recomputes "
+            "it.</p>")
     cap = f'<p class="mha-live-caption">{html.escape(caption)}</p>' if caption else ""
     markup = (f'<div class="mha-live-view" data-view="{view}" data-model="{model}" '
               f'data-config="{html.escape(payload, quote=True)}">{figure}{note}{cap}</div>')
-    return LiveView(view, model, data, markup)
+    return LiveView(view, model, data, markup, fallback_src=src if fallback is not None else "",
+                    alt=alt or "", caption=caption or "")
 
 
 def _check_config(view: str, model: str, config: dict) -> None:
-    """What ``checkConfig`` of ``web/mha_live.mjs`` needs, checked before the page is written
+    """What ``checkConfig`` of ``mha_lib/web/mha_live.mjs`` needs, checked before the page is written
     (``config`` is already rounded: lists, dicts, numbers, str). ValueError naming the key."""
 
     def fail(what: str):
@@ -569,3 +623,303 @@ def prune_config(bert, text: str, anchors: Sequence[str], paraphrases: Sequence[
     config.update({"mask": grid.int().tolist(), "texts": texts, "num_anchors": len(anchors), **scores,
                    "mrr_all": mrr_all})
     return config
+
+
+# ----------------------------------------------------------------------------- in a kernel
+#: Most rows (texts) one run message may hold: the prune view sends its sentence and its texts
+#: (about 25); the limit keeps a stray message from asking the kernel for an enormous batch.
+MAX_KERNEL_ROWS = 64
+_WORDPIECE_IMPORT = 'import { WordPieceTokenizer } from "./wordpiece.mjs";\n'
+_KERNEL_MODELS: Dict[str, Any] = {}  # model id -> loaded model, shared by every view of the kernel
+
+
+@functools.lru_cache(maxsize=1)
+def widget_esm() -> str:
+    """The ES module of :class:`LiveWidget`: ``mha_lib/web/wordpiece.mjs`` then ``mha_live.mjs``.
+
+    anywidget loads a widget's module from a ``blob:`` URL, where ``mha_live.mjs``'s relative
+    import of ``./wordpiece.mjs`` cannot resolve, so the two files (package data, the same files
+    the book copies to ``_static/live/``) become one text: the tokenizer's module, then the
+    views' module without that import line. Their top-level names do not overlap.
+
+    Returns:
+        the module text (str); its default export ``{render}`` is anywidget's entry point.
+
+    Raises:
+        RuntimeError: ``mha_live.mjs`` no longer imports the tokenizer by that exact line.
+    """
+    web = resources.files("mha_lib") / "web"
+    wordpiece = (web / "wordpiece.mjs").read_text(encoding="utf-8")
+    views = (web / "mha_live.mjs").read_text(encoding="utf-8")
+    if views.count(_WORDPIECE_IMPORT) != 1:
+        raise RuntimeError(f"mha_live.mjs must import the tokenizer with the line {_WORDPIECE_IMPORT.strip()!r} "
+                           "(widget_esm joins the two files into one module)")
+    return wordpiece + "\n" + views.replace(_WORDPIECE_IMPORT, "")
+
+
+def _in_kernel() -> bool:
+    """True inside a Jupyter kernel (Jupyter, Colab, VS Code, nbclient): a widget can be shown."""
+    try:
+        from IPython import get_ipython
+    except ImportError:
+        return False
+    shell = get_ipython()
+    return shell is not None and getattr(shell, "kernel", None) is not None
+
+
+@functools.lru_cache(maxsize=1)
+def _widget_class():
+    """:class:`LiveWidget`, defined on first use; None when ``anywidget`` is not installed."""
+    try:
+        import anywidget
+        import traitlets
+    except ImportError:
+        return None
+
+    class LiveWidget(anywidget.AnyWidget):
+        """A live view in a kernel: ``mha_live.mjs`` draws it, the kernel computes it (mha_lib).
+
+        Made by :meth:`LiveView.widget` (a cell shows it through :func:`live_view`'s output).
+        The traits carry what the HTML element carries; run messages from the view are answered
+        by :attr:`runner` (a :class:`KernelRunner`): results as binary float32 buffers, failures
+        as an error message that the view shows -- a bad message never raises in the kernel.
+        """
+
+        _esm = widget_esm()
+        live_view = traitlets.Unicode().tag(sync=True)
+        live_model = traitlets.Unicode().tag(sync=True)
+        live_config = traitlets.Dict().tag(sync=True)
+        live_fallback = traitlets.Unicode().tag(sync=True)  # data:image/png;base64,... or ""
+        live_alt = traitlets.Unicode().tag(sync=True)
+        live_caption = traitlets.Unicode().tag(sync=True)
+
+        def __init__(self, view: LiveView):
+            super().__init__(live_view=view.view, live_model=view.model, live_config=view.config,
+                             live_fallback=view.fallback_src, live_alt=view.alt, live_caption=view.caption)
+            self.runner = KernelRunner(view.view, view.model, view.config)
+            self.on_msg(self._answer)
+
+        def _answer(self, _widget, content, buffers) -> None:
+            reply, out = self.runner.answer(content)
+            self.send(reply, out)
+
+        def __repr__(self) -> str:
+            return f"LiveWidget(view={self.live_view!r}, model={self.live_model!r})"
+
+    LiveWidget.__module__, LiveWidget.__qualname__ = __name__, "LiveWidget"
+    return LiveWidget
+
+
+def __getattr__(name: str):
+    # ``mha_lib.live.LiveWidget``: the anywidget class, made on first use (anywidget is optional)
+    if name == "LiveWidget":
+        cls = _widget_class()
+        if cls is None:
+            raise ImportError("mha_lib.live.LiveWidget needs anywidget: pip install 'mha_lib[viz]'")
+        return cls
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def _kernel_model(model_id: str):
+    """The mha_lib model behind a site model id, loaded once per kernel, in eval mode."""
+    if model_id not in _KERNEL_MODELS:
+        if model_id == MINILM_ID:
+            from .pretrained import load_bert
+
+            model, _ = load_bert(verbose=False)
+        else:
+            from . import tasks
+
+            model = tasks.load_trained(model_id)  # the spec's first seed: the site's model
+        _KERNEL_MODELS[model_id] = model.eval()
+    return _KERNEL_MODELS[model_id]
+
+
+class KernelRunner:
+    """Answers a live view's messages in the kernel with mha_lib's own models.
+
+    The messages (sent by ``kernelBackend`` in ``mha_live.mjs``; every one carries ``request``,
+    echoed in the answer):
+
+    * ``{"op": "load", "model": id}`` -> ``{"op": "loaded", "info": {...}, "vocab": str or None}``:
+      what onnxruntime-web's session would tell the view -- ``kind`` ("bert" or
+      "token-classifier"), ``num_layers``, ``num_heads``, ``max_length``, ``inputs`` and
+      ``outputs`` (the names of :mod:`mha_lib.export`), and MiniLM's vocabulary (vocab.txt).
+    * ``{"op": "run", "model": id, "feeds": {name: {"type", "dims", "data"}}}`` with the
+      inputs of the exported files, as plain lists: ``input_ids`` (B, L) ids,
+      ``token_type_ids`` (B, L) (models with token types), ``key_padding_mask`` (B, L) 0/1,
+      True = padding, ``head_mask`` (num_layers, H) numbers, 1 = keep -> ``{"op": "result",
+      "outputs": {name: {"dims", "buffer": i}}}`` and buffer i holding that output as float32
+      (little-endian): ``attentions`` (num_layers, B, H, L, L), the weights before the head
+      mask, and ``sentence_embedding`` (B, d_model) for MiniLM (:meth:`BertEncoder.pool
+      <mha_lib.pretrained.BertEncoder.pool>` of the last hidden state) or ``logits`` (B, L, C)
+      for a toy model -- what the exported file computes, here by mha_lib in float32.
+    * anything wrong -> ``{"op": "error", "message": ...}`` naming the offending value.
+
+    Args:
+        view: the view's kind (:data:`VIEWS`).
+        model: its model id; ``config``: its configuration (a toy-compare view runs every model
+            of ``config["models"]``; the others run ``model``). Only those models are loaded.
+    """
+
+    def __init__(self, view: str, model: str, config: Mapping[str, Any]):
+        self.view = view
+        self.models = list(config["models"]) if view == "toy-compare" else [model]
+
+    def answer(self, content: Any) -> Tuple[dict, List[bytes]]:
+        """The answer to one message: ``(content, buffers)``. Never raises: an error is an answer.
+
+        Returns:
+            ``({"op": "loaded" | "result" | "error", "request": ..., ...}, [bytes, ...])``.
+        """
+        request = content.get("request") if isinstance(content, Mapping) else None
+        if not (isinstance(request, str) and len(request) <= 100) and not (
+                isinstance(request, int) and not isinstance(request, bool)):
+            request = None
+        try:
+            if not isinstance(content, Mapping):
+                raise ValueError(f"a message must be an object, got {type(content).__name__}: {content!r:.60}")
+            if request is None:
+                raise ValueError(f"a message needs a request id (a str or an integer), got "
+                                 f"{content.get('request')!r:.60}")
+            op = content.get("op")
+            if op == "load":
+                return {"op": "loaded", "request": request, **self.load(content.get("model"))}, []
+            if op == "run":
+                outputs = self.run(content.get("model"), content.get("feeds"))
+                names = list(outputs)
+                return ({"op": "result", "request": request,
+                         "outputs": {n: {"dims": list(outputs[n].shape), "buffer": i} for i, n in enumerate(names)}},
+                        [np.ascontiguousarray(outputs[n].numpy(), dtype="<f4").tobytes() for n in names])
+            raise ValueError(f"op must be 'load' or 'run', got {op!r:.60}")
+        except Exception as err:  # noqa: BLE001 -- a message from the page must never raise in the kernel
+            kind = "" if isinstance(err, ValueError) else f"{type(err).__name__}: "
+            return {"op": "error", "request": request, "message": f"{kind}{err}"}, []
+
+    def _model(self, model_id: Any):
+        if not isinstance(model_id, str) or model_id not in self.models:
+            raise ValueError(f"model {model_id!r:.60} is not one of this view's models {self.models}")
+        return _kernel_model(model_id)
+
+    def load(self, model_id: Any) -> dict:
+        """``{"info": {...}, "vocab": ...}`` of a model of this view (loaded once per kernel).
+
+        Raises:
+            ValueError: ``model_id`` not one of this view's models.
+        """
+        return {"info": _model_info(self._model(model_id)), "vocab": _vocab_text(self._model(model_id))}
+
+    @torch.no_grad()
+    def run(self, model_id: Any, feeds: Any) -> Dict[str, torch.Tensor]:
+        """mha_lib's outputs for one run message's ``feeds`` (see the class docstring).
+
+        Returns:
+            ``{"attentions": (num_layers, 1, H, L, L), "sentence_embedding": (B, d_model)}`` for
+            MiniLM, ``{"logits": (B, L, C), "attentions": ...}`` for a toy model; float32, CPU.
+            Only the first row's attentions are returned: a view draws that row's maps, and the
+            other rows (the prune view's 24 texts) would make each answer megabytes.
+
+        Raises:
+            ValueError: a model not of this view; ``feeds`` not a dict of exactly the model's
+                inputs; a feed without integer ``dims`` or with ``data`` of another length; B not
+                in [1, :data:`MAX_KERNEL_ROWS`], L not in [1, max_length]; ids, token types,
+                padding flags or head-mask values that are not integers in range, 0/1, or finite
+                numbers (the message names the feed, the position and the value).
+        """
+        model = self._model(model_id)
+        info = _model_info(model)
+        x = _checked_feeds(feeds, info, _config_of(model))
+        out = model(x["input_ids"], token_type_ids=x.get("token_type_ids"), key_padding_mask=x["key_padding_mask"],
+                    head_mask=x["head_mask"], output_attentions=True)
+        attentions = torch.stack(out.attentions)[:, :1].float().cpu()  # (num_layers, 1, H, L, L): row 0, drawn
+        if info["kind"] == "bert":
+            embedding = model.pool(out.last_hidden_state, x["key_padding_mask"])  # (B, d_model)
+            return {"sentence_embedding": embedding.float().cpu(), "attentions": attentions}
+        return {"logits": out.logits.float().cpu(), "attentions": attentions}
+
+
+def _config_of(model):
+    from .pretrained import BertEncoder
+
+    return model.config if isinstance(model, BertEncoder) else model.encoder.config
+
+
+def _model_info(model) -> dict:
+    """What the view reads of a model (as the exported file's manifest entry says it)."""
+    from .pretrained import BertEncoder
+
+    bert = isinstance(model, BertEncoder)
+    cfg = _config_of(model)
+    heads = (model if bert else model.encoder).heads_per_layer
+    if len(set(heads)) != 1:
+        raise ValueError(f"the model has {heads} heads per layer: a live view needs one count in every layer")
+    max_length = min(cfg.max_len, model.tokenizer.max_length) if bert else cfg.max_len
+    inputs = ["input_ids", "token_type_ids", "key_padding_mask", "head_mask"]
+    if not cfg.type_vocab_size:
+        inputs.remove("token_type_ids")
+    return {"kind": "bert" if bert else "token-classifier", "num_layers": len(heads), "num_heads": heads[0],
+            "max_length": max_length, "inputs": inputs,
+            "outputs": ["sentence_embedding", "attentions"] if bert else ["logits", "attentions"]}
+
+
+def _vocab_text(model) -> Optional[str]:
+    """MiniLM's vocab.txt (one token a line, line number = id), for the view's tokenizer; None for a toy."""
+    from .pretrained import BertEncoder
+
+    if not isinstance(model, BertEncoder):
+        return None
+    vocab = model.tokenizer.backend.get_vocab()  # token -> id
+    tokens = sorted(vocab, key=vocab.get)
+    if [vocab[t] for t in tokens] != list(range(len(tokens))):
+        raise ValueError("the tokenizer's ids are not 0..V-1: no vocab.txt can list them")
+    return "\n".join(tokens) + "\n"
+
+
+def _checked_feeds(feeds: Any, info: dict, cfg) -> Dict[str, torch.Tensor]:
+    """The tensors of a run message's feeds; ValueError naming the feed, position and value."""
+    if not isinstance(feeds, Mapping):
+        raise ValueError(f"feeds must be an object {{input name: tensor}}, got {type(feeds).__name__}: {feeds!r:.60}")
+    wanted = info["inputs"]
+    if sorted(feeds) != sorted(wanted):
+        raise ValueError(f"feeds must hold exactly the inputs {wanted}, got {sorted(map(str, feeds))}")
+
+    def values(name: str, dims_expected: Optional[Tuple[int, ...]] = None) -> Tuple[list, Tuple[int, ...]]:
+        feed = feeds[name]
+        if not isinstance(feed, Mapping):
+            raise ValueError(f"feeds[{name!r}] must be an object {{type, dims, data}}, got {feed!r:.60}")
+        dims, data = feed.get("dims"), feed.get("data")
+        if (not isinstance(dims, list) or len(dims) != 2
+                or not all(isinstance(d, int) and not isinstance(d, bool) and d >= 1 for d in dims)):
+            raise ValueError(f"feeds[{name!r}].dims must be two integers >= 1, got {dims!r:.60}")
+        if dims_expected is not None and tuple(dims) != dims_expected:
+            raise ValueError(f"feeds[{name!r}].dims must be {list(dims_expected)}, got {dims}")
+        if not isinstance(data, list) or len(data) != dims[0] * dims[1]:
+            n = len(data) if isinstance(data, list) else type(data).__name__
+            raise ValueError(f"feeds[{name!r}].data must be a list of {dims[0]} x {dims[1]} values, got {n}")
+        return data, tuple(dims)
+
+    def integers(name: str, dims: Tuple[int, ...], low: int, high: int, what: str) -> torch.Tensor:
+        data, _ = values(name, dims)
+        for i, v in enumerate(data):
+            if isinstance(v, bool) or not isinstance(v, int) or not low <= v < high:
+                raise ValueError(f"feeds[{name!r}][{i // dims[1]}][{i % dims[1]}] = {v!r:.40} is not {what}")
+        return torch.tensor(data, dtype=torch.long).view(dims)
+
+    ids, (B, L) = values("input_ids")
+    if B > MAX_KERNEL_ROWS:
+        raise ValueError(f"feeds['input_ids'] has {B} rows; a view sends at most {MAX_KERNEL_ROWS}")
+    if L > info["max_length"]:
+        raise ValueError(f"feeds['input_ids'] has {L} positions; the model reads at most {info['max_length']}")
+    V = cfg.vocab_size
+    out = {"input_ids": integers("input_ids", (B, L), 0, V, f"a token id in [0, {V})")}
+    if "token_type_ids" in wanted:
+        T = cfg.type_vocab_size
+        out["token_type_ids"] = integers("token_type_ids", (B, L), 0, T, f"a token type in [0, {T})")
+    out["key_padding_mask"] = integers("key_padding_mask", (B, L), 0, 2, "0 or 1 (1 = padding)").bool()
+    NL, H = info["num_layers"], info["num_heads"]
+    mask, _ = values("head_mask", (NL, H))
+    for i, v in enumerate(mask):
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
+            raise ValueError(f"feeds['head_mask'][{i // H}][{i % H}] = {v!r:.40} is not a finite number")
+    out["head_mask"] = torch.tensor(mask, dtype=torch.float32).view(NL, H)
+    return out

@@ -91,6 +91,14 @@ def minilm_web(minilm, tmp_path_factory):
     return model, path, report, export.onnx_session(path)
 
 
+@pytest.fixture(scope="module")
+def minilm_split(minilm, tmp_path_factory):
+    model, info, _ = minilm
+    folder = tmp_path_factory.mktemp("split")
+    report = export.split_for_web(info.path, folder / "minilm.onnx", folder / "minilm.rows", rows_per_file=32)
+    return model, folder / "minilm.onnx", report, export.onnx_session(folder / "minilm.onnx")
+
+
 # ----------------------------------------------------------------------------- the interface
 def test_toy_file_has_the_contract_names_and_types(toy):
     model, info, session, _ = toy
@@ -234,6 +242,99 @@ def test_web_minilm_is_not_quantised_twice_and_checks_its_inputs(minilm_web, tmp
         export.run_onnx(session, input_ids=ids, token_type_ids=types, key_padding_mask=mask)
     with pytest.raises(ValueError, match=r"outside \[0, vocab_size=30522\)"):
         export.run_onnx(session, input_ids=ids[:, :8] + 30522, token_type_ids=types[:, :8], key_padding_mask=mask[:, :8])
+
+
+# ----------------------------------------------------------------------------- the split web copy (what the book serves)
+SPLIT_ATTENTION_TOL = 0.01  # issue 17: within 0.01 of fp32 mha_lib
+
+
+def test_split_minilm_is_float16_under_25_mb_with_its_rows_outside(minilm_split):
+    import onnx
+
+    model, path, report, session = minilm_split
+    assert report["bytes"] == os.path.getsize(path) <= 25_000_000
+    rows = path.parent / "minilm.rows"
+    bins = sorted(rows.glob("*.bin"))
+    assert len(bins) == report["rows_files"] == -(-30522 // 32) == 954
+    assert sum(b.stat().st_size for b in bins) == report["rows_bytes"] == 30522 * 384 * 2
+    assert {b.stat().st_size for b in bins[:-1]} == {32 * 384 * 2}
+    proto = onnx.load(str(path))
+    assert [i.name for i in proto.graph.input] == ["token_index", "token_type_ids", "key_padding_mask", "head_mask",
+                                                    "token_rows"]
+    sizes = {t.name: int(np.prod(t.dims)) for t in proto.graph.initializer}
+    big = [t for t in proto.graph.initializer if sizes[t.name] >= 1024 and len(t.dims) >= 2]
+    assert big and all(t.data_type == onnx.TensorProto.FLOAT16 for t in big)
+    assert max(sizes.values()) < 30522 * 384  # the token table is not in the file
+    # the rows read back are the float16 table, row for row
+    table = model.token_embedding.weight.detach().numpy().astype(np.float16)
+    assert np.array_equal(session.mha_lib_token_rows.table, table)
+
+
+@pytest.mark.parametrize("L", [1, 2, 7, 256])
+def test_split_minilm_stays_within_0_01_of_mha_lib_with_padding_and_head_mask(minilm_split, L):
+    model, _, _, session = minilm_split
+    ids, types, mask = batch_of_two(30522, L, seed=L, low=999)
+    head_mask = torch.ones(6, 12)
+    head_mask[0, 3] = head_mask[2, :6] = head_mask[5, 11] = 0
+    worst = export.compare_onnx(model, session, {"input_ids": ids, "token_type_ids": types, "key_padding_mask": mask},
+                                head_mask=head_mask)
+    assert worst["attentions"] <= SPLIT_ATTENTION_TOL, worst
+    assert worst["sentence_embedding_min_cosine"] >= 0.999, worst
+    got = export.run_onnx(session, input_ids=ids, token_type_ids=types, key_padding_mask=mask, head_mask=head_mask)
+    assert not got["attentions"][:, 1].any() and not got["sentence_embedding"][1].any()  # the all-padding row
+
+
+def test_split_minilm_on_the_check_sentences(minilm_split):
+    model, _, _, session = minilm_split
+    worst = export.compare_on_sentences(model, session)
+    assert worst["attentions"] <= SPLIT_ATTENTION_TOL and worst["sentence_embedding_min_cosine"] >= 0.999, worst
+    assert worst["attentions"] > 1e-5  # float16 weights: compare_onnx sees the difference
+
+
+def test_token_rows_feed_each_position_its_row():
+    rows = export.TokenRows.__new__(export.TokenRows)
+    rows._table = np.arange(20, dtype=np.float16).reshape(10, 2)
+    ids = np.array([[3, 7, 3, 0], [9, 9, 1, 7]])
+    feeds = rows.feeds(ids)
+    assert feeds["token_rows"].shape == (5, 2) and feeds["token_index"].dtype == np.int64
+    assert np.array_equal(feeds["token_rows"][feeds["token_index"]], rows._table[ids])
+
+
+def test_split_refuses_bad_files_and_arguments_and_sessions_need_their_rows(minilm, minilm_split, toy, tmp_path):
+    model, info, _ = minilm
+    _, path, _, session = minilm_split
+    with pytest.raises(ValueError, match="is already 'float16 weights"):
+        export.split_for_web(path, tmp_path / "again.onnx", tmp_path / "rows")
+    with pytest.raises(ValueError, match="is already 'float16 weights"):
+        export.quantize_for_web(path, tmp_path / "q.onnx")
+    with pytest.raises(ValueError, match="dst=.* is src"):
+        export.split_for_web(info.path, info.path, tmp_path / "rows")
+    with pytest.raises(ValueError, match="no single token table"):
+        export.split_for_web(toy[1].path, tmp_path / "toy.onnx", tmp_path / "rows")  # a 16-id table is no token table
+    for bad in (0, -3, 2.5, "32"):
+        with pytest.raises(ValueError, match="rows_per_file"):
+            export.split_for_web(info.path, tmp_path / "s.onnx", tmp_path / "rows", rows_per_file=bad)
+    ids, types, mask = batch_of_two(30522, 8, seed=0)
+    with pytest.raises(ValueError, match=r"\['token_index'\] are made from input_ids"):
+        export.run_onnx(session, input_ids=ids, token_index=ids, token_type_ids=types, key_padding_mask=mask)
+    with pytest.raises(ValueError, match=r"outside \[0, vocab_size=30522\)"):
+        export.run_onnx(session, input_ids=torch.where(ids == ids[0, 0], -1, ids), token_type_ids=types,
+                        key_padding_mask=mask)
+    # a copy of the file without its rows folder: the session says where it looked
+    lone = tmp_path / "lone"
+    lone.mkdir()
+    (lone / "minilm.onnx").write_bytes(path.read_bytes())
+    with pytest.raises(ValueError, match="holds no index.json"):
+        export.onnx_session(lone / "minilm.onnx")
+    # rows given explicitly, one file cut short: named when the rows are read
+    rows = tmp_path / "short.rows"
+    rows.mkdir()
+    for f in (path.parent / "minilm.rows").iterdir():
+        (rows / f.name).write_bytes(f.read_bytes())
+    (rows / "0005.bin").write_bytes(b"\0" * 10)
+    short = export.onnx_session(lone / "minilm.onnx", token_rows=rows)
+    with pytest.raises(ValueError, match="0005.bin' holds 5 values, not 12288"):
+        export.run_onnx(short, input_ids=ids, token_type_ids=types, key_padding_mask=mask)
 
 
 # ----------------------------------------------------------------------------- errors

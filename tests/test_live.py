@@ -1,7 +1,7 @@
 """mha_lib.live: the HTML of a live view and the configurations it starts from.
 
 Checked here: hostile text (a reader's or the data's) cannot leave the data-config attribute; the
-configurations have the shapes web/mha_live.mjs reads ([layer][head][query][key], one row per
+configurations have the shapes mha_lib/web/mha_live.mjs reads ([layer][head][query][key], one row per
 token) and equal mha_lib's own forward passes; bad arguments raise ValueError naming the value.
 The browser side is tested in tests/test_web.py (node) and tests/browser/test_live_views.py.
 """
@@ -110,7 +110,7 @@ def test_numbers_are_rounded_and_tensors_become_lists():
     (dict(config={**minimal_config("x"), "n": -(2**53)}), "beyond 2\\*\\*53"),
     (dict(config=minimal_config("a\ud800b")), "lone surrogate"),
     (dict(config={"ok\udfff": 1, **minimal_config("x")}), "lone surrogate"),
-    # the keys each view draws (checkConfig of web/mha_live.mjs), and the model it runs
+    # the keys each view draws (checkConfig of mha_lib/web/mha_live.mjs), and the model it runs
     (dict(config={}), "'tokens' must be a non-empty list"),
     (dict(config={**minimal_config("x"), "tokens": ["a", "b"]}), r"must be a 2 x 2 map"),
     (dict(config={**minimal_config("x"), "attentions": []}), "'attentions' must be a non-empty"),

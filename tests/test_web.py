@@ -1,7 +1,7 @@
-"""The browser code's own tests: ``node --test web/test/``, with fixtures computed here by mha_lib.
+"""The browser code's own tests: ``node --test mha_lib/web/test/``, with fixtures computed here by mha_lib.
 
-``web/wordpiece.mjs`` must give exactly the ids of :class:`mha_lib.pretrained.WordPieceTokenizer`,
-and ``web/mha_live.mjs`` must compute chapter 1's labels and chapter 4's scores as mha_lib does.
+``mha_lib/web/wordpiece.mjs`` must give exactly the ids of :class:`mha_lib.pretrained.WordPieceTokenizer`,
+and ``mha_lib/web/mha_live.mjs`` must compute chapter 1's labels and chapter 4's scores as mha_lib does.
 The expected values are never committed: this file tokenizes >= 200 texts with mha_lib (accents,
 CJK, emoji, punctuation, long words, empty and whitespace-only text, mixed scripts, special
 tokens, hostile HTML, text past 256 tokens), runs every code point through tokenizers'
@@ -10,7 +10,7 @@ embeddings with :func:`mha_lib.live.paraphrase_scores`, writes all of it to a te
 file, and runs node's test runner with ``MHA_WEB_FIXTURE`` pointing at it. pytest fails when
 node fails or skips a test.
 
-``python tests/test_web.py`` prints the Unicode exception table of ``web/wordpiece.mjs``
+``python tests/test_web.py`` prints the Unicode exception table of ``mha_lib/web/wordpiece.mjs``
 (``OLD_UNICODE``) again, computed from tokenizers and Node; the sweep below fails when the
 committed table is out of date.
 """
@@ -28,7 +28,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-WEB = ROOT / "web"
+WEB = ROOT / "mha_lib" / "web"
 NODE = shutil.which("node")
 MAX_LENGTH = 256  # all-MiniLM-L6-v2: sentence-transformers' max_seq_length
 
@@ -207,7 +207,7 @@ def test_node_tests_of_web(tmp_path):
     write_fixture(fixture)
     env = {**os.environ, "MHA_WEB_FIXTURE": str(fixture)}
     tests = sorted(str(p) for p in (WEB / "test").glob("*.test.mjs"))
-    assert tests, "no tests in web/test/"
+    assert tests, "no tests in mha_lib/web/test/"
     proc = subprocess.run([NODE, "--test", *tests], cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, f"node --test failed:\n{proc.stdout[-6000:]}\n{proc.stderr[-3000:]}"
     assert "# fail 0" in proc.stdout and "# skipped" in proc.stdout
@@ -216,13 +216,13 @@ def test_node_tests_of_web(tmp_path):
 
 
 def print_unicode_table() -> None:
-    """Print ``OLD_UNICODE.unassigned`` of web/wordpiece.mjs: the code points that tokenizers'
+    """Print ``OLD_UNICODE.unassigned`` of mha_lib/web/wordpiece.mjs: the code points that tokenizers'
     tables treat as unassigned while Node's Unicode does not (merged into ranges)."""
     tokenizer, _ = _tokenizer()
     backend = tokenizer.backend
     cps = [c for c in range(0x110000) if not 0xD800 <= c <= 0xDFFF]
     py = [backend.normalizer.normalize_str(t) for t in ("a" + chr(c) + "b" for c in cps)]
-    script = ("import {normalize, preTokenize} from './web/wordpiece.mjs';"
+    script = ("import {normalize, preTokenize} from './mha_lib/web/wordpiece.mjs';"
               "import fs from 'node:fs';"
               "const texts = JSON.parse(fs.readFileSync(0, 'utf8'));"
               "process.stdout.write(JSON.stringify(texts.map((t) => [normalize(t), preTokenize(normalize(t))])));")

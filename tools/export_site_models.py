@@ -5,16 +5,18 @@ Usage: python tools/export_site_models.py OUTDIR [--cache DIR] [--force]
 ``make book`` runs it with OUTDIR = ``_build/html/_static/models``. It writes:
 
 * ``all-MiniLM-L6-v2.onnx``: mha_lib's BertEncoder holding sentence-transformers/all-MiniLM-L6-v2,
-  exported with :func:`mha_lib.export.export_onnx` and made small with
-  :func:`mha_lib.export.quantize_for_web` (8-bit weight-only MatMulNBits, int8 embedding table);
+  exported with :func:`mha_lib.export.export_onnx` and split with
+  :func:`mha_lib.export.split_for_web` (float16 weights; the token-embedding table in
+  ``all-MiniLM-L6-v2.rows/``, 32 rows a file, fetched by the page for the tokens a text has);
   checked against fp32 mha_lib on :data:`mha_lib.export.CHECK_SENTENCES` before it is written;
 * ``ch1-h1.onnx`` ... ``ch1-h8.onnx``: chapter 1's toy models (seed 0 of the shipped weights),
   exact float32, checked against mha_lib on the task's own sequences;
 * ``all-MiniLM-L6-v2.vocab.txt`` (the checkpoint's WordPiece vocabulary, unchanged),
-  ``all-MiniLM-L6-v2.LICENSE.txt`` (Apache-2.0, saying the file was converted and quantised) and
+  ``all-MiniLM-L6-v2.LICENSE.txt`` (Apache-2.0, saying the file was converted) and
   ``mha_lib.LICENSE.txt`` (the repository's licence, for the toy models);
 * ``manifest.json``: ``{"models": {id: {file, bytes, kind, num_layers, num_heads, inputs, outputs,
-  max_length, vocab (bert only), license, checked}}}``.
+  max_length, vocab and token_rows (bert only), license, checked}}}``; ``token_rows`` is the row
+  folder's ``index.json`` plus ``dir`` and ``bytes``.
 
 Exports are cached in ``_build/models-cache/`` under a key made of the weights' bytes, the
 export code (mha_lib/export.py and this file) and the exporter's versions: a second build copies
@@ -41,12 +43,12 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 MINILM = "all-MiniLM-L6-v2"
 TOY_MODELS = ("ch1-h1", "ch1-h2", "ch1-h4", "ch1-h8")
 TOY_SEED = 0
-BLOCK_SIZE = 32  # MatMulNBits block: 32 weights share a scale (64 and 128 moved attentions more)
-MAX_BYTES = 25_000_000  # issue 17: MiniLM as a static server sends it, no compression assumed
-# Checks before a file is published. An exact fp32 export agrees with mha_lib to ~1e-5; the quantised
-# MiniLM moves attention weights by up to ~0.026 on CHECK_SENTENCES (8-bit weights: see export.py).
+ROWS_PER_FILE = 32  # token rows per file: 24,576 bytes of float16 (a sentence needs about 8 files)
+MAX_BYTES = 25_000_000  # issue 17: MiniLM's file as a static server sends it, no compression assumed
+# Checks before a file is published (issue 17). An exact fp32 export agrees with mha_lib to ~1e-5; the
+# float16 MiniLM moves attention weights by about 0.001 on CHECK_SENTENCES.
 TOY_TOLERANCE = 1e-4
-MINILM_ATTENTION_TOLERANCE = 0.03
+MINILM_ATTENTION_TOLERANCE = 0.01
 MINILM_MIN_COSINE = 0.999
 TOY_LICENSE = "mha_lib.LICENSE.txt"
 APACHE_TEXT = ROOT / "tools" / "licenses" / "Apache-2.0.txt"
@@ -97,8 +99,15 @@ def export_toy(name: str, dest: Path) -> dict:
     return entry(info, dest, license=TOY_LICENSE, checked={f"{k}_max_abs": v for k, v in worst.items()})
 
 
+def rows_dir(dest: Path) -> Path:
+    """The folder of a split model's token rows, next to its file: ``name.rows``."""
+    return dest.with_name(dest.name.split(".")[0] + ".rows")
+
+
 def export_minilm(dest: Path) -> dict:
-    """Export MiniLM, quantise it for the web, and check it against fp32 mha_lib."""
+    """Export MiniLM, split it for the web (float16, token rows in files), check it against fp32 mha_lib."""
+    import numpy as np
+
     from mha_lib import export
     from mha_lib.pretrained import load_bert
 
@@ -106,21 +115,27 @@ def export_minilm(dest: Path) -> dict:
     fp32 = dest.with_suffix(".fp32.onnx")
     try:
         info = export.export_onnx(model, fp32)
-        export.quantize_for_web(fp32, dest, block_size=BLOCK_SIZE)
+        split = export.split_for_web(fp32, dest, rows_dir(dest), rows_per_file=ROWS_PER_FILE)
     finally:
         fp32.unlink(missing_ok=True)
     worst = export.compare_on_sentences(model, export.onnx_session(dest))
     size = dest.stat().st_size
     if worst["attentions"] > MINILM_ATTENTION_TOLERANCE or worst["sentence_embedding_min_cosine"] < MINILM_MIN_COSINE \
             or size > MAX_BYTES:
-        raise SystemExit(f"{MINILM}: the quantised file ({size:,} bytes) is off: {worst}; limits: attentions <= "
+        raise SystemExit(f"{MINILM}: the web file ({size:,} bytes) is off: {worst}; limits: attentions <= "
                          f"{MINILM_ATTENTION_TOLERANCE}, cosine >= {MINILM_MIN_COSINE}, {MAX_BYTES:,} bytes")
+    # what a reader's texts fetch besides the file: the row files of their tokens
+    files = [np.unique(model.tokenizer([t], warn=False).input_ids.numpy() // ROWS_PER_FILE).size
+             for t in export.CHECK_SENTENCES]
     checked = {"texts": worst["texts"], "attentions_max_abs": worst["attentions"],
                "last_hidden_state_max_abs": worst["last_hidden_state"],
                "sentence_embedding_min_cosine": worst["sentence_embedding_min_cosine"],
-               "quantization": f"MatMulNBits bits=8 block_size={BLOCK_SIZE} symmetric; int8 token embedding "
-                               f"(Hadamard-rotated rows, one scale per row)"}
-    return entry(info, dest, license=f"{MINILM}.LICENSE.txt", vocab=f"{MINILM}.vocab.txt", checked=checked)
+               "weights": f"float16 ({split['float16']} matrices and tables), computed in float32",
+               "row_files_per_text": {"median": float(np.median(files)), "max": int(max(files))},
+               "row_file_bytes": split["rows_per_file"] * split["dim"] * 2}
+    out = entry(info, dest, license=f"{MINILM}.LICENSE.txt", vocab=f"{MINILM}.vocab.txt", checked=checked)
+    out["inputs"] = [i.name for i in export.onnx_session(dest).get_inputs()]
+    return out
 
 
 def entry(info, dest: Path, *, license: str, checked: dict, vocab: str | None = None) -> dict:
@@ -146,18 +161,18 @@ def minilm_license(folder: str, source: str, checked: dict) -> str:
     if licence != "apache-2.0":
         raise SystemExit(f"{card}: the model card's licence is {licence!r}; this notice is written for apache-2.0")
     parts = [
-        f"{MINILM}.onnx -- the sentence-embedding model sentence-transformers/all-MiniLM-L6-v2",
+        f"{MINILM}.onnx and {MINILM}.rows/ -- the sentence-embedding model sentence-transformers/all-MiniLM-L6-v2",
         "(Reimers & Gurevych 2019; https://huggingface.co/sentence-transformers/all-MiniLM-L6-v2),",
         "licensed under the Apache License, Version 2.0 (full text below).",
         "",
-        "This file is a modified version: converted to ONNX and quantised by mha_lib",
-        "(mha_lib.export.export_onnx and quantize_for_web, tools/export_site_models.py of the book",
-        "\"Multi-Head Attention, Interactively\"). The weights were loaded into mha_lib's BertEncoder,",
-        "exported with torch.onnx, then stored with 8-bit weight-only quantisation (onnxruntime's",
-        f"MatMulNBits, blocks of {BLOCK_SIZE} weights) and an int8 token-embedding table, so its numbers",
-        f"differ slightly from the original's: on the {checked['texts']} sentences checked when it was built,",
-        f"attention weights by at most {checked['attentions_max_abs']:.3f}, sentence embeddings at cosine >= "
-        f"{checked['sentence_embedding_min_cosine']:.4f}.",
+        "This file is a modified version: converted to ONNX by mha_lib (mha_lib.export.export_onnx and",
+        "split_for_web, tools/export_site_models.py of the book \"Multi-Head Attention, Interactively\").",
+        "The weights were loaded into mha_lib's BertEncoder, exported with torch.onnx, and stored as",
+        f"float16 (computed in float32); the token-embedding table was moved to {MINILM}.rows/",
+        f"({ROWS_PER_FILE} rows a file). Its numbers therefore differ slightly from the original's: on the",
+        f"{checked['texts']} sentences checked when it was built, attention weights by at most "
+        f"{checked['attentions_max_abs']:.4f},",
+        f"sentence embeddings at cosine >= {checked['sentence_embedding_min_cosine']:.6f}.",
         f"{MINILM}.vocab.txt is the checkpoint's vocabulary, unchanged.",
         f"Weights taken from: {source}.",
     ]
@@ -174,20 +189,26 @@ def minilm_license(folder: str, source: str, checked: dict) -> str:
 
 # ----------------------------------------------------------------------------- the build
 def cached(cache: Path, model_id: str, key: str, make) -> tuple[Path, dict, bool]:
-    """(file, manifest entry, hit): the cached export for ``key``, made by ``make(dest)`` if missing.
-    Older entries of the same model are removed."""
-    onnx_path, meta_path = cache / f"{model_id}-{key[:16]}.onnx", cache / f"{model_id}-{key[:16]}.json"
-    if onnx_path.is_file() and meta_path.is_file():
-        return onnx_path, json.loads(meta_path.read_text()), True
+    """(folder, manifest entry, hit): the cached export for ``key``, made by ``make(dest)`` if missing.
+
+    An entry is a folder ``{model_id}-{key[:16]}/`` holding ``{model_id}.onnx``, its row folder if
+    any, and ``meta.json``; the files carry their final names, so a split file finds its rows
+    (recorded relative to it) wherever the folder is copied. Older entries of the model are removed."""
+    folder = cache / f"{model_id}-{key[:16]}"
+    meta_path = folder / "meta.json"
+    if meta_path.is_file():
+        return folder, json.loads(meta_path.read_text()), True
     for old in cache.glob(f"{model_id}-*"):
-        if re.fullmatch(rf"{re.escape(model_id)}-[0-9a-f]{{16}}\.[a-z0-9.]+", old.name):
-            old.unlink()
-    tmp = cache / f"{model_id}-{key[:16]}.tmp.onnx"
-    meta = make(tmp)
+        if re.fullmatch(rf"{re.escape(model_id)}-[0-9a-f]{{16}}(\.[a-z0-9.]+)?", old.name):
+            shutil.rmtree(old) if old.is_dir() else old.unlink()
+    tmp = cache / f"{model_id}-{key[:16]}.tmp"
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir()
+    meta = make(tmp / f"{model_id}.onnx")
     meta["file"] = f"{model_id}.onnx"
-    tmp.replace(onnx_path)
-    meta_path.write_text(json.dumps(meta, indent=1, sort_keys=True))
-    return onnx_path, meta, False
+    (tmp / "meta.json").write_text(json.dumps(meta, indent=1, sort_keys=True))
+    tmp.replace(folder)
+    return folder, meta, False
 
 
 def build(outdir: Path, cache: Path, force: bool = False) -> dict:
@@ -196,8 +217,8 @@ def build(outdir: Path, cache: Path, force: bool = False) -> dict:
     outdir.mkdir(parents=True, exist_ok=True)
     cache.mkdir(parents=True, exist_ok=True)
     if force:
-        for old in cache.glob("*.onnx"):
-            old.unlink()
+        for old in cache.iterdir():
+            shutil.rmtree(old) if old.is_dir() else old.unlink()
     code = code_key()
     folder, source = minilm_folder()
     jobs = [(MINILM, sha256_files([Path(folder) / n for n in ("config.json", "model.safetensors")]), export_minilm)]
@@ -210,9 +231,16 @@ def build(outdir: Path, cache: Path, force: bool = False) -> dict:
     for model_id, weights_hash, make in jobs:
         start = time.perf_counter()
         weights_hash.update(code.encode())
-        path, meta, hit = cached(cache, model_id, weights_hash.hexdigest(), make)
-        shutil.copyfile(path, outdir / meta["file"])
+        made, meta, hit = cached(cache, model_id, weights_hash.hexdigest(), make)
+        shutil.copyfile(made / meta["file"], outdir / meta["file"])
         meta["bytes"] = (outdir / meta["file"]).stat().st_size
+        rows = rows_dir(made / meta["file"])
+        if rows.is_dir():  # a split model: its token rows, described for the page
+            shutil.rmtree(outdir / rows.name, ignore_errors=True)
+            shutil.copytree(rows, outdir / rows.name)
+            index = json.loads((rows / "index.json").read_text())
+            meta["token_rows"] = {**index, "dir": rows.name + "/",
+                                  "bytes": sum(f.stat().st_size for f in rows.glob("*.bin"))}
         manifest["models"][model_id] = meta
         print(f"  {model_id:18s} {meta['bytes']:>12,} bytes  {'cached' if hit else 'exported'} in "
               f"{time.perf_counter() - start:5.1f} s  checked: {meta['checked']}")
@@ -234,9 +262,9 @@ def main(argv=None) -> int:
     start = time.perf_counter()
     print(f"export_site_models: {args.outdir}")
     build(args.outdir, args.cache, args.force)
-    files = sorted(args.outdir.iterdir())
-    for f in files:
-        print(f"  {f.name:32s} {f.stat().st_size:>12,} bytes")
+    for f in sorted(args.outdir.iterdir()):
+        size = sum(g.stat().st_size for g in f.iterdir()) if f.is_dir() else f.stat().st_size
+        print(f"  {f.name + ('/' if f.is_dir() else ''):32s} {size:>12,} bytes")
     print(f"export_site_models: done in {time.perf_counter() - start:.1f} s")
     return 0
 

@@ -1,4 +1,4 @@
-// Tests of the pure parts of web/mha_live.mjs (no DOM, no network). Run: node --test web/test/
+// Tests of the pure parts of mha_lib/web/mha_live.mjs (no DOM, no network). Run: node --test mha_lib/web/test/
 //
 // The cases marked "mha_lib" need MHA_WEB_FIXTURE (written by tests/test_web.py): chapter 1's
 // labels and chapter 4's scores as mha_lib computes them.
@@ -6,9 +6,9 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import fs from "node:fs";
 import {
-  URLS, VIRIDIS, argmaxRows, attentionsFromOutput, checkConfig, checkHeadMask, checkToyInput, colourOf, describeValue,
+  KernelTensor, URLS, VIRIDIS, argmaxRows, attentionsFromOutput, checkConfig, checkHeadMask, checkToyInput, colourOf, describeValue,
   downloadText, formatMB, getManifest, greyOf, gridLayout, largestWeight, licenceParts, markedTokens, paraphraseScores,
-  prevMarkedLabels, readoutText, rowEnd, setText, shortLabel, zoomLayout,
+  kernelBackend, prevMarkedLabels, readoutText, rowEnd, setText, shortLabel, zoomLayout, fetchTokenRows, tokenRowFeeds,
 } from "../mha_live.mjs";
 
 const FIXTURE = process.env.MHA_WEB_FIXTURE;
@@ -197,7 +197,7 @@ test("licence line: one link per licence file of the manifest, the runtime's alw
   const one = licenceParts(["all-MiniLM-L6-v2"], manifest);
   assert.equal(one.length, 2);
   assert.equal(one[0].label, "Model: all-MiniLM-L6-v2");
-  assert.match(one[0].detail, /Apache-2\.0, converted to ONNX and quantised/);
+  assert.match(one[0].detail, /Apache-2\.0, converted to ONNX, float16 weights/);
   assert.equal(one[0].href, new URL("all-MiniLM-L6-v2.LICENSE.txt", URLS.models).href);
   assert.equal(one[1].href, new URL("LICENSE", URLS.ortDir).href);
   assert.match(one[1].label + one[1].detail, /onnxruntime-web.*MIT/);
@@ -248,4 +248,92 @@ test("rowEnd: the enlarged map opens under the clicked map's row", () => {
   assert.equal(rowEnd(2, 1, 3), 2);
   assert.throws(() => rowEnd(12, 4, 12), /item 12 of 12/);
   assert.throws(() => rowEnd(0, 0, 12), /0 columns/);
+});
+
+/** A stand-in for anywidget's model: send() is answered by `answer(content)` -> [reply, buffers], later. */
+function fakeWidget(answer) {
+  const listeners = new Set();
+  const sent = [];
+  return {
+    sent,
+    listeners,
+    on(name, cb) { if (name === "msg:custom") listeners.add(cb); },
+    off(name, cb) { listeners.delete(cb); },
+    send(content) {
+      sent.push(structuredClone(content)); // what the comm carries: JSON-able
+      const [reply, buffers] = answer(content);
+      setTimeout(() => {
+        for (const cb of listeners) cb({ ...reply, request: content.request }, buffers);
+        for (const cb of listeners) cb({ op: "result", request: "someone-else", outputs: {} }, []); // another view's
+      }, 0);
+    },
+  };
+}
+
+test("kernel backend: loads from the kernel, sends plain feeds, reads float32 buffers, rejects errors", async () => {
+  const info = { kind: "token-classifier", num_layers: 1, num_heads: 2, max_length: 16,
+    inputs: ["input_ids", "token_type_ids", "key_padding_mask", "head_mask"], outputs: ["logits", "attentions"] };
+  const logits = new Float32Array([0.5, -1, 2, 3]);
+  const widget = fakeWidget((c) => {
+    if (c.op === "load") return [{ op: "loaded", info, vocab: null }, []];
+    if (c.feeds.input_ids.data[0] === 99) return [{ op: "error", message: "feeds['input_ids'][0][0] = 99 is not a token id" }, []];
+    return [{ op: "result", outputs: { logits: { dims: [1, 2, 2], buffer: 0 } } }, [new DataView(logits.buffer)]];
+  });
+  const backend = kernelBackend(widget);
+  assert.equal(backend.kind, "kernel");
+  const model = await backend.loadModel("ch1-h2");
+  assert.equal(await backend.loadModel("ch1-h2"), model); // loaded once
+  assert.deepEqual(model.session.inputNames, info.inputs);
+  assert.equal(model.tokenizer, null);
+  const feeds = {
+    input_ids: new model.ort.Tensor("int64", new BigInt64Array([3n, 4n]), [1, 2]),
+    key_padding_mask: new KernelTensor("bool", new Uint8Array([0, 1]), [1, 2]),
+  };
+  const out = await model.session.run(feeds);
+  assert.ok(out.logits.data instanceof Float32Array);
+  assert.deepEqual(Array.from(out.logits.data), Array.from(logits));
+  assert.deepEqual(out.logits.dims, [1, 2, 2]);
+  const run = widget.sent.find((c) => c.op === "run");
+  assert.deepEqual(run.feeds.input_ids, { type: "int64", dims: [1, 2], data: [3, 4] }); // BigInt -> number
+  assert.deepEqual(run.feeds.key_padding_mask.data, [0, 1]);
+  assert.equal(run.model, "ch1-h2");
+  feeds.input_ids.data[0] = 99n;
+  await assert.rejects(model.session.run(feeds), /= 99 is not a token id/);
+  backend.close();
+  assert.equal(widget.listeners.size, 0);
+});
+
+test("token rows of a split model: fetched once per file, each position gets its row, a short file is refused", async () => {
+  const spec = { dir: "m.rows/", rows: 10, dim: 2, rows_per_file: 4, file_bytes: 16 };
+  const table = Array.from({ length: 10 }, (_, id) => [id * 2, id * 2 + 1]); // row id holds id*2, id*2+1
+  const asked = [];
+  const realFetch = globalThis.fetch;
+  globalThis.fetch = async (url) => {
+    asked.push(String(url).split("/").pop());
+    const k = Number(String(url).match(/(\d{4})\.bin$/)[1]);
+    const rows = table.slice(k * 4, k * 4 + 4).flat();
+    const bytes = k === 2 && url.includes("short") ? new Uint16Array(1) : Uint16Array.from(rows);
+    return new Response(bytes.buffer, { status: 200 });
+  };
+  try {
+    const model = { info: { token_rows: spec } };
+    await fetchTokenRows(model, [[9, 1, 5], [5]]);
+    assert.deepEqual(asked.sort(), ["0000.bin", "0001.bin", "0002.bin"]); // row 0 (padding) always
+    await fetchTokenRows(model, [[1, 2]]);
+    assert.equal(asked.length, 3); // nothing new to fetch
+    const ids = BigInt64Array.from([9n, 1n, 5n, 5n, 0n, 0n]); // (2, 3): row 1 is [5] then padding
+    const feeds = tokenRowFeeds(spec, model.rowFiles, ids, 2, 3, KernelTensor);
+    assert.deepEqual(feeds.token_rows.dims, [4, 2]);
+    assert.deepEqual(feeds.token_index.dims, [2, 3]);
+    const index = Array.from(feeds.token_index.data, Number);
+    index.forEach((u, i) => {
+      const id = Number(ids[i]);
+      assert.deepEqual(Array.from(feeds.token_rows.data.slice(u * 2, u * 2 + 2)), table[id]);
+    });
+    assert.throws(() => tokenRowFeeds(spec, new Map(), ids, 2, 3, KernelTensor), /token id 9 were not fetched/);
+    const short = { info: { token_rows: { ...spec, dir: "short.rows/" } } };
+    await assert.rejects(fetchTokenRows(short, [[9]]), /0002\.bin holds 2 bytes, not 8/);
+  } finally {
+    globalThis.fetch = realFetch;
+  }
 });

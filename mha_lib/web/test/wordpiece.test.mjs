@@ -1,4 +1,4 @@
-// Tests of web/wordpiece.mjs. Run: node --test web/test/
+// Tests of mha_lib/web/wordpiece.mjs. Run: node --test mha_lib/web/test/
 //
 // The cases that compare with mha_lib need MHA_WEB_FIXTURE: a JSON file that
 // tests/test_web.py writes at test time (texts with the ids mha_lib's tokenizer gives them,

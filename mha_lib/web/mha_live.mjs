@@ -22,8 +22,16 @@
 //   head mask   [layer][head]  1 = head on, 0 = off (its output is zeroed; its own weights are
 //               still computed, and drawn grey)
 //
-// Contract for tests (issue 17): element.mhaLive = {view, model, models, run(input) -> Promise,
-// lastResult}; lastResult = {tokens, attentions} for `model` (toy-compare: also models[id]).
+// Two backends compute the maps (section 2): in the built book, onnxruntime-web in the page (the
+// default); in Jupyter and Colab, the notebook's kernel: mha_lib.live.LiveWidget (an anywidget)
+// loads this same file as its ES module, and render() (section 6) mounts the view with
+// kernelBackend(model), whose session.run sends the feeds to the kernel, where mha_lib computes
+// the outputs. The views read the same {name: {data, dims}} outputs either way; their texts say
+// which one computes (in kernel mode the page fetches no file: no size, no runtime licence line).
+//
+// Contract for tests (issue 17): element.mhaLive = {view, model, models, backend, run(input) ->
+// Promise, lastResult}; lastResult = {tokens, attentions, source} for `model` (toy-compare: also
+// models[id]); source: "config" (the notebook's numbers), "browser" or "kernel".
 //
 // Safety: every text from the reader or the data reaches the page through textContent (setText)
 // or canvas fillText, never innerHTML.
@@ -31,18 +39,26 @@
 import { WordPieceTokenizer } from "./wordpiece.mjs";
 
 const HERE = import.meta.url;
+/** `path` relative to this module; null where the module has no folder (anywidget loads it from a blob: URL). */
+function besideModule(path) {
+  try {
+    return new URL(path, HERE).href;
+  } catch {
+    return null;
+  }
+}
 export const URLS = {
-  ort: new URL("../vendor/onnxruntime-web/ort.wasm.min.mjs", HERE).href,
-  ortDir: new URL("../vendor/onnxruntime-web/", HERE).href,
-  wasm: new URL("../vendor/onnxruntime-web/ort-wasm-simd-threaded.wasm", HERE).href,
-  models: new URL("../models/", HERE).href,
+  ort: besideModule("../vendor/onnxruntime-web/ort.wasm.min.mjs"),
+  ortDir: besideModule("../vendor/onnxruntime-web/"),
+  wasm: besideModule("../vendor/onnxruntime-web/ort-wasm-simd-threaded.wasm"),
+  models: besideModule("../models/"),
 };
 const MINILM = "all-MiniLM-L6-v2";
 const TYPING_DELAY_MS = 300; // debounce of the text box
 const TOGGLE_DELAY_MS = 120; // debounce of head toggles and token edits
 
 // =============================================================================================
-// 1. Pure helpers (no DOM, no network): tested by web/test/mha_live.test.mjs
+// 1. Pure helpers (no DOM, no network): tested by mha_lib/web/test/mha_live.test.mjs
 // =============================================================================================
 
 /** matplotlib's viridis at 17 evenly spaced points (the book's static figures use viridis). */
@@ -391,7 +407,7 @@ export function checkHeadMask(mask, numLayers, numHeads) {
 
 /** Licence wording of the files the site ships, by licence file (the manifest's `license`). */
 export const LICENCE_NAMES = {
-  "all-MiniLM-L6-v2.LICENSE.txt": "Apache-2.0, converted to ONNX and quantised",
+  "all-MiniLM-L6-v2.LICENSE.txt": "Apache-2.0, converted to ONNX, float16 weights",
   "mha_lib.LICENSE.txt": "trained for this book; the book's licence",
 };
 
@@ -569,6 +585,52 @@ function headMaskTensor(model, mask) {
   return new model.ort.Tensor("float32", data, [NL, H]);
 }
 
+/**
+ * A split model (mha_lib.export.split_for_web) keeps its token-embedding table in row files of
+ * `rows_per_file` float16 rows (manifest: info.token_rows). Fetch, once each, the files holding the
+ * rows of `ids` (and row 0, the padding id), into model.rowFiles: file number -> Uint16Array.
+ */
+export async function fetchTokenRows(model, ids) {
+  const spec = model.info.token_rows;
+  if (!spec) return;
+  model.rowFiles = model.rowFiles || new Map();
+  const wanted = new Set([0]);
+  for (const row of ids) for (const id of row) wanted.add(Math.floor(id / spec.rows_per_file));
+  const missing = [...wanted].filter((k) => !model.rowFiles.has(k));
+  await Promise.all(missing.map(async (k) => {
+    const name = `${spec.dir}${String(k).padStart(4, "0")}.bin`;
+    const rows = Math.min(spec.rows_per_file, spec.rows - k * spec.rows_per_file);
+    if (!(k >= 0 && rows > 0)) throw new Error(`token id ${k * spec.rows_per_file} is outside the model's ${spec.rows} rows`);
+    const bytes = await fetchBytes(URLS.models + name, () => {});
+    if (bytes.byteLength !== rows * spec.dim * 2) {
+      throw new Error(`${name} holds ${bytes.byteLength} bytes, not ${rows * spec.dim * 2}`);
+    }
+    model.rowFiles.set(k, new Uint16Array(bytes.buffer, bytes.byteOffset, bytes.byteLength / 2));
+  }));
+}
+
+/** token_rows (U, dim) float16 and token_index (B, L) for a (B * L) id array, rows from fetchTokenRows. */
+export function tokenRowFeeds(spec, rowFiles, ids, B, L, Tensor) {
+  const where = new Map(); // id -> its row in token_rows
+  const index = new BigInt64Array(B * L);
+  ids.forEach((id, i) => {
+    const n = Number(id);
+    if (!where.has(n)) where.set(n, where.size);
+    index[i] = BigInt(where.get(n));
+  });
+  const rows = new Uint16Array(where.size * spec.dim);
+  for (const [id, u] of where) {
+    const file = rowFiles.get(Math.floor(id / spec.rows_per_file));
+    if (!file) throw new Error(`the word vectors of token id ${id} were not fetched`);
+    const at = (id % spec.rows_per_file) * spec.dim;
+    rows.set(file.subarray(at, at + spec.dim), u * spec.dim);
+  }
+  return {
+    token_rows: new Tensor("float16", rows, [where.size, spec.dim]),
+    token_index: new Tensor("int64", index, [B, L]),
+  };
+}
+
 /** The feeds the model's file asks for (its inputs), from (B, L) token rows. */
 function feedsFor(model, rows, types, mask) {
   const B = rows.length;
@@ -588,6 +650,9 @@ function feedsFor(model, rows, types, mask) {
     key_padding_mask: new Tensor("bool", padding, [B, L]),
     head_mask: headMaskTensor(model, mask),
   };
+  if (model.info.token_rows && model.session.inputNames.includes("token_rows")) {
+    Object.assign(all, tokenRowFeeds(model.info.token_rows, model.rowFiles || new Map(), ids, B, L, Tensor));
+  }
   const feeds = {};
   for (const name of model.session.inputNames) {
     if (!(name in all)) throw new Error(`the model ${model.id} asks for an input "${name}" the page does not know`);
@@ -602,6 +667,7 @@ function feedsFor(model, rows, types, mask) {
  */
 export async function runBert(model, texts, mask) {
   const encodings = texts.map((t) => model.tokenizer.encode(t));
+  await fetchTokenRows(model, encodings.map((e) => e.ids)); // a split model: the rows of these tokens
   const out = await runSession(model, feedsFor(model, encodings.map((e) => e.ids), null, mask));
   const att = out.attentions;
   const emb = out.sentence_embedding;
@@ -620,6 +686,114 @@ export async function runToy(model, ids, types) {
   return {
     attentions: attentionsFromOutput(out.attentions.data, out.attentions.dims, 0, ids.length),
     ...argmaxRows(out.logits.data, L, C),
+  };
+}
+
+/** The default backend: onnxruntime-web in the reader's browser, files from the site. */
+export const browserBackend = { kind: "browser", loadModel };
+
+/** A tensor of the kernel backend: what onnxruntime-web's Tensor holds, as feedsFor builds it. */
+export class KernelTensor {
+  constructor(type, data, dims) {
+    this.type = type;
+    this.data = data;
+    this.dims = dims;
+  }
+}
+
+/** Bytes of one binary buffer of a widget message (ipywidgets gives DataViews; tests may give ArrayBuffers). */
+function bufferBytes(buffer) {
+  if (buffer instanceof ArrayBuffer) return new Uint8Array(buffer);
+  if (ArrayBuffer.isView(buffer)) return new Uint8Array(buffer.buffer, buffer.byteOffset, buffer.byteLength);
+  throw new Error(`the kernel sent a buffer of an unknown kind (${describeValue(buffer)})`);
+}
+
+/** float32 values of a buffer, little-endian (numpy's "<f4"), copied so that they are aligned. */
+function floatsOf(buffer) {
+  const bytes = bufferBytes(buffer);
+  if (bytes.byteLength % 4) throw new Error(`the kernel sent ${bytes.byteLength} bytes, not whole float32 values`);
+  const out = new Float32Array(bytes.byteLength / 4);
+  new Uint8Array(out.buffer).set(bytes);
+  return out;
+}
+
+/**
+ * The kernel backend: a model whose session runs in the notebook's kernel (mha_lib.live.LiveWidget).
+ * `widget` is anywidget's model object: {get, set, on, off, send, save_changes}. Messages (content of
+ * model.send, answered by a "msg:custom" message with the same `request`):
+ *   {op: "load", request, model}  ->  {op: "loaded", request, info: {kind, num_layers, num_heads,
+ *                                      max_length, inputs, outputs}, vocab: vocab.txt text or null}
+ *   {op: "run", request, model, feeds: {name: {type, dims, data: plain array}}}
+ *                                 ->  {op: "result", request, outputs: {name: {dims, buffer: i}}} and
+ *                                      buffers[i] holding float32 values (little-endian)
+ *   any failure                   ->  {op: "error", request, message}: the promise rejects with it
+ * @returns {{kind: "kernel", loadModel(id, onBytes) -> Promise<Model>, close()}}
+ */
+export function kernelBackend(widget) {
+  const pending = new Map(); // request -> {resolve, reject}
+  const prefix = Math.random().toString(36).slice(2);
+  let count = 0;
+  const onMessage = (msg, buffers) => {
+    if (!msg || typeof msg !== "object" || !pending.has(msg.request)) return; // another view's answer
+    const { resolve, reject } = pending.get(msg.request);
+    pending.delete(msg.request);
+    if (msg.op === "error") reject(new Error(String(msg.message)));
+    else resolve({ msg, buffers: buffers || [] });
+  };
+  widget.on("msg:custom", onMessage);
+  const ask = (content) => new Promise((resolve, reject) => {
+    count += 1;
+    const request = `${prefix}-${count}`;
+    pending.set(request, { resolve, reject });
+    try {
+      widget.send({ ...content, request });
+    } catch (err) {
+      pending.delete(request);
+      reject(err);
+    }
+  });
+  const models = new Map(); // one load per model id and view
+  const loadFromKernel = async (id) => {
+    const { msg } = await ask({ op: "load", model: id });
+    const info = msg.info;
+    const session = {
+      inputNames: info.inputs.slice(),
+      outputNames: info.outputs.slice(),
+      async run(feeds) {
+        const plain = {};
+        for (const [name, t] of Object.entries(feeds)) {
+          plain[name] = { type: t.type, dims: t.dims.map(Number), data: Array.from(t.data, Number) };
+        }
+        const { msg: answer, buffers } = await ask({ op: "run", model: id, feeds: plain });
+        const outputs = {};
+        for (const [name, o] of Object.entries(answer.outputs)) {
+          const data = floatsOf(buffers[o.buffer]);
+          const size = o.dims.reduce((a, b) => a * b, 1);
+          if (data.length !== size) throw new Error(`the kernel's ${name} has ${data.length} values, dims [${o.dims}]`);
+          outputs[name] = { data, dims: o.dims };
+        }
+        return outputs;
+      },
+    };
+    const tokenizer = typeof msg.vocab === "string"
+      ? WordPieceTokenizer.fromVocabText(msg.vocab, { maxLength: info.max_length || 256 }) : null;
+    return { id, info, session, ort: { Tensor: KernelTensor }, tokenizer, queue: Promise.resolve() };
+  };
+  return {
+    kind: "kernel",
+    loadModel(id) {
+      if (!models.has(id)) {
+        const promise = loadFromKernel(id);
+        promise.catch(() => models.delete(id)); // "Try again" asks the kernel again
+        models.set(id, promise);
+      }
+      return models.get(id);
+    },
+    close() {
+      widget.off("msg:custom", onMessage);
+      for (const { reject } of pending.values()) reject(new Error("the view was closed"));
+      pending.clear();
+    },
   };
 }
 
@@ -936,10 +1110,12 @@ function addStyle() {
 
 /** What every view shares: status line, download, readout, fallback, the test contract. */
 class View {
-  constructor(element, config, modelIds) {
+  constructor(element, config, modelIds, backend = browserBackend) {
     this.element = element;
     this.config = config;
     this.modelIds = modelIds;
+    this.backend = backend;
+    this.kernel = backend.kind === "kernel"; // the notebook's kernel computes: the texts say so
     this.result = null;
     this.fallback = element.querySelector(".mha-live-fallback");
     this.root = el("div", { class: "mha-live", role: "group" });
@@ -983,6 +1159,11 @@ class View {
    * the model(s) and the runtime with links to their licence notices (links once the manifest is read).
    */
   describeRuntime(manifest) {
+    if (this.kernel) {
+      setText(this.about, `Computed by this notebook's kernel with mha_lib (PyTorch): ` +
+        `${this.modelIds.length > 1 ? "models" : "model"} ${this.modelIds.join(", ")}.`);
+      return;
+    }
     const children = ["Runs in browsers with WebAssembly SIMD (recent Chrome, Edge, Firefox, Safari). "];
     licenceParts(this.modelIds, manifest).forEach((part, i) => {
       if (i) children.push(" · ");
@@ -999,6 +1180,12 @@ class View {
    * action asks for the manifest again.
    */
   async announceSize() {
+    if (this.kernel) {
+      if (!this.loaded && !this.failed && !this.loading) {
+        setText(this.status, `${this.firstActionText} The notebook's kernel recomputes it with mha_lib.`);
+      }
+      return;
+    }
     if (!supportsWasmSimd()) {
       this.fail(new Error("this browser cannot run WebAssembly with SIMD"));
       return;
@@ -1012,6 +1199,11 @@ class View {
       const model = fresh.reduce((sum, id) => sum + ((manifest.models[id] || {}).bytes || 0), 0);
       const runtime = loaded.has("runtime") ? 0 : await getRuntimeBytes();
       what = downloadText(fresh.length, model, runtime);
+      const split = fresh.map((id) => manifest.models[id] || {}).find((m) => m.token_rows);
+      if (split) { // the word vectors come with each text: a sentence needs about 8 files
+        const perText = ((split.checked || {}).row_files_per_text || {}).median || 8;
+        what += `, then about ${formatMB(perText * split.token_rows.file_bytes)} of word vectors for each new sentence`;
+      }
     } catch (err) {
       console.warn("mha_live: the download size is unknown:", err);
     }
@@ -1025,6 +1217,20 @@ class View {
   /** Load every model of the view once, showing the bytes received. After a failure, only "Try again" retries. */
   ensureModels() {
     if (this.failed) return Promise.reject(this.error);
+    if (!this.loading && this.kernel) {
+      const started = performance.now();
+      setText(this.status, "The kernel is loading the model…");
+      this.loading = Promise.all(this.modelIds.map((id) => this.backend.loadModel(id))).then((models) => {
+        this.loadedModels(models, started);
+        setText(this.status, `The kernel loaded the model in ${(this.timings.load_ms / 1000).toFixed(1)} s; ` +
+          "it computes every change.");
+        return models;
+      });
+      this.loading.catch((err) => {
+        this.loading = null;
+        this.fail(err, true);
+      });
+    }
     if (!this.loading) {
       const received = {}; // file -> bytes so far
       // What is left to download: files that no view of the page has asked for yet.
@@ -1047,15 +1253,9 @@ class View {
           this.progress.value = got;
           setText(this.status, `Downloading the model: ${formatMB(got)} of ${formatMB(Math.max(all, got))}…`);
         };
-        return Promise.all(this.modelIds.map((id) => loadModel(id, onBytes)));
+        return Promise.all(this.modelIds.map((id) => this.backend.loadModel(id, onBytes)));
       }).then((models) => {
-        this.models = models;
-        this.loaded = true;
-        this.failed = false;
-        this.status.classList.remove("mha-live-error");
-        this.progress.hidden = true;
-        if (this.fallback) this.fallback.hidden = true; // a failure showed it; the live maps replace it again
-        this.timings.load_ms = performance.now() - started;
+        this.loadedModels(models, started);
         setText(this.status, `The model runs in your browser (loaded in ${(this.timings.load_ms / 1000).toFixed(1)} s).`);
         return models;
       });
@@ -1067,14 +1267,28 @@ class View {
     return this.loading;
   }
 
+  /** The models are loaded: the live maps replace the figure that a failure showed. */
+  loadedModels(models, started) {
+    this.models = models;
+    this.loaded = true;
+    this.failed = false;
+    this.status.classList.remove("mha-live-error");
+    this.progress.hidden = true;
+    if (this.fallback) this.fallback.hidden = true;
+    this.timings.load_ms = performance.now() - started;
+  }
+
   /** A visible message, and the static figure comes back; `retry` offers a "Try again" button. */
   fail(err, retry = false) {
     this.failed = true;
     this.error = err instanceof Error ? err : new Error(String(err));
     this.progress.hidden = true;
     this.status.classList.add("mha-live-error");
-    setText(this.status, `The live model could not be loaded (${this.error.message}). The maps shown are the ` +
-      "ones computed when the book was built" + (this.fallback ? ", as is the figure below." : "."));
+    setText(this.status, this.kernel
+      ? `The kernel could not load the model (${this.error.message}). The maps shown are the ones computed when ` +
+        "the cell ran" + (this.fallback ? ", as is the figure below." : ".")
+      : `The live model could not be loaded (${this.error.message}). The maps shown are the ` +
+        "ones computed when the book was built" + (this.fallback ? ", as is the figure below." : "."));
     if (retry) {
       const again = el("button", { type: "button", class: "mha-live-button" }, "Try again");
       again.addEventListener("click", () => {
@@ -1125,9 +1339,22 @@ class View {
   async compute(work) {
     await this.ensureModels();
     const t0 = performance.now();
-    const result = await work();
+    let result;
+    try {
+      result = await work();
+    } catch (err) {
+      this.status.classList.add("mha-live-error");
+      setText(this.status, `${this.kernel ? "The kernel" : "The model"} could not compute this input ` +
+        `(${err && err.message ? err.message : err}). The maps show the last result.`);
+      throw err;
+    }
     this.timings.run_ms = performance.now() - t0;
     return result;
+  }
+
+  /** Where the maps are computed, for the notes: "in your browser" or "by the notebook's kernel". */
+  get where() {
+    return this.kernel ? "by the notebook's kernel" : "in your browser";
   }
 
   /** element.mhaLive, the contract of the tests. */
@@ -1137,6 +1364,7 @@ class View {
       view,
       model,
       models: this.modelIds.slice(),
+      backend: this.backend.kind,
       run: (input) => self.run(input),
       get lastResult() {
         return self.result;
@@ -1241,15 +1469,16 @@ class LayerMaps {
 
 /** "sentence": MiniLM on the reader's text. */
 class SentenceView extends View {
-  constructor(element, config) {
-    super(element, config, [element.dataset.model || MINILM]);
+  constructor(element, config, backend) {
+    super(element, config, [element.dataset.model || MINILM], backend);
     this.firstActionText = "Type a sentence of your own: the model reruns as you type.";
     const id = `mha-live-text-${Math.random().toString(36).slice(2)}`;
     this.text = el("textarea", { id, rows: "2", spellcheck: "false", maxlength: "4000" });
     this.text.value = config.text || "";
     const label = el("label", { for: id }, "Your sentence");
-    const privacy = el("p", { class: "mha-live-privacy" },
-      "Typed text never leaves your browser: the model runs on this page.");
+    const privacy = el("p", { class: "mha-live-privacy" }, this.kernel
+      ? "Typed text goes to this notebook's kernel, which computes the maps with mha_lib."
+      : "Typed text never leaves your browser: the model runs on this page.");
     this.maps = new LayerMaps(this, config.attentions.length, config.layer || 0);
     this.root.setAttribute("aria-label", "Live attention maps of all-MiniLM-L6-v2 for a sentence you type");
     this.attach([el("div", {}, label, this.text, privacy), this.maps.control.node], [this.maps.node]);
@@ -1258,7 +1487,7 @@ class SentenceView extends View {
     this.maps.show(config.tokens, config.attentions);
     const later = debounce(() => this.run(this.text.value).catch(() => {}), TYPING_DELAY_MS);
     this.text.addEventListener("input", () => {
-      this.ensureModels().catch(() => {}); // the first keystroke starts the download
+      this.ensureModels().catch(() => {}); // the first keystroke starts the download (or the kernel's load)
       later();
     });
   }
@@ -1285,14 +1514,14 @@ class SentenceView extends View {
       this.timings.infer_ms = t1 - t0;
       this.timings.draw_ms = performance.now() - t1;
       return { tokens: enc.tokens, attentions: r.attentions, text, truncated: enc.truncated,
-        fullLength: enc.fullLength, source: "browser" };
+        fullLength: enc.fullLength, source: this.backend.kind };
     });
     this.result = out;
     if (out.truncated) {
       this.note(`Your text has ${out.fullLength} tokens; the model reads the first ${out.tokens.length} (its limit), ` +
         "so the maps stop there.");
     } else {
-      this.note(`${out.tokens.length} tokens, recomputed in your browser in ${Math.round(this.timings.run_ms)} ms.`);
+      this.note(`${out.tokens.length} tokens, recomputed ${this.where} in ${Math.round(this.timings.run_ms)} ms.`);
     }
     return out;
   }
@@ -1300,8 +1529,8 @@ class SentenceView extends View {
 
 /** "toy-compare": chapter 1's task read by several toy models at once. */
 class ToyCompareView extends View {
-  constructor(element, config) {
-    super(element, config, config.models.slice());
+  constructor(element, config, backend) {
+    super(element, config, config.models.slice(), backend);
     this.primary = config.models.includes(element.dataset.model) ? element.dataset.model : config.models[0];
     this.firstActionText = "Change a token or move the mark: every model reruns.";
     this.task = config.task; // mha_lib's PrevMarkedTask.to_dict(): {kind, vocab_size, seq_len, op}
@@ -1444,20 +1673,20 @@ class ToyCompareView extends View {
       for (const model of this.models) out[model.id] = await runToy(model, ids, types);
       const t1 = performance.now();
       this.timings.infer_ms = t1 - t0;
-      const described = this.describe(out, ids, types, "browser");
+      const described = this.describe(out, ids, types, this.backend.kind);
       if (request === this.requests) this.showAll(described);
       this.timings.draw_ms = performance.now() - t1;
       return described;
     });
-    if (request === this.requests) this.note(`Recomputed in your browser in ${Math.round(this.timings.run_ms)} ms.`);
+    if (request === this.requests) this.note(`Recomputed ${this.where} in ${Math.round(this.timings.run_ms)} ms.`);
     return result;
   }
 }
 
 /** "prune": MiniLM with head toggles; fidelity and paraphrase ranking against all heads on. */
 class PruneView extends View {
-  constructor(element, config) {
-    super(element, config, [element.dataset.model || MINILM]);
+  constructor(element, config, backend) {
+    super(element, config, [element.dataset.model || MINILM], backend);
     this.firstActionText = "Turn heads off and on: the embeddings and the scores are recomputed.";
     this.mask = config.mask.map((row) => row.map((v) => (v ? 1 : 0)));
     this.text = config.text;
@@ -1622,10 +1851,11 @@ class PruneView extends View {
       this.showScores(scores.fidelity, scores.mrr, mask);
       this.describeSentence(texts[0]);
       this.timings.draw_ms = performance.now() - t1;
-      return { tokens: r.encodings[0].tokens, attentions: r.attentions, mask, ...scores, texts: n - 1, source: "browser" };
+      return { tokens: r.encodings[0].tokens, attentions: r.attentions, mask, ...scores, texts: n - 1,
+        source: this.backend.kind };
     });
     this.result = out;
-    this.note(`Recomputed ${out.texts} embeddings and the maps in your browser in ${Math.round(this.timings.run_ms)} ms.`);
+    this.note(`Recomputed ${out.texts} embeddings and the maps ${this.where} in ${Math.round(this.timings.run_ms)} ms.`);
     return out;
   }
 }
@@ -1639,18 +1869,21 @@ const VIEWS = { sentence: SentenceView, "toy-compare": ToyCompareView, prune: Pr
 /**
  * Turn one .mha-live-view element into a live view (once). Returns element.mhaLive.
  * A bad data-config leaves the fallback figure in place, with a visible message.
+ * @param {HTMLElement} element
+ * @param {{backend?: object}} [options]  backend: browserBackend (default) or kernelBackend(widget model)
  */
-export function mount(element) {
+export function mount(element, { backend = browserBackend } = {}) {
   if (element.mhaLive) return element.mhaLive;
   addStyle();
   const view = element.dataset.view;
   try {
     const config = checkConfig(view, JSON.parse(element.dataset.config || "null"));
-    const instance = new VIEWS[view](element, config);
+    const instance = new VIEWS[view](element, config, backend);
     element.mhaLive = instance.api(view, instance.primary || instance.modelIds[0]);
   } catch (err) {
     const message = el("p", { class: "mha-live-status mha-live-error", role: "status" });
-    setText(message, `This live view could not start (${err.message}); the figure is the one computed when the book was built.`);
+    setText(message, `This live view could not start (${err.message}); the figure is the one computed when ` +
+      `${backend.kind === "kernel" ? "the cell ran" : "the book was built"}.`);
     element.append(message);
     console.warn("mha_live:", err);
     element.mhaLive = { view, model: element.dataset.model, models: [], lastResult: null,
@@ -1663,3 +1896,31 @@ export function mount(element) {
 export function mountAll(root = document) {
   return Array.from(root.querySelectorAll(".mha-live-view")).map(mount);
 }
+
+// =============================================================================================
+// 6. In a kernel: anywidget's entry point (mha_lib.live.LiveWidget loads this file as its _esm)
+// =============================================================================================
+
+/**
+ * Draw the view of an mha_lib.live.LiveWidget in `el` (anywidget calls this). The widget's traits:
+ * live_view, live_model, live_config (the dict of mha_lib.live.live_view), live_fallback (a
+ * data:image/png URL or ""), live_alt, live_caption. The maps are computed by the kernel.
+ * @returns {() => void} cleanup: stops listening to the kernel's answers
+ */
+function render({ model, el: host }) {
+  const element = el("div", { class: "mha-live-view", "data-view": model.get("live_view"),
+    "data-model": model.get("live_model"), "data-config": JSON.stringify(model.get("live_config")) });
+  const src = model.get("live_fallback");
+  if (typeof src === "string" && src.startsWith("data:image/png;base64,")) {
+    element.append(el("img", { class: "mha-live-fallback", src, alt: model.get("live_alt") || "",
+      style: "max-width:100%;height:auto" }));
+  }
+  const caption = model.get("live_caption");
+  if (caption) element.append(el("p", { class: "mha-live-caption" }, String(caption)));
+  host.append(element);
+  const backend = kernelBackend(model);
+  mount(element, { backend });
+  return () => backend.close();
+}
+
+export default { render };
