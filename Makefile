@@ -54,18 +54,20 @@ test-unit: venv
 	$(BIN)/python -m pytest tests -m "not browser"
 
 # nbval: the committed outputs of every chapter still reproduce (each chapter runs once).
+NBVAL := --nbval --nbval-current-env --nbval-sanitize-with tests/nbval_sanitize.cfg -p no:cacheprovider
 test-notebooks: venv
 	@if [ -z "$(CHAPTERS)" ]; then echo "nbval: no chapter notebooks yet"; else \
-	  $(BIN)/python -m pytest --nbval --nbval-current-env \
-	    --nbval-sanitize-with tests/nbval_sanitize.cfg -p no:cacheprovider $(CHAPTERS); fi
+	  $(BIN)/python -m pytest $(NBVAL) $(CHAPTERS); fi
 
 test-browser: book browser-deps
 	$(BIN)/python -m pytest tests -m browser
 
-# Every test: the book build, the package and book tests, nbval, the browser tests.
+# Every test: the book build, then one pytest run of the package and book tests, the browser
+# tests and nbval over every chapter, on two workers (pytest-xdist). --dist loadfile keeps each
+# notebook's cells in order on one worker; the chapters go first, being the longest files.
+WORKERS ?= 2
 test: book browser-deps
-	$(BIN)/python -m pytest tests --durations=15
-	$(MAKE) test-notebooks
+	$(BIN)/python -m pytest -n $(WORKERS) --dist loadfile --durations=15 $(NBVAL) $(CHAPTERS) tests
 
 # Re-run every chapter notebook in place (per-cell timeout, widget state stored).
 execute: venv

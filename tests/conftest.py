@@ -6,12 +6,19 @@ another profile with ``pytest --hypothesis-profile=<name>``.
 """
 from __future__ import annotations
 
+import os
+
 import pytest
 import torch
 from hypothesis import settings
 
 settings.register_profile("ci", derandomize=True, deadline=None)
 settings.load_profile("ci")
+
+# `make test` runs two pytest-xdist workers on two cores: each keeps to one torch thread, since two
+# workers with two spinning threads each would oversubscribe the cores.
+if os.environ.get("PYTEST_XDIST_WORKER"):
+    torch.set_num_threads(1)
 
 # Every device the tests can run on here: CPU always, CUDA when a GPU is present.
 DEVICES = ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
