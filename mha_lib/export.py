@@ -51,13 +51,15 @@ contrib operator and ``matmul_nbits_quantizer``; Michel et al. 2019 (head mask).
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import importlib
 import json
 import logging
 import os
+import re
 import warnings
 from dataclasses import asdict, dataclass
-from typing import Dict, Mapping, Optional, Sequence, Tuple, Union
+from typing import Any, Dict, Mapping, Optional, Sequence, Tuple, Union
 
 import numpy as np
 import torch
@@ -619,17 +621,20 @@ def split_for_web(src: Union[str, os.PathLike], dst: Union[str, os.PathLike], ro
       ``token_rows`` float16 (U, d) -- the rows of the U distinct ids of the batch -- and
       ``token_index`` int64 (B, L), each position's row in ``token_rows``; ``input_ids`` is no
       longer an input. :class:`TokenRows` (Python) and the page make both from ids.
-    * Every other float32 initializer with at least 1024 values (the weight matrices, the
-      position table) is stored as float16 and cast back to float32 in the graph (``Cast``;
+    * Every other float32 initializer with at least two dimensions and 1024 values (the weight
+      matrices, the position table; not the 1-D biases and LayerNorm vectors) is stored as float16 and cast back to float32 in the graph (``Cast``;
       onnxruntime folds it when the session starts). Computation stays float32.
     * The table is written as float16, ``rows_per_file`` rows per file (``0000.bin``, ``0001.bin``,
       ...; raw little-endian, the last file shorter), with ``index.json``:
-      ``{"rows", "dim", "rows_per_file", "files", "dtype": "float16", "file_bytes"}``.
+      ``{"rows", "dim", "rows_per_file", "files", "dtype": "float16", "file_bytes", "sha256"}``
+      (``sha256`` of the whole float16 table, also stored in the file's metadata, so that a
+      session refuses another model's rows).
 
     Args:
         src: a file from :func:`export_onnx` with token ids (MiniLM).
         dst: the ``.onnx`` file to write (not ``src``); overwritten.
-        rows_dir: folder for the row files, created if missing; its old ``*.bin`` files are removed.
+        rows_dir: folder for the row files: a new or empty folder, or one an earlier split wrote
+            (holding ``index.json``), whose numbered ``.bin`` files are replaced.
         rows_per_file: rows per file, >= 1 (32 rows of MiniLM are 24,576 bytes).
         min_table_elements: the smallest table taken for the token table, >= 1.
 
@@ -638,9 +643,10 @@ def split_for_web(src: Union[str, os.PathLike], dst: Union[str, os.PathLike], ro
         count), ``float16`` (initializers stored as float16), ``rows_per_file``, ``dim``, ``rows``.
 
     Raises:
-        ValueError: ``src`` missing or not an ONNX file, ``dst`` equal to ``src``, a file that is
-            already split or quantised, one with no such token table, a weight beyond float16's
-            range (65504), bad ``rows_per_file`` or ``min_table_elements``.
+        ValueError: ``src`` missing or not an ONNX file, ``dst`` equal to ``src``, ``rows_dir`` an
+            existing file or a non-empty folder without ``index.json``, a file that is already
+            split or quantised, one with no such token table, a weight beyond float16's range
+            (65504), bad ``rows_per_file`` or ``min_table_elements``. Nothing is written then.
         ImportError: onnx missing (names ``pip install "mha_lib[export]"``).
     """
     src = _checked_path(src, "src", must_exist=True)
@@ -649,6 +655,11 @@ def split_for_web(src: Union[str, os.PathLike], dst: Union[str, os.PathLike], ro
         raise ValueError(f"dst={dst!r} is src: write the copy to another file")
     if not isinstance(rows_dir, (str, os.PathLike)) or not os.fspath(rows_dir):
         raise ValueError(f"rows_dir must be a folder path (str or os.PathLike), got {rows_dir!r}")
+    rows_dir = os.fspath(rows_dir)
+    if os.path.exists(rows_dir) and not os.path.isdir(rows_dir):
+        raise ValueError(f"rows_dir={rows_dir!r} is a file: give a folder for the row files")
+    if os.path.isdir(rows_dir) and os.listdir(rows_dir) and not os.path.isfile(os.path.join(rows_dir, ROWS_INDEX)):
+        raise ValueError(f"rows_dir={rows_dir!r} holds other files and no {ROWS_INDEX}: give a new or empty folder")
     rows_per_file = checks.positive_int(rows_per_file, "rows_per_file")
     min_table_elements = checks.positive_int(min_table_elements, "min_table_elements")
     onnx = _require("onnx")
@@ -705,12 +716,15 @@ def split_for_web(src: Union[str, os.PathLike], dst: Union[str, os.PathLike], ro
     del graph.initializer[:]
     graph.initializer.extend(keep)
     files = -(-V // rows_per_file)
+    rows16 = table.astype("<f2")
+    digest = hashlib.sha256(rows16.tobytes()).hexdigest()
     index = {"rows": int(V), "dim": int(d), "rows_per_file": rows_per_file, "files": files, "dtype": "float16",
-             "file_bytes": rows_per_file * d * 2}
+             "file_bytes": min(rows_per_file, V) * d * 2, "sha256": digest}
     meta[METADATA_PREFIX + "web"] = f"float16 weights; token rows outside the file, {rows_per_file} per file"
     # where the rows lie, relative to the file's folder: onnx_session finds them there
     meta[METADATA_PREFIX + "token_rows"] = os.path.relpath(os.path.abspath(rows_dir),
                                                            os.path.dirname(os.path.abspath(dst))).replace(os.sep, "/")
+    meta[METADATA_PREFIX + "token_rows_sha256"] = digest
     del model.metadata_props[:]
     for key, value in meta.items():
         model.metadata_props.add(key=key, value=value)
@@ -719,10 +733,9 @@ def split_for_web(src: Union[str, os.PathLike], dst: Union[str, os.PathLike], ro
 
     # the row files
     os.makedirs(rows_dir, exist_ok=True)
-    for old in os.listdir(rows_dir):
-        if old.endswith(".bin"):
+    for old in os.listdir(rows_dir):  # an earlier split's row files (the folder holds nothing else)
+        if re.fullmatch(r"\d{4,}\.bin", old) and os.path.abspath(os.path.join(rows_dir, old)) != os.path.abspath(dst):
             os.remove(os.path.join(rows_dir, old))
-    rows16 = table.astype("<f2")
     for k in range(files):
         rows16[k * rows_per_file:(k + 1) * rows_per_file].tofile(os.path.join(rows_dir, f"{k:04d}.bin"))
     with open(os.path.join(rows_dir, ROWS_INDEX), "w", encoding="utf-8") as f:
@@ -737,20 +750,46 @@ class TokenRows:
     Args:
         folder: the ``rows_dir`` given to :func:`split_for_web` (holds ``index.json`` and the
             ``.bin`` files).
+        expected: what the file that reads these rows says of them (``onnx_session`` passes it):
+            ``rows`` (its vocabulary size), ``dim`` (the width of its ``token_rows`` input) and
+            ``sha256`` (of the table it was split from); each given one must match.
 
     Attributes:
-        table: (rows, dim) float16 numpy array, every row (read lazily, file by file, on first use).
+        table: (rows, dim) float16 numpy array, every row (read on first use, file by file, and
+            checked: each file's size, finite values, the whole table's sha256).
 
     Raises:
-        ValueError: a folder without ``index.json``, or a row file missing or of the wrong size.
+        ValueError: a folder without a readable ``index.json`` (or one missing a key, or with
+            values of the wrong kind), one that does not match ``expected`` (another model's rows),
+            and, when the rows are read, a row file missing or of the wrong size, a value that is
+            not finite, or a table whose sha256 differs from the index's.
     """
 
-    def __init__(self, folder: Union[str, os.PathLike]):
+    _KEYS = {"rows": int, "dim": int, "rows_per_file": int, "files": int, "dtype": str, "file_bytes": int, "sha256": str}
+
+    def __init__(self, folder: Union[str, os.PathLike], expected: Optional[Mapping[str, Any]] = None):
         if not isinstance(folder, (str, os.PathLike)) or not os.path.isfile(os.path.join(folder, ROWS_INDEX)):
             raise ValueError(f"folder={folder!r} holds no {ROWS_INDEX}: give the rows_dir split_for_web wrote")
         self.folder = os.fspath(folder)
-        with open(os.path.join(self.folder, ROWS_INDEX), encoding="utf-8") as f:
-            self.index = json.load(f)
+        path = os.path.join(self.folder, ROWS_INDEX)
+        try:
+            with open(path, encoding="utf-8") as f:
+                index = json.load(f)
+        except (OSError, ValueError) as err:
+            raise ValueError(f"{path!r} is not readable JSON ({err})") from None
+        for key, kind in self._KEYS.items():
+            if not isinstance(index, dict) or not isinstance(index.get(key), kind) or isinstance(index.get(key), bool):
+                raise ValueError(f"{path!r}: {key!r} must be {'an integer' if kind is int else 'a string'}, got "
+                                 f"{index.get(key) if isinstance(index, dict) else index!r:.60}")
+        n, per = index["rows"], index["rows_per_file"]
+        if index["dtype"] != "float16" or min(n, per, index["dim"]) < 1 or index["files"] != -(-n // per):
+            raise ValueError(f"{path!r} describes no float16 table of rows >= 1 in ceil(rows / rows_per_file) files: "
+                             f"{ {k: index[k] for k in ('dtype', 'rows', 'dim', 'rows_per_file', 'files')} }")
+        for key, value in (expected or {}).items():
+            if value is not None and index.get(key) != value:
+                raise ValueError(f"{path!r} has {key}={index.get(key)!r:.70} but the file reading them expects "
+                                 f"{value!r:.70}: these are another model's rows")
+        self.index = index
         self._table: Optional[np.ndarray] = None
 
     @property
@@ -765,7 +804,12 @@ class TokenRows:
                 if part.size != want:
                     raise ValueError(f"{path!r} holds {part.size} values, not {want}: the row files are incomplete")
                 parts.append(part.reshape(-1, d))
-            self._table = np.concatenate(parts)
+            table = np.concatenate(parts)
+            if not np.isfinite(table).all():
+                raise ValueError(f"the rows in {self.folder!r} hold NaN or infinite values")
+            if hashlib.sha256(table.tobytes()).hexdigest() != self.index["sha256"]:
+                raise ValueError(f"the rows in {self.folder!r} are not the table {ROWS_INDEX} describes (sha256 differs)")
+            self._table = table
         return self._table
 
     def feeds(self, input_ids) -> Dict[str, np.ndarray]:
@@ -793,7 +837,8 @@ def onnx_session(path: Union[str, os.PathLike], *, threads: Optional[int] = None
 
     Raises:
         ValueError: no such file (or a folder), a file onnxruntime cannot load, a bad ``threads``,
-            or a split file whose row folder has no ``index.json``.
+            or a split file whose row folder has no ``index.json`` or holds another model's rows
+            (see :class:`TokenRows`).
         ImportError: onnxruntime missing (names ``pip install "mha_lib[export]"``).
     """
     path = _checked_path(path, "path", must_exist=True)
@@ -806,11 +851,15 @@ def onnx_session(path: Union[str, os.PathLike], *, threads: Optional[int] = None
         session = ort.InferenceSession(path, options, providers=["CPUExecutionProvider"])
     except Exception as err:  # onnxruntime's InvalidProtobuf, Fail, ...
         raise ValueError(f"path={path!r}: onnxruntime cannot load it as an ONNX model ({err})") from None
-    if "token_rows" in {i.name for i in session.get_inputs()}:
+    inputs = {i.name: i for i in session.get_inputs()}
+    if "token_rows" in inputs:
+        meta = _read_metadata(session)
         if token_rows is None:
-            where = _read_metadata(session).get("token_rows", "")
-            token_rows = os.path.join(os.path.dirname(os.path.abspath(path)), where)
-        session.mha_lib_token_rows = TokenRows(token_rows)
+            token_rows = os.path.join(os.path.dirname(os.path.abspath(path)), meta.get("token_rows", ""))
+        dim = inputs["token_rows"].shape[-1]
+        session.mha_lib_token_rows = TokenRows(token_rows, expected={
+            "rows": int(meta["vocab_size"]) if "vocab_size" in meta else None,
+            "dim": dim if isinstance(dim, int) else None, "sha256": meta.get("token_rows_sha256")})
     return session
 
 
@@ -905,8 +954,9 @@ def _checked_feeds(session, inputs: Mapping) -> Dict[str, np.ndarray]:
         a, shape = feeds["head_mask"], expected["head_mask"].shape
         if a.shape != tuple(shape):
             raise ValueError(f"head_mask must have shape (num_layers, H) = {tuple(shape)}, got {a.shape}")
-        if a.dtype != np.bool_ and (not np.issubdtype(a.dtype, np.number) or not np.isfinite(a).all()):
-            raise ValueError(f"head_mask must hold finite numbers (1 keep, 0 drop), got {a.tolist()!r:.80}")
+        if a.dtype != np.bool_ and (not np.issubdtype(a.dtype, np.number) or not np.isfinite(a).all()
+                                    or not np.isfinite(a.astype(np.float32)).all()):
+            raise ValueError(f"head_mask must hold finite float32 numbers (1 keep, 0 drop), got {a.tolist()!r:.80}")
     dtypes = {"tensor(int64)": np.int64, "tensor(bool)": np.bool_, "tensor(float)": np.float32}
     if rows is not None:
         feeds.update(rows.feeds(feeds.pop("input_ids")))

@@ -6,7 +6,9 @@ finds it and imports ``_static/live/mha_live.mjs`` (the source is ``mha_lib/web/
 which draws the maps on canvas from the numbers in ``data-config`` -- computed here, by mha_lib,
 when the notebook ran -- and loads the ONNX model (:mod:`mha_lib.export`, written to
 ``_static/models/`` by ``tools/export_site_models.py``) only at the reader's first action: the
-reader's browser recomputes the maps (onnxruntime-web).
+reader's browser recomputes the maps (onnxruntime-web). MiniLM's file holds float16 weights
+without its token table; the page fetches the rows of each text's tokens from
+``_static/models/all-MiniLM-L6-v2.rows/`` (:func:`mha_lib.export.split_for_web`).
 
 In a kernel (Jupyter, Colab, VS Code) with ``anywidget`` installed (the ``viz`` extra), the same
 output is also a widget, :class:`LiveWidget`: its ES module is the same ``mha_live.mjs`` (with
@@ -56,7 +58,7 @@ import torch
 from . import checks
 
 __all__ = ["VIEWS", "LiveView", "live_view", "sentence_config", "toy_compare_config", "prune_config",
-           "paraphrase_scores", "DECIMALS", "KernelRunner", "widget_esm", "MAX_KERNEL_ROWS"]
+           "paraphrase_scores", "DECIMALS", "KernelRunner", "widget_esm", "MAX_KERNEL_ROWS", "MAX_KERNEL_TOKENS"]
 
 #: The kinds of live view that ``mha_lib/web/mha_live.mjs`` draws.
 VIEWS = ("sentence", "toy-compare", "prune")
@@ -576,7 +578,9 @@ def prune_config(bert, text: str, anchors: Sequence[str], paraphrases: Sequence[
         ``num_heads``, ``mask`` ([layer][head], 0/1), ``texts`` (N str), ``num_anchors`` (A),
         ``fidelity`` and ``mrr`` (for ``mask``, by mha_lib), ``mrr_all`` (all heads on) and
         ``attentions`` ([layer][head][query][key]): the maps with ``mask`` applied downstream
-        (a head's own weights do not change when it is off: ``head_mask`` gates its output).
+        (a head's own weights do not change when it is off: ``head_mask`` gates its output);
+        ``token_ids``: the distinct token ids of the sentence and the texts, sorted (the page says
+        how many bytes of word vectors its first run fetches).
 
     Raises:
         ValueError: ``bert`` not a BertEncoder; ``anchors``, ``paraphrases`` or ``distractors``
@@ -620,8 +624,9 @@ def prune_config(bert, text: str, anchors: Sequence[str], paraphrases: Sequence[
         bert.train(was_training)
     scores = paraphrase_scores(pruned, reference, len(anchors))
     mrr_all = paraphrase_scores(reference, reference, len(anchors))["mrr"]
+    ids = bert.tokenizer([text] + texts, warn=False).input_ids  # (N + 1, L), padded with the pad id
     config.update({"mask": grid.int().tolist(), "texts": texts, "num_anchors": len(anchors), **scores,
-                   "mrr_all": mrr_all})
+                   "mrr_all": mrr_all, "token_ids": sorted(set(ids.flatten().tolist()))})
     return config
 
 
@@ -629,6 +634,9 @@ def prune_config(bert, text: str, anchors: Sequence[str], paraphrases: Sequence[
 #: Most rows (texts) one run message may hold: the prune view sends its sentence and its texts
 #: (about 25); the limit keeps a stray message from asking the kernel for an enormous batch.
 MAX_KERNEL_ROWS = 64
+#: Most positions (rows x length, padding included) one run message may hold: the prune view's 25
+#: texts at MiniLM's 256 tokens; a larger batch would hold the kernel for a minute.
+MAX_KERNEL_TOKENS = 25 * 256
 _WORDPIECE_IMPORT = 'import { WordPieceTokenizer } from "./wordpiece.mjs";\n'
 _KERNEL_MODELS: Dict[str, Any] = {}  # model id -> loaded model, shared by every view of the kernel
 
@@ -772,15 +780,16 @@ class KernelRunner:
         Returns:
             ``({"op": "loaded" | "result" | "error", "request": ..., ...}, [bytes, ...])``.
         """
-        request = content.get("request") if isinstance(content, Mapping) else None
-        if not (isinstance(request, str) and len(request) <= 100) and not (
-                isinstance(request, int) and not isinstance(request, bool)):
-            request = None
+        request = None
         try:
+            request = content.get("request") if isinstance(content, Mapping) else None
+            if not (isinstance(request, str) and len(request) <= 100) and not (
+                    isinstance(request, int) and not isinstance(request, bool)):
+                request = None
             if not isinstance(content, Mapping):
                 raise ValueError(f"a message must be an object, got {type(content).__name__}: {content!r:.60}")
             if request is None:
-                raise ValueError(f"a message needs a request id (a str or an integer), got "
+                raise ValueError(f"a message needs a request id (a str or an integer, at most 100 characters), got "
                                  f"{content.get('request')!r:.60}")
             op = content.get("op")
             if op == "load":
@@ -880,8 +889,8 @@ def _checked_feeds(feeds: Any, info: dict, cfg) -> Dict[str, torch.Tensor]:
     if not isinstance(feeds, Mapping):
         raise ValueError(f"feeds must be an object {{input name: tensor}}, got {type(feeds).__name__}: {feeds!r:.60}")
     wanted = info["inputs"]
-    if sorted(feeds) != sorted(wanted):
-        raise ValueError(f"feeds must hold exactly the inputs {wanted}, got {sorted(map(str, feeds))}")
+    if set(feeds) != set(wanted):
+        raise ValueError(f"feeds must hold exactly the inputs {wanted}, got {sorted(map(repr, feeds))}")
 
     def values(name: str, dims_expected: Optional[Tuple[int, ...]] = None) -> Tuple[list, Tuple[int, ...]]:
         feed = feeds[name]
@@ -908,6 +917,8 @@ def _checked_feeds(feeds: Any, info: dict, cfg) -> Dict[str, torch.Tensor]:
     ids, (B, L) = values("input_ids")
     if B > MAX_KERNEL_ROWS:
         raise ValueError(f"feeds['input_ids'] has {B} rows; a view sends at most {MAX_KERNEL_ROWS}")
+    if B * L > MAX_KERNEL_TOKENS:
+        raise ValueError(f"feeds['input_ids'] is {B} x {L} = {B * L} positions; a view sends at most {MAX_KERNEL_TOKENS}")
     if L > info["max_length"]:
         raise ValueError(f"feeds['input_ids'] has {L} positions; the model reads at most {info['max_length']}")
     V = cfg.vocab_size
@@ -918,8 +929,8 @@ def _checked_feeds(feeds: Any, info: dict, cfg) -> Dict[str, torch.Tensor]:
     out["key_padding_mask"] = integers("key_padding_mask", (B, L), 0, 2, "0 or 1 (1 = padding)").bool()
     NL, H = info["num_layers"], info["num_heads"]
     mask, _ = values("head_mask", (NL, H))
-    for i, v in enumerate(mask):
-        if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
-            raise ValueError(f"feeds['head_mask'][{i // H}][{i % H}] = {v!r:.40} is not a finite number")
+    for i, v in enumerate(mask):  # the page sends 0 (off) and 1 (on); a gate in between is allowed
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 <= v <= 1:
+            raise ValueError(f"feeds['head_mask'][{i // H}][{i % H}] = {v!r:.40} is not a number in [0, 1]")
     out["head_mask"] = torch.tensor(mask, dtype=torch.float32).view(NL, H)
     return out

@@ -337,6 +337,48 @@ def test_split_refuses_bad_files_and_arguments_and_sessions_need_their_rows(mini
         export.run_onnx(short, input_ids=ids, token_type_ids=types, key_padding_mask=mask)
 
 
+def test_split_keeps_other_files_and_sessions_refuse_another_models_rows(minilm, minilm_split, tmp_path):
+    import json
+
+    _, info, _ = minilm
+    _, path, _, _ = minilm_split
+    rows = path.parent / "minilm.rows"
+    (tmp_path / "a_file").write_text("not a folder")
+    with pytest.raises(ValueError, match="rows_dir=.*a_file' is a file"):
+        export.split_for_web(info.path, tmp_path / "s.onnx", tmp_path / "a_file")
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    (mine / "important.bin").write_bytes(b"keep me")
+    with pytest.raises(ValueError, match="holds other files and no index.json"):
+        export.split_for_web(info.path, tmp_path / "s.onnx", mine)
+    assert (mine / "important.bin").read_bytes() == b"keep me" and not (tmp_path / "s.onnx").exists()
+    # the rows of another table (one value changed) are refused by the session reading them
+    other = tmp_path / "other.rows"
+    other.mkdir()
+    for f in rows.iterdir():
+        (other / f.name).write_bytes(f.read_bytes())
+    index = json.loads((other / "index.json").read_text())
+    first = np.fromfile(other / "0000.bin", dtype="<f2")
+    first[0] += 1
+    first.tofile(other / "0000.bin")
+    session = export.onnx_session(path, token_rows=other)
+    ids, types, mask = batch_of_two(30522, 8, seed=0)
+    with pytest.raises(ValueError, match="not the table index.json describes"):
+        export.run_onnx(session, input_ids=ids, token_type_ids=types, key_padding_mask=mask)
+    index["sha256"] = "0" * 64  # ... and an index that says so is refused at once
+    (other / "index.json").write_text(json.dumps(index))
+    with pytest.raises(ValueError, match="sha256=.* another model's rows"):
+        export.onnx_session(path, token_rows=other)
+    for broken, match in ([{**index, "rows": "30522"}, "'rows' must be an integer"],
+                          [{**index, "files": 3}, "ceil\\(rows / rows_per_file\\)"]):
+        (other / "index.json").write_text(json.dumps(broken))
+        with pytest.raises(ValueError, match=match):
+            export.TokenRows(other)
+    (other / "index.json").write_text("{not json")
+    with pytest.raises(ValueError, match="is not readable JSON"):
+        export.TokenRows(other)
+
+
 # ----------------------------------------------------------------------------- errors
 def test_import_mha_lib_and_export_do_not_import_onnx():
     code = ("import sys, mha_lib, mha_lib.export; "
@@ -431,7 +473,7 @@ def _toy_inputs(L: int = 16):
     (dict(token_type_ids=_toy_inputs()["token_type_ids"] * 5), r"token_type_ids .*outside \[0, type_vocab_size=2\)"),
     (dict(key_padding_mask=_toy_inputs()["key_padding_mask"].int() * 2), "key_padding_mask must be bool"),
     (dict(key_padding_mask=np.full((2, 16), 0.5)), "key_padding_mask must be bool"),
-    (dict(head_mask=np.full((1, 4), np.nan)), "head_mask must hold finite numbers"),
+    (dict(head_mask=np.full((1, 4), np.nan)), "head_mask must hold finite float32 numbers"),
     (dict(head_mask=np.ones((2, 3))), r"head_mask must have shape \(num_layers, H\) = \(1, 4\), got \(2, 3\)"),
     (_toy_inputs(17), "input_ids has length 17: the file takes 1 to 16 positions"),
     ({k: v[:, :0] for k, v in _toy_inputs().items()}, "input_ids has length 0"),
@@ -459,7 +501,7 @@ def test_run_onnx_takes_0_1_masks_and_compare_onnx_checks_its_arguments(toy):
         export.compare_onnx(model, session, list(inputs.values()))
     with pytest.raises(ValueError, match="input_ids must hold integers"):
         export.compare_onnx(model, session, {**inputs, "input_ids": inputs["input_ids"].float()})
-    with pytest.raises(ValueError, match="head_mask must hold finite numbers"):
+    with pytest.raises(ValueError, match="head_mask must hold finite float32 numbers"):
         export.compare_onnx(model, session, inputs, head_mask=torch.full((1, 4), float("nan")))
     with pytest.raises(ValueError, match="pass head_mask as compare_onnx"):
         export.compare_onnx(model, session, {**inputs, "head_mask": torch.ones(1, 4)})

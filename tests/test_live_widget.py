@@ -153,8 +153,10 @@ def with_value(name, index, value) -> dict:
     (with_value("input_ids", 5, "3"), r"\[0\]\[5\] = '3' is not a token id"),
     (with_value("token_type_ids", 2, 2), r"feeds\['token_type_ids'\]\[0\]\[2\] = 2 is not a token type in \[0, 2\)"),
     (with_value("key_padding_mask", 1, 7), r"feeds\['key_padding_mask'\]\[0\]\[1\] = 7 is not 0 or 1"),
-    (with_value("head_mask", 0, float("nan")), r"feeds\['head_mask'\]\[0\]\[0\] = nan is not a finite number"),
-    (with_value("head_mask", 0, None), r"= None is not a finite number"),
+    (with_value("head_mask", 0, float("nan")), r"feeds\['head_mask'\]\[0\]\[0\] = nan is not a number in \[0, 1\]"),
+    (with_value("head_mask", 0, None), r"= None is not a number in \[0, 1\]"),
+    (with_value("head_mask", 0, 1e30), r"= 1e\+30 is not a number in \[0, 1\]"),  # finite, but NaN downstream
+    (with_value("head_mask", 0, 10**400), r"= 1000000000.* is not a number in \[0, 1\]"),
     (with_feed("head_mask", dims=[2, 1], data=[1, 1]), r"feeds\['head_mask'\].dims must be \[1, 1\], got \[2, 1\]"),
     (with_feed("input_ids", data=[0] * 15), r"feeds\['input_ids'\].data must be a list of 1 x 16 values, got 15"),
     (with_feed("input_ids", dims=[1, 17], data=[0] * 17), "has 17 positions; the model reads at most 16"),
@@ -249,3 +251,23 @@ def test_execute_notebooks_keeps_kernel_widgets_out_of_the_stored_notebook():
     only_live = nbformat.v4.new_notebook()
     only_live.metadata["widgets"] = {WIDGET_STATE: {"state": {k: state[k] for k in ("a1", "a2")}}}
     assert drop_kernel_widgets(only_live) == 2 and "widgets" not in only_live.metadata  # no empty state for embed.js
+
+
+class _Hostile(dict):
+    def get(self, *args):
+        raise RuntimeError("a mapping whose get fails")
+
+
+def test_a_message_that_fails_to_be_read_is_answered_not_raised():
+    reply, buffers = live.KernelRunner("toy-compare", "ch1-h1", {"models": ["ch1-h1"]}).answer(_Hostile(op="run"))
+    assert reply["op"] == "error" and "a mapping whose get fails" in reply["message"] and buffers == []
+
+
+def test_a_batch_too_large_for_the_kernel_is_refused_before_running(bert):
+    B, L = 26, 256  # 26 rows are allowed, but 26 x 256 positions are more than a view sends
+    feeds = {name: {"type": "int64", "dims": [B, L], "data": [0] * (B * L)}
+             for name in ("input_ids", "token_type_ids", "key_padding_mask")}
+    feeds["head_mask"] = {"type": "float32", "dims": [6, 12], "data": [1] * 72}
+    reply, _ = live.KernelRunner("sentence", MINILM, {}).answer({"op": "run", "request": 1, "model": MINILM,
+                                                                 "feeds": feeds})
+    assert reply["op"] == "error" and f"at most {live.MAX_KERNEL_TOKENS}" in reply["message"], reply

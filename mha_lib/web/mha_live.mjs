@@ -408,7 +408,7 @@ export function checkHeadMask(mask, numLayers, numHeads) {
 /** Licence wording of the files the site ships, by licence file (the manifest's `license`). */
 export const LICENCE_NAMES = {
   "all-MiniLM-L6-v2.LICENSE.txt": "Apache-2.0, converted to ONNX, float16 weights",
-  "mha_lib.LICENSE.txt": "trained for this book; the book's licence",
+  "mha_lib.LICENSE.txt": "trained for this book",
 };
 
 /**
@@ -570,11 +570,20 @@ export function loadModel(id, onBytes) {
   return modelPromises.get(id);
 }
 
-/** Run a session, one call at a time per model (onnxruntime-web runs one at a time). */
-function runSession(model, feeds) {
-  const next = model.queue.then(() => model.session.run(feeds));
+/**
+ * Run `task` (async) after every earlier task of the model, in call order: onnxruntime-web runs one
+ * session call at a time, and a run that must first fetch word vectors may not be overtaken by a
+ * later one that needs none (the maps of an older text would land last).
+ */
+function queued(model, task) {
+  const next = model.queue.then(task);
   model.queue = next.catch(() => {});
   return next;
+}
+
+/** Run a session, one call at a time per model. */
+function runSession(model, feeds) {
+  return queued(model, () => model.session.run(feeds));
 }
 
 /** The head_mask input, (num_layers, H) float32, from [layer][head] 0/1. */
@@ -589,14 +598,14 @@ function headMaskTensor(model, mask) {
  * A split model (mha_lib.export.split_for_web) keeps its token-embedding table in row files of
  * `rows_per_file` float16 rows (manifest: info.token_rows). Fetch, once each, the files holding the
  * rows of `ids` (and row 0, the padding id), into model.rowFiles: file number -> Uint16Array.
+ * runBert calls it inside the model's queue, so two calls never fetch the same file at once.
  */
-export async function fetchTokenRows(model, ids) {
+export async function fetchTokenRows(model, ids, onFetch = () => {}) {
   const spec = model.info.token_rows;
   if (!spec) return;
   model.rowFiles = model.rowFiles || new Map();
-  const wanted = new Set([0]);
-  for (const row of ids) for (const id of row) wanted.add(Math.floor(id / spec.rows_per_file));
-  const missing = [...wanted].filter((k) => !model.rowFiles.has(k));
+  const missing = rowFilesFor(spec, ids.flat()).filter((k) => !model.rowFiles.has(k));
+  if (missing.length) onFetch(missing.length, missing.length * spec.file_bytes);
   await Promise.all(missing.map(async (k) => {
     const name = `${spec.dir}${String(k).padStart(4, "0")}.bin`;
     const rows = Math.min(spec.rows_per_file, spec.rows - k * spec.rows_per_file);
@@ -607,6 +616,13 @@ export async function fetchTokenRows(model, ids) {
     }
     model.rowFiles.set(k, new Uint16Array(bytes.buffer, bytes.byteOffset, bytes.byteLength / 2));
   }));
+}
+
+/** The numbers of the row files holding `ids` (and row 0, the padding id), ascending. */
+export function rowFilesFor(spec, ids) {
+  const files = new Set([0]);
+  for (const id of ids) files.add(Math.floor(Number(id) / spec.rows_per_file));
+  return [...files].sort((a, b) => a - b);
 }
 
 /** token_rows (U, dim) float16 and token_index (B, L) for a (B * L) id array, rows from fetchTokenRows. */
@@ -665,10 +681,13 @@ function feedsFor(model, rows, types, mask) {
  * MiniLM on texts: tokens, maps of text 0, sentence embeddings of all.
  * @returns {{encodings, attentions: [layer][head][q][k] of text 0, embeddings: Float32Array (N, d), d}}
  */
-export async function runBert(model, texts, mask) {
+export async function runBert(model, texts, mask, onFetch) {
   const encodings = texts.map((t) => model.tokenizer.encode(t));
-  await fetchTokenRows(model, encodings.map((e) => e.ids)); // a split model: the rows of these tokens
-  const out = await runSession(model, feedsFor(model, encodings.map((e) => e.ids), null, mask));
+  const ids = encodings.map((e) => e.ids);
+  const out = await queued(model, async () => {
+    await fetchTokenRows(model, ids, onFetch); // a split model: the rows of these tokens, in the queue
+    return model.session.run(feedsFor(model, ids, null, mask));
+  });
   const att = out.attentions;
   const emb = out.sentence_embedding;
   return {
@@ -1200,10 +1219,7 @@ class View {
       const runtime = loaded.has("runtime") ? 0 : await getRuntimeBytes();
       what = downloadText(fresh.length, model, runtime);
       const split = fresh.map((id) => manifest.models[id] || {}).find((m) => m.token_rows);
-      if (split) { // the word vectors come with each text: a sentence needs about 8 files
-        const perText = ((split.checked || {}).row_files_per_text || {}).median || 8;
-        what += `, then about ${formatMB(perText * split.token_rows.file_bytes)} of word vectors for each new sentence`;
-      }
+      if (split) what += this.wordVectorsNote(split);
     } catch (err) {
       console.warn("mha_live: the download size is unknown:", err);
     }
@@ -1244,19 +1260,22 @@ class View {
       this.loading = total().then((all) => {
         getManifest().then((m) => this.describeRuntime(m), () => {}); // licence links, if they were missing
         this.progress.hidden = all === 0;
-        setText(this.status, all ? `Downloading the model: 0 of ${formatMB(all)}…` : "Preparing the model…");
+        const what = this.modelIds.length > 1 ? "the models" : "the model";
+        const whatAll = ortPromise ? what : `${what} and the runtime`;
+        setText(this.status, all ? `Downloading ${whatAll}: 0 of ${formatMB(all)}…` : "Preparing the model…");
         const onBytes = (what, n) => {
           if (this.failed || attempt !== this.attempt) return; // a file that failed stops the count
           received[what] = n;
           const got = Object.values(received).reduce((a, b) => a + b, 0);
           this.progress.max = Math.max(all, got);
           this.progress.value = got;
-          setText(this.status, `Downloading the model: ${formatMB(got)} of ${formatMB(Math.max(all, got))}…`);
+          setText(this.status, `Downloading ${whatAll}: ${formatMB(got)} of ${formatMB(Math.max(all, got))}…`);
         };
         return Promise.all(this.modelIds.map((id) => this.backend.loadModel(id, onBytes)));
       }).then((models) => {
         this.loadedModels(models, started);
-        setText(this.status, `The model runs in your browser (loaded in ${(this.timings.load_ms / 1000).toFixed(1)} s).`);
+        setText(this.status, `${this.modelIds.length > 1 ? "The models run" : "The model runs"} in your browser ` +
+          `(loaded in ${(this.timings.load_ms / 1000).toFixed(1)} s).`);
         return models;
       });
       this.loading.catch((err) => {
@@ -1336,18 +1355,43 @@ class View {
   }
 
   /** Run `work` (a Promise-returning function) after the models load; keep the timings. */
+  /**
+   * What a split model (token rows in files) fetches besides its file, for the download note:
+   * for each new text, the row files of its words (the range the build measured on its check texts).
+   */
+  wordVectorsNote(info) {
+    const files = (info.checked || {}).row_files_per_text;
+    if (!files) return ", then the word vectors of the words of each new text";
+    const bytes = info.token_rows.file_bytes;
+    return `, then the word vectors of the words of each new text (a median ${formatMB(files.median * bytes)} ` +
+      `over the build's test sentences, at most ${formatMB(files.max * bytes)})`;
+  }
+
+  /** While work runs: "Fetching the word vectors…" when rows download, else "Computing…" after a moment. */
+  busy(text) {
+    if (!this.status.classList.contains("mha-live-error")) setText(this.status, text);
+  }
+
   async compute(work) {
     await this.ensureModels();
     const t0 = performance.now();
     let result;
+    const slow = setTimeout(() => this.busy(`Computing ${this.where}…`), 150); // no flicker for fast runs
+    this.onFetch = (n, bytes) => this.busy(`Fetching word vectors (${n} files, ${formatMB(bytes)}), then computing ` +
+      `${this.where}…`);
+    this.root.classList.add("mha-live-busy"); // the scores shown are the last run's until this one ends
     try {
       result = await work();
     } catch (err) {
+      clearTimeout(slow);
+      this.root.classList.remove("mha-live-busy");
       this.status.classList.add("mha-live-error");
       setText(this.status, `${this.kernel ? "The kernel" : "The model"} could not compute this input ` +
         `(${err && err.message ? err.message : err}). The maps show the last result.`);
       throw err;
     }
+    clearTimeout(slow);
+    this.root.classList.remove("mha-live-busy");
     this.timings.run_ms = performance.now() - t0;
     return result;
   }
@@ -1507,7 +1551,7 @@ class SentenceView extends View {
     if (this.text.value !== text) this.text.value = text; // the box shows the text of the maps
     const out = await this.compute(async () => {
       const t0 = performance.now();
-      const r = await runBert(this.models[0], [text], null);
+      const r = await runBert(this.models[0], [text], null, this.onFetch);
       const t1 = performance.now();
       const enc = r.encodings[0];
       this.maps.show(enc.tokens, r.attentions);
@@ -1581,7 +1625,11 @@ class ToyCompareView extends View {
     const help = el("p", { class: "mha-live-note" },
       "Pick a token at any position, and the marked position with the round buttons. " +
       "Each model predicts every position's label; ✓ right, ✗ wrong.");
-    return el("div", {}, help, rows, this.rule);
+    // on a narrow screen the positions scroll sideways: say so (redraw() shows it only then)
+    this.scrollHint = el("p", { class: "mha-live-note", hidden: "" },
+      `Scroll the row sideways for all ${this.ids.length} positions; the predictions below scroll the same way.`);
+    this.sequence = rows;
+    return el("div", {}, help, rows, this.scrollHint, this.rule);
   }
 
   refreshEditor() {
@@ -1654,6 +1702,7 @@ class ToyCompareView extends View {
   redraw() {
     for (const s of this.sections) s.grid.draw();
     this.zoom.draw();
+    if (this.sequence) this.scrollHint.hidden = this.sequence.scrollWidth <= this.sequence.clientWidth + 1;
   }
 
   /**
@@ -1688,6 +1737,7 @@ class PruneView extends View {
   constructor(element, config, backend) {
     super(element, config, [element.dataset.model || MINILM], backend);
     this.firstActionText = "Turn heads off and on: the embeddings and the scores are recomputed.";
+    this.tokenIds = Array.isArray(config.token_ids) ? config.token_ids.filter(Number.isInteger) : null;
     this.mask = config.mask.map((row) => row.map((v) => (v ? 1 : 0)));
     this.text = config.text;
     this.root.setAttribute("aria-label", "Turn MiniLM's heads off and watch the embeddings and the maps change");
@@ -1790,11 +1840,19 @@ class PruneView extends View {
     this.zoom.draw();
   }
 
+  /** Its texts are known: the word vectors of their words, exactly (row files from the config's token ids). */
+  wordVectorsNote(info) {
+    if (!this.tokenIds || !this.tokenIds.length) return super.wordVectorsNote(info);
+    const files = rowFilesFor(info.token_rows, this.tokenIds).length;
+    return `, and the word vectors of its ${this.config.texts.length + 1} texts' words ` +
+      `(${formatMB(files * info.token_rows.file_bytes)})`;
+  }
+
   /** The embeddings with all heads on, once: the reference of fidelity. */
   async referenceEmbeddings() {
     if (!this.reference) {
       const full = this.mask.map((row) => row.map(() => 1));
-      const r = await runBert(this.models[0], this.texts(), full);
+      const r = await runBert(this.models[0], this.texts(), full, this.onFetch);
       const texts = r.embeddings.subarray(r.d); // row 0 is the sentence of the maps
       const scores = paraphraseScores(texts, texts, r.d, this.config.num_anchors);
       this.reference = { embeddings: r.embeddings, d: r.d, mrr: scores.mrr };
@@ -1841,7 +1899,7 @@ class PruneView extends View {
     const out = await this.compute(async () => {
       const ref = await this.referenceEmbeddings();
       const t0 = performance.now();
-      const r = await runBert(this.models[0], texts, mask);
+      const r = await runBert(this.models[0], texts, mask, this.onFetch);
       const n = r.embeddings.length / r.d;
       const scores = paraphraseScores(r.embeddings.subarray(r.d), ref.embeddings.subarray(ref.d), r.d,
         this.config.num_anchors);

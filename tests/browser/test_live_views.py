@@ -371,6 +371,33 @@ def test_a_row_file_that_fails_to_load_says_so_and_the_maps_stay(chromium_browse
         context.close()
 
 
+def test_a_run_waiting_for_word_vectors_is_not_overtaken_by_a_later_one(chromium_browser, book_url, page_html):
+    # The second text's rows are loaded, the first one's are slow: the maps must end on the second text.
+    import time
+
+    _require_models()
+    context, page, _ = _open(chromium_browser, book_url, page_html)
+    try:
+        run(page, "sentence", "The cat.")  # its row files are now loaded
+
+        def slow(route):
+            time.sleep(1.5)
+            route.fallback()
+
+        page.route("**/*.rows/*.bin", slow)
+        tokens = page.evaluate(f"""async () => {{
+            const view = {VIEW % 'sentence'};
+            const first = view.mhaLive.run("Aardvarks quarrel zealously.");
+            await new Promise((r) => setTimeout(r, 100));
+            const second = view.mhaLive.run("The cat.");
+            await Promise.all([first, second]);
+            return [view.mhaLive.lastResult.tokens, view.querySelector("textarea").value];
+        }}""")
+        assert tokens == [["[CLS]", "the", "cat", ".", "[SEP]"], "The cat."], tokens
+    finally:
+        context.close()
+
+
 def test_without_webassembly_the_figure_stays(chromium_browser, book_url, page_html):
     _require_models()
     context, page, visit = _open(chromium_browser, book_url, page_html, init_script="delete window.WebAssembly;")
