@@ -1117,6 +1117,7 @@ div.cell_output:has(.mha-live-view), div.cell_output .output:has(.mha-live-view)
 .mha-live-toggles button:focus-visible { outline: 3px solid #e66100; outline-offset: 1px; box-shadow: 0 0 0 1px #fff;
   position: relative; z-index: 1; }
 .mha-live-scores { font-size: 0.95em; margin: 0.3rem 0; }
+.mha-live-busy .mha-live-scores { opacity: 0.55; } /* the last run's scores, until this one ends */
 .mha-live-scores strong { font-size: 1.1em; }
 `;
 
@@ -1379,19 +1380,23 @@ class View {
     const slow = setTimeout(() => this.busy(`Computing ${this.where}…`), 150); // no flicker for fast runs
     this.onFetch = (n, bytes) => this.busy(`Fetching word vectors (${n} files, ${formatMB(bytes)}), then computing ` +
       `${this.where}…`);
-    this.root.classList.add("mha-live-busy"); // the scores shown are the last run's until this one ends
+    this.running = (this.running || 0) + 1;
+    this.root.classList.add("mha-live-busy"); // the scores shown are the last run's until every run ends
+    const done = () => {
+      clearTimeout(slow);
+      this.running -= 1;
+      if (!this.running) this.root.classList.remove("mha-live-busy");
+    };
     try {
       result = await work();
     } catch (err) {
-      clearTimeout(slow);
-      this.root.classList.remove("mha-live-busy");
+      done();
       this.status.classList.add("mha-live-error");
       setText(this.status, `${this.kernel ? "The kernel" : "The model"} could not compute this input ` +
         `(${err && err.message ? err.message : err}). The maps show the last result.`);
       throw err;
     }
-    clearTimeout(slow);
-    this.root.classList.remove("mha-live-busy");
+    done();
     this.timings.run_ms = performance.now() - t0;
     return result;
   }

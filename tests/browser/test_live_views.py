@@ -381,7 +381,7 @@ def test_a_run_waiting_for_word_vectors_is_not_overtaken_by_a_later_one(chromium
         run(page, "sentence", "The cat.")  # its row files are now loaded
 
         def slow(route):
-            time.sleep(1.5)
+            time.sleep(0.6)
             route.fallback()
 
         page.route("**/*.rows/*.bin", slow)
