@@ -1849,7 +1849,7 @@ class PruneView extends View {
   wordVectorsNote(info) {
     if (!this.tokenIds || !this.tokenIds.length) return super.wordVectorsNote(info);
     const files = rowFilesFor(info.token_rows, this.tokenIds).length;
-    return `, and the word vectors of its ${this.config.texts.length + 1} texts' words ` +
+    return `, and the word vectors of the words of its sentence and ${this.config.texts.length} texts ` +
       `(${formatMB(files * info.token_rows.file_bytes)})`;
   }
 

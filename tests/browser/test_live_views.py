@@ -371,6 +371,27 @@ def test_a_row_file_that_fails_to_load_says_so_and_the_maps_stay(chromium_browse
         context.close()
 
 
+def test_download_notes_give_the_word_vectors_bytes_before_any_download(chromium_browser, book_url, page_html):
+    import json
+
+    _require_models()
+    manifest = json.loads((HTML_ROOT / "_static" / "models" / "manifest.json").read_text())["models"][MINILM]
+    context, page, visit = _open(chromium_browser, book_url, page_html)
+    try:
+        page.wait_for_function(f"() => {VIEW % 'prune'}.querySelector('.mha-live-status').textContent.includes('MB')")
+        config = json.loads(page.evaluate(f"() => {VIEW % 'prune'}.dataset.config"))
+        rows = manifest["token_rows"]
+        files = {i // rows["rows_per_file"] for i in config["token_ids"]} | {0}  # row 0: the padding id
+        prune = page.locator("[data-view=prune] .mha-live-status").text_content()
+        assert f"{len(config['texts'])} texts ({len(files) * rows['file_bytes'] / 1e6:.1f} MB)" in prune, prune
+        sentence = page.locator("[data-view=sentence] .mha-live-status").text_content()
+        most = manifest["checked"]["row_files_per_text"]["max"] * rows["file_bytes"] / 1e6
+        assert f"the model ({manifest['bytes'] / 1e6:.1f} MB)" in sentence and f"at most {most:.1f} MB" in sentence
+        assert not any(".onnx" in u or ".bin" in u for u in visit.requests), visit.requests  # nothing fetched yet
+    finally:
+        context.close()
+
+
 def test_a_run_waiting_for_word_vectors_is_not_overtaken_by_a_later_one(chromium_browser, book_url, page_html):
     # The second text's rows are loaded, the first one's are slow: the maps must end on the second text.
     import time
