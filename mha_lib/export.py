@@ -958,11 +958,8 @@ def _checked_feeds(session, inputs: Mapping) -> Dict[str, np.ndarray]:
                                     or not np.isfinite(a.astype(np.float32)).all()):
             raise ValueError(f"head_mask must hold finite float32 numbers (1 keep, 0 drop), got {a.tolist()!r:.80}")
     dtypes = {"tensor(int64)": np.int64, "tensor(bool)": np.bool_, "tensor(float)": np.float32}
-    if rows is not None:
-        feeds.update(rows.feeds(feeds.pop("input_ids")))
-        return {k: v if k in ("token_rows", "token_index") else
-                v.astype(dtypes.get(expected[k].type, v.dtype), copy=False) for k, v in feeds.items()}
-    return {k: v.astype(dtypes.get(expected[k].type, v.dtype), copy=False) for k, v in feeds.items()}
+    made = rows.feeds(feeds.pop("input_ids")) if rows is not None else {}  # a split file: token_rows, token_index
+    return {**{k: v.astype(dtypes.get(expected[k].type, v.dtype), copy=False) for k, v in feeds.items()}, **made}
 
 
 def run_onnx(session, **inputs) -> Dict[str, np.ndarray]:

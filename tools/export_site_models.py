@@ -118,7 +118,8 @@ def export_minilm(dest: Path) -> dict:
         split = export.split_for_web(fp32, dest, rows_dir(dest), rows_per_file=ROWS_PER_FILE)
     finally:
         fp32.unlink(missing_ok=True)
-    worst = export.compare_on_sentences(model, export.onnx_session(dest))
+    session = export.onnx_session(dest)  # finds the rows next to the file
+    worst = export.compare_on_sentences(model, session)
     size = dest.stat().st_size
     if worst["attentions"] > MINILM_ATTENTION_TOLERANCE or worst["sentence_embedding_min_cosine"] < MINILM_MIN_COSINE \
             or size > MAX_BYTES:
@@ -135,7 +136,7 @@ def export_minilm(dest: Path) -> dict:
                "row_files_per_text": {"min": int(min(files)), "median": float(np.median(files)), "max": int(max(files))},
                "row_file_bytes": split["rows_per_file"] * split["dim"] * 2}
     out = entry(info, dest, license=f"{MINILM}.LICENSE.txt", vocab=f"{MINILM}.vocab.txt", checked=checked)
-    out["inputs"] = [i.name for i in export.onnx_session(dest).get_inputs()]
+    out["inputs"] = [i.name for i in session.get_inputs()]
     return out
 
 

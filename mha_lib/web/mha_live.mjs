@@ -1150,6 +1150,9 @@ class View {
     this.bar = el("div", { class: "mha-live-bar" }, this.legend.node, this.readout);
     this.zoom = new ZoomView({ readout: this.readout, onClose: () => this.closeZoom() });
     this.timings = {};
+    // runBert's progress callback: a split model fetching the word vectors of new words
+    this.onFetch = (n, bytes) => this.busy(`Fetching word vectors (${n} files, ${formatMB(bytes)}), then computing ` +
+      `${this.where}…`);
   }
 
   /**
@@ -1378,8 +1381,6 @@ class View {
     const t0 = performance.now();
     let result;
     const slow = setTimeout(() => this.busy(`Computing ${this.where}…`), 150); // no flicker for fast runs
-    this.onFetch = (n, bytes) => this.busy(`Fetching word vectors (${n} files, ${formatMB(bytes)}), then computing ` +
-      `${this.where}…`);
     this.running = (this.running || 0) + 1;
     this.root.classList.add("mha-live-busy"); // the scores shown are the last run's until every run ends
     const done = () => {
