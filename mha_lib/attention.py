@@ -99,7 +99,8 @@ def attention(
     Returns:
         ``(out, weights)``: out (B, H, L, d_v) in ``q.dtype``; weights (B, H, L, S), taken BEFORE
         dropout, so each row sums to 1, or is all zero for a query whose keys are all blocked
-        (that query's output is zero too).
+        (that query's output is zero too). For float16/bfloat16 inputs the scores and softmax
+        are computed in float32 (a score above 65504 stays finite), then cast back.
 
     Raises:
         ValueError: on tensors that are not 4-D, mismatched batch/head/feature sizes, d_k = 0,
@@ -128,13 +129,17 @@ def _attend(q, k, v, mask, empty_rows, dropout_p: float, scale: float) -> Tuple[
     if H_kv == 0:  # every head pruned: nothing to attend with
         return q.new_zeros(B, 0, L, v.shape[3]), q.new_zeros(B, 0, L, S)
     G = H // H_kv
+    # Scores and softmax in at least float32: in float16 a score above 65504 is inf, and the
+    # softmax of a row holding inf is NaN (the fused kernels accumulate in float32 too).
+    acc = torch.promote_types(q.dtype, torch.float32)
     q = q.reshape(B, H_kv, G * L, d_k)  # (B, H_kv, G*L, d_k): a group's queries, one after another
-    scores = ((q * scale) @ k.transpose(-2, -1)).view(B, H, L, S)  # (B, H, L, S)
+    scores = ((q.to(acc) * scale) @ k.to(acc).transpose(-2, -1)).view(B, H, L, S)  # (B, H, L, S)
     if mask is not None:
         scores += mask  # 0 = allowed, -inf = blocked, other floats = the user's bias
     # (B, H, L, S), each row sums to 1; without autograd, in place (saves a (B, H, L, S) buffer)
     in_place = not (scores.requires_grad or checks.in_functorch_transform())
     weights = torch.softmax(scores, -1, out=scores) if in_place else scores.softmax(-1)
+    weights = weights.to(q.dtype)  # in [0, 1]: fits every float dtype
     if empty_rows is not None:
         weights = weights.masked_fill(empty_rows, 0.0)  # rows with no allowed key: 0, not 1-hot
     dropped = F.dropout(weights, p=dropout_p) if dropout_p > 0 else weights

@@ -69,6 +69,24 @@ def test_two_accepted_masks_that_add_past_fp16_range_are_refused(need_weights):
         m(x, key_padding_mask=kpm, attn_mask=am, need_weights=need_weights)
 
 
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+def test_scores_beyond_the_dtypes_range_stay_finite_on_both_paths(dtype):
+    """Scores above 65504 are inf in float16; the explicit path used to return all NaN there while
+    the fused kernel (float32 accumulation) stayed finite. Both paths now agree (hardening 3, 1)."""
+    m = make(dtype=dtype)
+    x = (torch.randn(2, 5, 32, generator=torch.Generator().manual_seed(4)) * 300).to(dtype)
+    with torch.no_grad():
+        q = m._project(x, x, x)[0].float()
+        assert (q @ m._project(x, x, x)[1].float().transpose(-2, -1) * m.head_dim**-0.5).abs().max() > 65504
+        fused, _ = m(x, need_weights=False)
+        explicit, w = m(x, need_weights=True)
+        _, w_fn = attention(*m._project(x, x, x))
+    assert torch.isfinite(explicit).all() and torch.isfinite(w).all() and w.dtype == dtype
+    torch.testing.assert_close(w.float().sum(-1), torch.ones(2, 4, 5), atol=1e-2, rtol=0)
+    torch.testing.assert_close(explicit.float(), fused.float(), atol=0.05 * float(fused.abs().max()), rtol=0)
+    assert torch.equal(w_fn, w)
+
+
 def test_large_negative_sums_block_instead_of_overflowing():
     """-40000 + -40000 overflows fp16 to -inf: that position is blocked, and a row of them is
     an empty row (zeros), not NaN."""
