@@ -808,7 +808,9 @@ def train_head_gates(
     where z are gates drawn by :meth:`HardConcreteGates.sample`, one draw per example (each
     example's loss sees its own row of gates), and :math:`\lambda` = ``penalty``, in the loss's
     units per open head. Optimiser: Adam on ``log_alpha`` (Kingma and Ba 2015), ``steps``
-    steps, batch ``t`` = ``batches[t % len(batches)]``. Unlike Voita et al., who train the
+    steps, batch ``t`` = ``batches[t % len(batches)]``; the objective is divided by
+    ``max(1, penalty)``, which leaves Adam's steps as they are (Adam does not see the loss's
+    scale, up to its epsilon) and keeps a huge penalty finite. Unlike Voita et al., who train the
     gates together with the model, the model here is frozen: its parameters get no gradient
     and are never changed (their ``requires_grad`` flags and the model's train/eval mode are
     restored afterwards), so the gates choose heads for the trained model as it is, like the
@@ -849,6 +851,7 @@ def train_head_gates(
                               exists=kept_mask(model)).to(param.device)
     generator = torch.Generator().manual_seed(seed)
     opt = torch.optim.Adam(gates.parameters(), lr=lr)
+    scale = max(1.0, penalty)
     flags = [p.requires_grad for p in model.parameters()]
     was_training = model.training
     model.eval()
@@ -863,7 +866,9 @@ def train_head_gates(
                 losses = _per_example_losses(loss_fn(model, batch, layer_head_masks(model, z)), B,
                                              f" at gate step {step}")
                 l0 = gates.expected_l0()
-                objective = losses.mean() + penalty * l0
+                # Divided by max(1, penalty): Adam's steps do not change when the loss is scaled, and
+                # a huge penalty (1e30) no longer overflows Adam's squared gradients to inf.
+                objective = losses.mean() / scale + (penalty / scale) * l0
                 opt.zero_grad(set_to_none=True)
                 objective.backward()
             opt.step()

@@ -121,6 +121,17 @@ def test_more_pruning_costs_accuracy_and_the_penalty_is_what_closes_heads(toy, s
     assert sweep[0.0].history["expected_l0"][-1] > 20
 
 
+@pytest.mark.parametrize("penalty", [1e30, 3e38])
+def test_a_huge_penalty_closes_every_head_instead_of_overflowing_adam(penalty):
+    """A penalty of 1e30 pruned 0 of 8 heads (Adam's squared gradient overflowed float32, so its
+    steps were 0) while 1.0 pruned all 8 (hardening 3, item 5). Larger penalties prune as much."""
+    model = tiny()
+    gates = P.train_head_gates(model, tiny_batches(), tasks.per_example_loss, penalty, seed=0, **STEPS)
+    assert gates.num_pruned == 8
+    assert all(math.isfinite(v) for v in gates.history["expected_l0"] + gates.history["loss"])
+    assert all(bool(torch.isfinite(p).all()) for p in gates.parameters())
+
+
 def test_training_leaves_the_model_untouched():
     model = tiny()
     model.train()
