@@ -54,6 +54,8 @@ import torch
 from torch import Tensor, nn
 from torch.nn.utils import parametrize
 
+from . import checks
+
 __all__ = [
     "RELATIONS",
     "head_label",
@@ -159,6 +161,7 @@ def relation_shares(
             empty sequence.
     """
     stack, single = _as_stack(weights)  # (layers, B, H, L, S)
+    checks.attention_weights(stack, "weights", dims=5)  # NaN here would read as "no key of that relation"
     n_layers, B, H, L, S = stack.shape
     if len(tokens) != B:
         raise ValueError(f"tokens has {len(tokens)} sequences but weights have batch size B={B}")
@@ -596,7 +599,6 @@ def induction_score(weights: Tensor, input_ids: Tensor) -> Tensor:
 
 def _head_matrices(mha, head: int) -> Tuple[Tensor, Tensor, Tensor, Tensor]:
     """W_Q, W_K, W_V (d_model, hd) and W_O (hd, d_model) of current head ``head`` (GQA-aware)."""
-    from . import checks
     from .attention import MultiHeadAttention
 
     if not isinstance(mha, MultiHeadAttention):
@@ -668,7 +670,6 @@ def full_ov_circuit(model, layer: int, head: int) -> Tensor:
             post-LN model or one with an embedding LayerNorm (where the approximation does not
             hold), or a layer or head out of range.
     """
-    from . import checks
 
     encoder = model.encoder
     if encoder.token_embedding is None or model.num_classes != encoder.config.vocab_size:
@@ -782,7 +783,6 @@ def offset_kernels(weights: Tensor, grid: int, *, first_patch: int = 1, margin: 
         ValueError: weights that are not attention weights, L != first_patch + grid**2, or a
             bad grid, first_patch or margin.
     """
-    from . import checks
 
     w = _one_layer_weights(weights)
     g = checks.positive_int(grid, "grid")
@@ -827,11 +827,8 @@ def _real_queries(weights: Tensor, key_padding_mask: Optional[Tensor]) -> Tensor
 
 
 def _check_map_weights(weights: Tensor) -> None:
-    if not isinstance(weights, Tensor) or weights.dim() != 4:
-        raise ValueError(
-            f"weights must be one layer's attention weights (B, H, L, S), got "
-            f"{tuple(weights.shape) if isinstance(weights, Tensor) else type(weights).__name__}"
-        )
+    """One layer's (B, H, L, S) weights: floating point, finite, >= 0 (``checks.attention_weights``)."""
+    checks.attention_weights(weights, "weights (one layer's (B, H, L, S))", dims=4)
 
 
 def attention_confidence(weights: Tensor, key_padding_mask: Optional[Tensor] = None,

@@ -10,6 +10,8 @@ the value in a canonical Python type. The policy:
 * **Probabilities** (dropout): a real number in [0, 1); bools and NaN are refused.
 * **Flags**: ``True`` or ``False`` only (``is_causal="no"`` is refused, not counted as True).
 * **Finite reals** (scales, epsilons): int or float, finite; bools refused.
+* **Attention weights** handed to an analysis: a floating-point tensor of the stated rank,
+  finite and >= 0 (a NaN weight is refused, never averaged into a NaN statistic).
 
 These checks run at the API boundary, before any tensor work, so that forward passes contain
 no Python branch on tensor values and export to ONNX unchanged. :func:`tracing` tells a
@@ -27,7 +29,7 @@ import torch
 
 __all__ = [
     "as_int", "positive_int", "nonnegative_int", "int_at_least", "head_sizes", "head_indices", "probability", "flag",
-    "finite_real", "heads_by_layer", "tracing",
+    "finite_real", "heads_by_layer", "attention_weights", "tracing",
 ]
 
 
@@ -203,6 +205,28 @@ def finite_real(value: Any, name: str, *, positive: bool = False) -> float:
     if positive and not float(value) > 0:
         raise ValueError(f"{name} must be > 0, got {value!r}")
     return float(value)
+
+
+def attention_weights(weights: Any, name: str = "weights", *, dims: int = 4) -> "torch.Tensor":
+    """``weights`` checked as attention weights: a floating-point tensor with ``dims``
+    dimensions (e.g. 4 for one layer's (B, H, L, S)), every value finite and >= 0.
+
+    Returns the tensor unchanged. Raises ValueError naming ``name`` and what is wrong: not a
+    tensor, the shape, the dtype, or how many values are NaN/inf or negative."""
+    if not isinstance(weights, torch.Tensor):
+        raise ValueError(f"{name} must be a tensor of attention weights, got {type(weights).__name__}")
+    if weights.dim() != dims:
+        raise ValueError(f"{name} must have {dims} dimensions, got shape {tuple(weights.shape)}")
+    if not weights.is_floating_point():
+        raise ValueError(f"{name} must be floating point attention weights, got {weights.dtype}")
+    w = weights.detach()
+    bad = int((~torch.isfinite(w)).sum())
+    if bad:
+        raise ValueError(f"{name} holds {bad} NaN or infinite value(s) of {w.numel()}: not attention weights")
+    negative = int((w < 0).sum())
+    if negative:
+        raise ValueError(f"{name} holds {negative} negative value(s) (min {float(w.min()):.3g}): not attention weights")
+    return weights
 
 
 def tracing() -> bool:

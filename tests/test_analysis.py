@@ -102,6 +102,29 @@ def test_relation_shares_rejects_bad_input(weights, tokens, word):
         relation_shares(weights, tokens)
 
 
+@pytest.mark.parametrize("bad", [float("nan"), float("inf"), -0.5])
+def test_analyses_of_weights_refuse_nan_inf_and_negative_weights(bad):
+    """relation_shares and attention_confidence returned NaN for NaN weights, where NaN already
+    means "no key of that relation"; positional_offsets took the argmax of NaN. They refuse now,
+    like their siblings (hardening 3, item 17)."""
+    from mha_lib.analysis import attention_confidence, positional_offsets
+
+    w = torch.softmax(torch.randn(1, 2, 4, 4, generator=torch.Generator().manual_seed(0)), -1)
+    w[0, 1, 2, 3] = bad
+    for call in (lambda: relation_shares(w, [["a", "b", "c", "d"]]),
+                 lambda: relation_shares((w, w), [["a", "b", "c", "d"]]),
+                 lambda: attention_confidence(w), lambda: positional_offsets(w)):
+        with pytest.raises(ValueError, match="NaN or infinite|negative"):
+            call()
+
+
+def test_analyses_of_weights_refuse_integer_tensors():
+    from mha_lib.analysis import attention_confidence
+
+    with pytest.raises(ValueError, match="floating point"):
+        attention_confidence(torch.ones(1, 1, 3, 3, dtype=torch.long))
+
+
 def test_find_heads_threshold_order_and_labels():
     shares = torch.zeros(2, 3, 2)
     shares[1, 2, 0] = 0.9
