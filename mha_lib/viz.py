@@ -1270,10 +1270,9 @@ def _escape_script_json(body: str) -> str:
 
 
 def _portable_bertviz_html(raw: str, kind: str, layers: list, tokens: List[str]) -> str:
-    digest = hashlib.sha1(kind.encode())
-    digest.update(json.dumps(tokens).encode())
-    for a in layers:
-        digest.update(a.numpy().tobytes())
+    # The id comes from what the view shows (kind, tokens, shapes), never from the weights' float
+    # bytes, which differ in the last bit between CPUs; the counter keeps two views apart.
+    digest = hashlib.sha1(json.dumps([kind, tokens, [list(a.shape) for a in layers]]).encode())
     view_id = f"bertviz-{kind}-{digest.hexdigest()[:12]}-{next(_view_counter)}"
     raw = _BERTVIZ_ID.sub(view_id, raw)
     raw = re.sub(r'<script src="[^"]*require(\.min)?\.js"></script>', "", raw, count=1)
