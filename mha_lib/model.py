@@ -1167,22 +1167,68 @@ class EncoderDecoder(nn.Module):
 _CLASSES = {"Encoder": Encoder, "TokenClassifier": TokenClassifier}
 
 
+MAX_JSON_BYTES = 2**26  # 64 MiB: mha_lib's JSON files (configs, records) are kilobytes
+
+
 def read_json(path: Union[str, os.PathLike], kind: type = dict):
     """The JSON value in ``path``, which must be a ``kind`` (dict: an object; list: an array).
 
     Raises:
-        ValueError: the file is missing, not valid JSON (or not UTF-8), or its top level is not a
-            ``kind``; the message names the file.
+        ValueError: the file is missing, larger than :data:`MAX_JSON_BYTES`, not valid JSON (or
+            not UTF-8, or nested deeper than Python's parser goes: 100,000 ``[`` raise
+            RecursionError inside ``json``, or an integer of more than 4300 digits), or its
+            top level is not a ``kind``; the message names the file.
     """
     try:
+        size = os.path.getsize(path)
+        if size > MAX_JSON_BYTES:
+            raise ValueError(f"{size:,} bytes, more than the {MAX_JSON_BYTES:,} a JSON config may have")
         with open(path, encoding="utf-8") as f:
             value = json.load(f)
-    except (OSError, json.JSONDecodeError, UnicodeDecodeError) as err:
+    except RecursionError:  # json's parser recurses once per nested [ or {
+        raise ValueError(f"{path} is not valid JSON: nested too deeply for Python's JSON parser") from None
+    except (OSError, ValueError) as err:  # ValueError: JSONDecodeError, UnicodeDecodeError, huge ints, size
         raise ValueError(f"{path} is not valid JSON: {type(err).__name__}: {err}") from None
     if not isinstance(value, kind):
         what = "a JSON object {...}" if kind is dict else "a JSON array [...]"
         raise ValueError(f"{path} must hold {what}, got {type(value).__name__}: {str(value)[:80]}")
     return value
+
+
+# The largest sizes a config FILE may ask for (load, load_bert, load_trained, the training
+# cache). Far above every real BERT-family checkpoint: vocabularies reach about 250,000 ids
+# (XLM-R 250,002; mBERT 119,547), widths 4096, 64 heads, 48 layers, feed-forward 16,384,
+# 8192 positions (long-context BERTs), 16 token types. Far below 2**63, where torch's sizes
+# overflow (a TypeError from inside nn.Embedding instead of a ValueError naming the field).
+CONFIG_SIZE_LIMITS = {
+    "vocab_size": 2**24, "d_model": 2**16, "num_heads": 2**12, "num_kv_heads": 2**12, "num_layers": 2**12,
+    "d_ff": 2**18, "max_len": 2**20, "type_vocab_size": 2**10, "patch_dim": 2**20, "num_classes": 2**24,
+}
+
+
+def check_config_sizes(sizes: Mapping[str, Optional[int]], source: str,
+                       names: Optional[Mapping[str, str]] = None) -> None:
+    """Refuse a config file's size above its bound in :data:`CONFIG_SIZE_LIMITS`.
+
+    Args:
+        sizes: ``{EncoderConfig field (or "num_classes"): int or None}``, already checked to be
+            integers (``mha_lib.checks``; :class:`EncoderConfig` does it).
+        source: the file, for the message.
+        names: how the file calls a field (e.g. ``{"d_model": "hidden_size"}``), for the message.
+
+    Raises:
+        ValueError: naming the file, the field as the file calls it, the value and the bound.
+    """
+    for name, value in sizes.items():
+        limit = CONFIG_SIZE_LIMITS[name]
+        if value is not None and checks.as_int(value, name) > limit:
+            raise ValueError(f"{source}: {(names or {}).get(name, name)}={value} is more than {limit:,}, "
+                             f"far beyond any real checkpoint; the file is broken")
+
+
+def _config_sizes(config: EncoderConfig) -> dict:
+    """The bounded integer fields of ``config`` (see :data:`CONFIG_SIZE_LIMITS`)."""
+    return {name: getattr(config, name) for name in CONFIG_SIZE_LIMITS if name != "num_classes"}
 
 
 def _read_meta(path) -> dict:
@@ -1328,7 +1374,7 @@ def build_checked(build: Callable[[], nn.Module], path, *, layers: Optional[int]
     try:
         with torch.device("meta"):
             skeleton = build()
-    except (RuntimeError, OverflowError) as err:  # e.g. sizes whose product overflows
+    except (RuntimeError, OverflowError, TypeError) as err:  # e.g. sizes past int64, or whose product overflows
         raise ValueError(f"{source}: the config asks for a model that cannot be built: {err}") from None
     expected = skeleton.state_dict()
     extra = sum(b.numel() * b.element_size() for n, b in skeleton.named_buffers() if n not in expected)
@@ -1359,6 +1405,7 @@ def load(path: Union[str, os.PathLike], map_location: str = "cpu") -> nn.Module:
         pooling = meta.get("pooling", "token")
     except (KeyError, TypeError, ValueError) as err:
         raise ValueError(f"{os.path.join(path, CONFIG_NAME)}: {type(err).__name__}: {err}") from None
+    check_config_sizes({**_config_sizes(config), "num_classes": num_classes}, os.path.join(path, CONFIG_NAME))
 
     def build():
         return Encoder(config) if num_classes is None else TokenClassifier(config, num_classes, pooling)

@@ -1124,12 +1124,14 @@ def trained_info(spec: Union[str, TrainedSpec], directory: Union[str, Path, None
         ValueError: the metadata is not valid JSON or lacks ``spec``/``seeds``, or the stored
             spec differs from the registry's (stale weights); the message names the file.
     """
+    from .model import read_json
+
     spec = _resolve(spec)
     _, meta_path = weight_files(spec, directory)
     if not meta_path.is_file():
         raise FileNotFoundError(f"{meta_path} is missing: run `make train` (scripts/train_all.py)")
     try:
-        info = json.loads(meta_path.read_text(encoding="utf-8"))
+        info = read_json(meta_path)  # the one guarded JSON reader: too deep, too big, not an object
         stored = TrainedSpec.from_dict(info["spec"])
         info["seeds"] = [checks.nonnegative_int(s, "seed") for s in info["seeds"]]
     except (json.JSONDecodeError, UnicodeDecodeError, KeyError, TypeError, ValueError) as err:

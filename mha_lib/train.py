@@ -304,7 +304,7 @@ def train_spec(
 
     from safetensors.torch import save_file
 
-    from .model import build_checked
+    from .model import build_checked, read_json
 
     spec = _resolve_spec(spec)
     if steps is not None:
@@ -315,7 +315,7 @@ def train_spec(
         w_path, m_path = _cache_paths(spec, seed, cache, device)
         if w_path.is_file() and m_path.is_file():
             try:
-                meta = json.loads(m_path.read_text(encoding="utf-8"))
+                meta = read_json(m_path)  # ValueError (so: retrain) on a broken, too deep or huge file
                 if not (isinstance(meta, dict) and isinstance(meta.get("curve"), dict)
                         and checks.finite_real(meta.get("accuracy"), "accuracy") >= 0
                         and checks.finite_real(meta.get("seconds"), "seconds") >= 0):
