@@ -50,6 +50,7 @@ from torch import nn
 
 from . import checks
 from .attention import MultiHeadAttention
+from .attention import _additive as _additive_mask  # bool or float mask -> 0 / -inf, attention's own rule
 
 __all__ = [
     "EncoderConfig",
@@ -243,7 +244,8 @@ def patchify(images: torch.Tensor, patch_size: int) -> torch.Tensor:
 
     Raises:
         ValueError: a non-tensor, a tensor that is not 3-D or 4-D floating point, a bad
-            ``patch_size``, or a side not divisible by it (naming the side).
+            ``patch_size``, an image smaller than one patch (e.g. 0x0) or without channels (naming
+            the size), or a side not divisible by ``patch_size`` (naming the side).
     """
     p = checks.positive_int(patch_size, "patch_size")
     if not isinstance(images, torch.Tensor) or images.dim() not in (3, 4) or not images.is_floating_point():
@@ -253,6 +255,9 @@ def patchify(images: torch.Tensor, patch_size: int) -> torch.Tensor:
         )
     x = images if images.dim() == 4 else images[:, None]  # (B, C, H, W)
     B, C, H, W = x.shape
+    if H < p or W < p or C == 0:  # zero patches, or patches of no values: nothing for a model to see
+        raise ValueError(f"image size {H}x{W} (C={C}) holds no {p}x{p} patch: each side must be at least "
+                         f"patch_size={p}, with at least one channel")
     for side, size in (("height", H), ("width", W)):
         if size % p:
             raise ValueError(f"image {side} {size} is not divisible by patch_size={p}")
@@ -624,6 +629,14 @@ class Encoder(_SaveLoadMixin, nn.Module):
                     + (f"{tuple(input_ids.shape)} {input_ids.dtype}" if isinstance(input_ids, torch.Tensor)
                        else repr(type(input_ids)))
                 )
+            expected = self.patch_embedding.weight.dtype
+            if input_ids.dtype != expected and not torch.is_autocast_enabled(input_ids.device.type):
+                # F.linear would raise a bare RuntimeError on the mix (autocast casts it instead)
+                raise ValueError(f"patch inputs have dtype {input_ids.dtype}, the model's parameters are {expected}: "
+                                 f"convert them with .to({expected}) (or convert the model)")
+            if input_ids.shape[1] == 0:
+                raise ValueError(f"patch inputs {tuple(input_ids.shape)} hold no patch: an image smaller than one "
+                                 f"patch has nothing to classify")
             L = input_ids.shape[1] + int(cfg.cls_token)
             if L > cfg.max_len and cfg.positional != "none":
                 raise ValueError(f"{L} positions (patches{' + [CLS]' if cfg.cls_token else ''}) exceed max_len={cfg.max_len}")
@@ -739,7 +752,8 @@ class Encoder(_SaveLoadMixin, nn.Module):
         Raises:
             ValueError: on ids out of range, L > max_len, a non-bool key_padding_mask,
                 a head_mask of the wrong shape, or ``memory`` given without cross-attention
-                (or missing with it).
+                (or missing with it); patch inputs with no patch (N = 0), holding NaN or inf, or
+                of another dtype than the parameters (naming both).
         """
         layer_masks = self._layer_head_masks(head_mask)
         cross_masks = self._layer_head_masks(cross_head_mask)
@@ -1008,13 +1022,32 @@ class EncoderDecoder(nn.Module):
 
     def _source_padding(self, src_ids, mask):
         """The source's padding mask: the one given, else ``src_ids == pad_token_id`` (when the
-        encoder has a padding id); refuses sources with no real position."""
+        encoder has a padding id); refuses sources with no real position.
+
+        Every form of mask reaches the same refusal: bool (True = padding) and float (added to
+        the scores; -inf, or anything attention treats as blocked, is padding), and an empty
+        source (S = 0), which has no real position whatever the mask. Masks of the wrong shape
+        or dtype are left to the encoder's checks, which name them."""
         if mask is None and self.source_encoder.config.pad_token_id is not None and isinstance(src_ids, torch.Tensor):
             mask = src_ids == self.source_encoder.config.pad_token_id
-        if isinstance(mask, torch.Tensor) and mask.dtype == torch.bool and mask.dim() == 2 and not checks.tracing() \
-                and bool(mask.all(-1).any()):
-            raise ValueError("a source sequence is all padding (or empty): nothing to translate")
+        if not checks.tracing() and isinstance(src_ids, torch.Tensor) and src_ids.dim() == 2:
+            blocked = self._blocked_source(src_ids, mask)  # (B, S) bool, True = no real token there
+            empty = blocked.all(-1).nonzero().flatten().tolist()  # rows with no real position (all of them if S = 0)
+            if empty:
+                raise ValueError(
+                    f"source row(s) {empty[:10]}{' ...' if len(empty) > 10 else ''} of src_ids {tuple(src_ids.shape)} "
+                    f"are all padding (or empty): nothing to translate"
+                )
         return mask
+
+    def _blocked_source(self, src_ids: torch.Tensor, mask) -> torch.Tensor:
+        """(B, S) bool, True where the source has no real token: ``mask``'s blocked positions
+        (as attention reads it, in the encoder's dtype), or none when there is no usable mask."""
+        if not (isinstance(mask, torch.Tensor) and tuple(mask.shape) == tuple(src_ids.shape)
+                and (mask.dtype == torch.bool or mask.is_floating_point())):
+            return torch.zeros(src_ids.shape, dtype=torch.bool, device=src_ids.device)
+        dtype = next(self.source_encoder.parameters()).dtype
+        return torch.isneginf(_additive_mask(mask, dtype))  # the one rule of what a mask blocks
 
     def encode(self, src_ids: torch.Tensor, src_key_padding_mask: Optional[torch.Tensor] = None,
                head_mask=None, output_attentions: bool = False) -> EncoderOutput:
@@ -1047,8 +1080,8 @@ class EncoderDecoder(nn.Module):
             :class:`EncoderDecoderOutput` with logits (B, T, C).
 
         Raises:
-            ValueError: bad ids or masks (as :meth:`Encoder.forward`), a source that is all
-                padding, or a head_mask of the wrong length.
+            ValueError: bad ids or masks (as :meth:`Encoder.forward`), a source row that is all
+                padding (bool True or float -inf) or empty (S = 0), or a head_mask of the wrong length.
         """
         enc_masks, self_masks, cross_masks = self._split_head_mask(head_mask)
         src_key_padding_mask = self._source_padding(src_ids, src_key_padding_mask)
@@ -1080,8 +1113,8 @@ class EncoderDecoder(nn.Module):
         the whole prefix at every step (the same tokens, slower; for checking).
 
         Args:
-            src_ids: (B, S) long; src_key_padding_mask: (B, S) bool, True = padding (default
-                as in :meth:`forward`).
+            src_ids: (B, S) long; src_key_padding_mask: (B, S) bool, True = padding, or float,
+                added to the scores, -inf = padding (default as in :meth:`forward`).
             bos_id: the first input id of every target; max_new_tokens: steps, >= 1, at most
                 the decoder's max_len.
             eos_id: once a sequence has produced it, its later outputs are ``eos_id`` too.
@@ -1094,7 +1127,9 @@ class EncoderDecoder(nn.Module):
             (B, H, 1, t + 1) and (B, H, 1, S).
 
         Raises:
-            ValueError: a bad id or length (naming it), or ids rejected by the encoders.
+            ValueError: a bad id or length (naming it), ids rejected by the encoders, or a source
+                row that is all padding (True in a bool mask, -inf in a float one) or empty (S = 0),
+                naming the rows.
         """
         bos = checks.nonnegative_int(bos_id, "bos_id")
         steps = checks.positive_int(max_new_tokens, "max_new_tokens")
@@ -1132,22 +1167,68 @@ class EncoderDecoder(nn.Module):
 _CLASSES = {"Encoder": Encoder, "TokenClassifier": TokenClassifier}
 
 
+MAX_JSON_BYTES = 2**26  # 64 MiB: mha_lib's JSON files (configs, records) are kilobytes
+
+
 def read_json(path: Union[str, os.PathLike], kind: type = dict):
     """The JSON value in ``path``, which must be a ``kind`` (dict: an object; list: an array).
 
     Raises:
-        ValueError: the file is missing, not valid JSON (or not UTF-8), or its top level is not a
-            ``kind``; the message names the file.
+        ValueError: the file is missing, larger than :data:`MAX_JSON_BYTES`, not valid JSON (or
+            not UTF-8, or nested deeper than Python's parser goes: 100,000 ``[`` raise
+            RecursionError inside ``json``, or an integer of more than 4300 digits), or its
+            top level is not a ``kind``; the message names the file.
     """
     try:
+        size = os.path.getsize(path)
+        if size > MAX_JSON_BYTES:
+            raise ValueError(f"{size:,} bytes, more than the {MAX_JSON_BYTES:,} a JSON config may have")
         with open(path, encoding="utf-8") as f:
             value = json.load(f)
-    except (OSError, json.JSONDecodeError, UnicodeDecodeError) as err:
+    except RecursionError:  # json's parser recurses once per nested [ or {
+        raise ValueError(f"{path} is not valid JSON: nested too deeply for Python's JSON parser") from None
+    except (OSError, ValueError) as err:  # ValueError: JSONDecodeError, UnicodeDecodeError, huge ints, size
         raise ValueError(f"{path} is not valid JSON: {type(err).__name__}: {err}") from None
     if not isinstance(value, kind):
         what = "a JSON object {...}" if kind is dict else "a JSON array [...]"
         raise ValueError(f"{path} must hold {what}, got {type(value).__name__}: {str(value)[:80]}")
     return value
+
+
+# The largest sizes a config FILE may ask for (load, load_bert, load_trained, the training
+# cache). Far above every real BERT-family checkpoint: vocabularies reach about 250,000 ids
+# (XLM-R 250,002; mBERT 119,547), widths 4096, 64 heads, 48 layers, feed-forward 16,384,
+# 8192 positions (long-context BERTs), 16 token types. Far below 2**63, where torch's sizes
+# overflow (a TypeError from inside nn.Embedding instead of a ValueError naming the field).
+CONFIG_SIZE_LIMITS = {
+    "vocab_size": 2**24, "d_model": 2**16, "num_heads": 2**12, "num_kv_heads": 2**12, "num_layers": 2**12,
+    "d_ff": 2**18, "max_len": 2**20, "type_vocab_size": 2**10, "patch_dim": 2**20, "num_classes": 2**24,
+}
+
+
+def check_config_sizes(sizes: Mapping[str, Optional[int]], source: str,
+                       names: Optional[Mapping[str, str]] = None) -> None:
+    """Refuse a config file's size above its bound in :data:`CONFIG_SIZE_LIMITS`.
+
+    Args:
+        sizes: ``{EncoderConfig field (or "num_classes"): int or None}``, already checked to be
+            integers (``mha_lib.checks``; :class:`EncoderConfig` does it).
+        source: the file, for the message.
+        names: how the file calls a field (e.g. ``{"d_model": "hidden_size"}``), for the message.
+
+    Raises:
+        ValueError: naming the file, the field as the file calls it, the value and the bound.
+    """
+    for name, value in sizes.items():
+        limit = CONFIG_SIZE_LIMITS[name]
+        if value is not None and checks.as_int(value, name) > limit:
+            raise ValueError(f"{source}: {(names or {}).get(name, name)}={value} is more than {limit:,}, "
+                             f"far beyond any real checkpoint; the file is broken")
+
+
+def _config_sizes(config: EncoderConfig) -> dict:
+    """The bounded integer fields of ``config`` (see :data:`CONFIG_SIZE_LIMITS`)."""
+    return {name: getattr(config, name) for name in CONFIG_SIZE_LIMITS if name != "num_classes"}
 
 
 def _read_meta(path) -> dict:
@@ -1293,7 +1374,7 @@ def build_checked(build: Callable[[], nn.Module], path, *, layers: Optional[int]
     try:
         with torch.device("meta"):
             skeleton = build()
-    except (RuntimeError, OverflowError) as err:  # e.g. sizes whose product overflows
+    except (RuntimeError, OverflowError, TypeError) as err:  # e.g. sizes past int64, or whose product overflows
         raise ValueError(f"{source}: the config asks for a model that cannot be built: {err}") from None
     expected = skeleton.state_dict()
     extra = sum(b.numel() * b.element_size() for n, b in skeleton.named_buffers() if n not in expected)
@@ -1324,6 +1405,7 @@ def load(path: Union[str, os.PathLike], map_location: str = "cpu") -> nn.Module:
         pooling = meta.get("pooling", "token")
     except (KeyError, TypeError, ValueError) as err:
         raise ValueError(f"{os.path.join(path, CONFIG_NAME)}: {type(err).__name__}: {err}") from None
+    check_config_sizes({**_config_sizes(config), "num_classes": num_classes}, os.path.join(path, CONFIG_NAME))
 
     def build():
         return Encoder(config) if num_classes is None else TokenClassifier(config, num_classes, pooling)

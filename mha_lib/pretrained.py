@@ -38,7 +38,8 @@ import torch.nn.functional as F
 from .model import CONFIG_NAME as MHA_CONFIG_NAME
 from . import checks
 from .model import _LAYER_PATTERN as _MHA_LAYER_PATTERN
-from .model import Encoder, EncoderConfig, EncoderOutput, _read_meta, build_checked, read_json
+from .model import Encoder, EncoderConfig, EncoderOutput, _config_sizes, _read_meta, build_checked, check_config_sizes
+from .model import read_json
 
 __all__ = [
     "DEFAULT_MODEL",
@@ -154,6 +155,9 @@ def _read_json(path: str, kind: type = dict):
 
 _REQUIRED_BERT_KEYS = ("vocab_size", "hidden_size", "num_attention_heads", "num_hidden_layers",
                        "intermediate_size", "max_position_embeddings")
+_BERT_FIELDS = {"vocab_size": "vocab_size", "hidden_size": "d_model", "num_attention_heads": "num_heads",
+                "num_hidden_layers": "num_layers", "intermediate_size": "d_ff", "max_position_embeddings": "max_len",
+                "type_vocab_size": "type_vocab_size"}  # config.json's names -> EncoderConfig's
 
 
 def bert_config_to_encoder_config(hf: dict, source: str = "config.json") -> EncoderConfig:
@@ -173,7 +177,9 @@ def bert_config_to_encoder_config(hf: dict, source: str = "config.json") -> Enco
     Raises:
         ValueError: ``hf`` not a dict; a required key (``vocab_size``, ``hidden_size``,
             ``num_attention_heads``, ``num_hidden_layers``, ``intermediate_size``,
-            ``max_position_embeddings``) missing or not an integer; a model_type other than
+            ``max_position_embeddings``) missing, not an integer, or above its bound in
+            :data:`mha_lib.model.CONFIG_SIZE_LIMITS` (e.g. ``vocab_size`` > 2**24, far beyond
+            any real checkpoint); a model_type other than
             "bert"; ``is_decoder: true`` (this encoder is bidirectional, it has no causal
             self-attention or cross-attention); relative position embeddings; an activation
             mha_lib does not have; or a value EncoderConfig rejects. The message names
@@ -205,9 +211,13 @@ def bert_config_to_encoder_config(hf: dict, source: str = "config.json") -> Enco
     sizes = {}
     for key in _REQUIRED_BERT_KEYS + ("type_vocab_size",):
         value = hf.get(key, 2)  # only type_vocab_size can be absent here; BERT's default is 2
-        if isinstance(value, bool) or not isinstance(value, int):
-            raise ValueError(f"{source}: {key}={value!r} must be an integer")
-        sizes[key] = value
+        try:
+            sizes[key] = checks.as_int(value, key)
+        except ValueError:
+            raise ValueError(f"{source}: {key}={value!r} must be an integer") from None
+    # bounds far above every real BERT-family config, far below an overflow (model.CONFIG_SIZE_LIMITS)
+    check_config_sizes({ours: sizes[key] for key, ours in _BERT_FIELDS.items()}, source,
+                       names={ours: key for key, ours in _BERT_FIELDS.items()})
     try:
         dropout = checks.probability(hf.get("hidden_dropout_prob", 0.1), "hidden_dropout_prob")
         attention_dropout = checks.probability(hf.get("attention_probs_dropout_prob", dropout),
@@ -749,7 +759,10 @@ def load_bert(name_or_path: Optional[Union[str, os.PathLike]] = None, *, verbose
             ``is_decoder: true`` (naming it); a model.safetensors that cannot be read
             (naming the path); a ``max_seq_length`` in sentence_bert_config.json that is not
             an integer >= 3 (null falls back to max_position_embeddings); a tensor
-            missing, unknown or of the wrong shape (naming the key).
+            missing, unknown or of the wrong shape (naming the key); a size in the config
+            above :data:`mha_lib.model.CONFIG_SIZE_LIMITS` (naming the file and the field); a
+            JSON file nested too deeply to parse (naming it); a tokenizer with more ids than the
+            embedding table has rows (giving both sizes).
         ImportError: ``tokenizers`` (or ``huggingface_hub`` for hub ids) missing; the
             message names ``pip install "mha_lib[pretrained]"``.
     """
@@ -769,6 +782,7 @@ def load_bert(name_or_path: Optional[Union[str, os.PathLike]] = None, *, verbose
             config = EncoderConfig.from_dict(meta["config"])
         except (KeyError, TypeError, ValueError) as err:
             raise ValueError(f"{os.path.join(folder, MHA_CONFIG_NAME)}: {type(err).__name__}: {err}") from None
+        check_config_sizes(_config_sizes(config), os.path.join(folder, MHA_CONFIG_NAME))
         rename, layer_pattern = None, _MHA_LAYER_PATTERN
     else:
         cfg_path = os.path.join(folder, "config.json")
@@ -797,11 +811,25 @@ def load_bert(name_or_path: Optional[Union[str, os.PathLike]] = None, *, verbose
         )
     max_length = min(max_seq, config.max_len)
     tokenizer = WordPieceTokenizer.from_folder(folder, max_length, pad_token_id=config.pad_token_id or 0)
+    _check_tokenizer_fits(tokenizer, config, folder)
     model = build_checked(
         lambda: BertEncoder(config, tokenizer, pooling=pooling, normalize=normalize, source=source, folder=folder),
         weights_path, layers=config.num_layers, layer_pattern=layer_pattern, rename=rename,
     )  # the config is checked against the file's header before any weight is allocated
     return model.to(device).eval(), tokenizer
+
+
+def _check_tokenizer_fits(tokenizer: WordPieceTokenizer, config: EncoderConfig, folder: str) -> None:
+    """Refuse a tokenizer with more ids than the embedding table has rows: its ids past the table
+    would load fine and fail later, on the texts that produce them. Fewer ids is fine (the table's
+    extra rows are never looked up)."""
+    if tokenizer.vocab_size > config.vocab_size:
+        name = "tokenizer.json" if os.path.isfile(os.path.join(folder, "tokenizer.json")) else "vocab.txt"
+        raise ValueError(
+            f"{os.path.join(folder, name)}: the tokenizer has {tokenizer.vocab_size:,} ids (added tokens included), "
+            f"the embedding table has vocab_size={config.vocab_size:,} rows; ids from {config.vocab_size:,} on "
+            f"would fail on the texts that produce them"
+        )
 
 
 POOLING_MODES = ("cls", "max", "mean", "mean_sqrt_len_tokens", "weightedmean", "lasttoken")

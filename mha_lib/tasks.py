@@ -790,9 +790,11 @@ def per_example_loss(model: torch.nn.Module, batch, head_mask=None) -> Tensor:
         head_mask: per-layer gates, passed to the model.
 
     Raises:
-        ValueError: a malformed batch, or a sequence with no labelled position.
+        ValueError: a malformed batch, a sequence with no labelled position, or logits holding
+            NaN or inf (saying how many): a loss of them would be NaN, and so every gradient.
     """
     out = logits(model, batch, head_mask)  # (B, L, C), or (B, C) for a pooled classifier
+    _check_finite_logits(out, "per_example_loss")
     _, labels = _model_inputs(batch)
     if out.dim() == 2:  # one label per sequence (an image classifier)
         _check_pooled_labels(labels, out)
@@ -804,6 +806,17 @@ def per_example_loss(model: torch.nn.Module, batch, head_mask=None) -> Tensor:
     if bool((counted == 0).any()):
         raise ValueError("per_example_loss: a sequence has no position with a label")
     return per_token.sum(1) / counted
+
+
+def _check_finite_logits(scores: Tensor, where: str) -> None:
+    """Refuse NaN or inf logits (a diverged or corrupted model): their arg-max and their loss mean
+    nothing. Skipped inside torch.func transforms and exporters, which cannot read values."""
+    if checks.tracing():
+        return
+    bad = int((~torch.isfinite(scores.detach())).sum())
+    if bad:
+        raise ValueError(f"{where}: {bad} of {scores.numel()} logits are non-finite (NaN or inf); the model's "
+                         f"weights or inputs hold non-finite values, or its training diverged")
 
 
 def _check_pooled_labels(labels: Tensor, logits: Tensor) -> None:
@@ -829,7 +842,8 @@ def accuracy(model: torch.nn.Module, batch, head_mask=None, batch_size: int = 10
         head_mask: per-layer gates, passed to the model.
 
     Raises:
-        ValueError: a malformed batch, or no labelled position at all.
+        ValueError: a malformed batch, no labelled position at all, or logits holding NaN or inf
+            (saying how many): the arg-max of NaN is an arbitrary class, not a prediction.
     """
     device = next(model.parameters()).device
     if isinstance(batch, TaskBatch):
@@ -841,6 +855,7 @@ def accuracy(model: torch.nn.Module, batch, head_mask=None, batch_size: int = 10
     correct = total = 0
     for chunk in batches:
         scores = logits(model, chunk, head_mask)  # (b, L, C), or (b, C) pooled
+        _check_finite_logits(scores, "accuracy")
         pred = scores.argmax(-1)
         _, labels = _model_inputs(chunk)
         if scores.dim() == 2:
@@ -1124,12 +1139,14 @@ def trained_info(spec: Union[str, TrainedSpec], directory: Union[str, Path, None
         ValueError: the metadata is not valid JSON or lacks ``spec``/``seeds``, or the stored
             spec differs from the registry's (stale weights); the message names the file.
     """
+    from .model import read_json
+
     spec = _resolve(spec)
     _, meta_path = weight_files(spec, directory)
     if not meta_path.is_file():
         raise FileNotFoundError(f"{meta_path} is missing: run `make train` (scripts/train_all.py)")
     try:
-        info = json.loads(meta_path.read_text(encoding="utf-8"))
+        info = read_json(meta_path)  # the one guarded JSON reader: too deep, too big, not an object
         stored = TrainedSpec.from_dict(info["spec"])
         info["seeds"] = [checks.nonnegative_int(s, "seed") for s in info["seeds"]]
     except (json.JSONDecodeError, UnicodeDecodeError, KeyError, TypeError, ValueError) as err:

@@ -16,6 +16,7 @@ Hutter 2017 (SGDR) without restarts.
 """
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import math
@@ -126,6 +127,24 @@ def _snapshot(model: nn.Module) -> Dict[str, torch.Tensor]:
     return {k: v.detach().float().cpu().clone() for k, v in model.state_dict().items()}
 
 
+@contextlib.contextmanager
+def _stop_if_diverged(step: int, lr: float):
+    """Re-raise a ValueError from the loss or the accuracy (NaN or inf logits) naming the step."""
+    try:
+        yield
+    except ValueError as err:
+        raise ValueError(f"training stopped at step {step} (lr={lr}): {err}") from None
+
+
+def _check_finite_weights(model: nn.Module, step: int, lr: float) -> None:
+    """ValueError naming the step when an optimiser step left NaN or inf in the weights."""
+    finite = torch.stack([torch.isfinite(p.detach()).all() for p in model.parameters()])  # (n_tensors,)
+    if not bool(finite.all()):
+        names = [n for (n, _), ok in zip(model.named_parameters(), finite.tolist()) if not ok]
+        raise ValueError(f"training stopped at step {step} (lr={lr}): the update left NaN or inf in "
+                         f"{names[:3]}{' ...' if len(names) > 3 else ''}")
+
+
 def train(
     model: nn.Module,
     task,
@@ -181,8 +200,9 @@ def train(
         a :class:`TrainResult`.
 
     Raises:
-        ValueError: on a bad argument, or when the loss becomes NaN or infinite (naming the
-            step), instead of training on silently.
+        ValueError: on a bad argument, or when training diverges (naming the step), instead of
+            training on silently or returning a NaN model as trained: the loss or the logits
+            become NaN or infinite, or an update leaves NaN or inf in the weights.
     """
     for name, value in (("steps", steps), ("batch_size", batch_size), ("eval_every", eval_every),
                         ("eval_sequences", eval_sequences)):
@@ -213,19 +233,22 @@ def train(
         for group in opt.param_groups:
             group["lr"] = lr_at(step, steps, lr, warmup)
         batch = task.sample(batch_size, generator).to(device)
-        loss = per_example_loss(model, batch).mean()
+        with _stop_if_diverged(step, lr):
+            loss = per_example_loss(model, batch).mean()  # refuses NaN/inf logits
         if not torch.isfinite(loss):
-            raise ValueError(f"training loss became {float(loss)} at step {step} (lr={lr})")
+            raise ValueError(f"training loss became {loss.item()} at step {step} (lr={lr})")
         opt.zero_grad(set_to_none=True)
         loss.backward()
         opt.step()
         running += loss.item()
         count += 1
+        _check_finite_weights(model, step, lr)  # the last step's update is seen by no later loss
         if step + 1 in keep_at:
             checkpoints[step + 1] = _snapshot(model)
         if (step + 1) % eval_every == 0 or step + 1 == steps:
             model.eval()
-            acc = accuracy(model, eval_batch)
+            with _stop_if_diverged(step, lr):
+                acc = accuracy(model, eval_batch)  # refuses NaN/inf logits (e.g. huge, finite weights)
             scores = curve_scores(model, eval_batch) if curve_scores is not None else {}
             model.train()
             curve["steps"].append(step + 1)
@@ -236,7 +259,8 @@ def train(
             bar.set_postfix(loss=f"{running / count:.3f}", acc=f"{acc:.3f}")
             running, count = 0.0, 0
     model.eval()
-    final = evaluate(model, task)
+    with _stop_if_diverged(steps - 1, lr):
+        final = evaluate(model, task)
     return TrainResult(model, curve, final, time.perf_counter() - start, seed, time.process_time() - cpu_start,
                        threads=torch.get_num_threads(), checkpoints=checkpoints)
 
@@ -304,7 +328,7 @@ def train_spec(
 
     from safetensors.torch import save_file
 
-    from .model import build_checked
+    from .model import build_checked, read_json
 
     spec = _resolve_spec(spec)
     if steps is not None:
@@ -315,7 +339,7 @@ def train_spec(
         w_path, m_path = _cache_paths(spec, seed, cache, device)
         if w_path.is_file() and m_path.is_file():
             try:
-                meta = json.loads(m_path.read_text(encoding="utf-8"))
+                meta = read_json(m_path)  # ValueError (so: retrain) on a broken, too deep or huge file
                 if not (isinstance(meta, dict) and isinstance(meta.get("curve"), dict)
                         and checks.finite_real(meta.get("accuracy"), "accuracy") >= 0
                         and checks.finite_real(meta.get("seconds"), "seconds") >= 0):

@@ -173,3 +173,34 @@ def test_decoding_state_is_checked():
         model.generate(s, bos_id=1, max_new_tokens=2, eos_id=15)
     with pytest.raises(ValueError, match="use_cache"):
         model.generate(s, bos_id=1, max_new_tokens=2, use_cache=1)
+
+
+@pytest.mark.parametrize("form", ["bool", "float -inf", "float finfo.min"])
+def test_every_form_of_an_all_padding_source_mask_is_refused_naming_the_row(form):
+    model = make()
+    s, kpm = src()
+    blocked = kpm.clone()
+    blocked[2] = True  # row 2: no real position
+    mask = blocked if form == "bool" else torch.zeros(blocked.shape).masked_fill(
+        blocked, float("-inf") if form == "float -inf" else torch.finfo(torch.float32).min)
+    with pytest.raises(ValueError, match=r"source row\(s\) \[2\] .* all padding"):
+        model.generate(s, src_key_padding_mask=mask, bos_id=1, max_new_tokens=2)
+    with pytest.raises(ValueError, match=r"source row\(s\) \[2\] .* all padding"):
+        model(torch.ones(3, 2, dtype=torch.long), src_ids=s, src_key_padding_mask=mask)
+    partial = torch.zeros(kpm.shape).masked_fill(kpm, float("-inf"))  # row 1 half padded: fine
+    assert torch.equal(model.generate(s, src_key_padding_mask=partial, bos_id=1, max_new_tokens=3),
+                       model.generate(s, src_key_padding_mask=kpm, bos_id=1, max_new_tokens=3))
+
+
+@pytest.mark.parametrize("pad_token_id", [0, None])
+def test_an_empty_source_is_refused_with_or_without_a_pad_id(pad_token_id):
+    cfg = dict(ENC, pad_token_id=pad_token_id)
+    torch.manual_seed(0)
+    model = EncoderDecoder(EncoderConfig(**cfg), EncoderConfig(**cfg, is_causal=True, cross_attention=True), 15)
+    empty = torch.zeros(2, 0, dtype=torch.long)
+    with pytest.raises(ValueError, match=r"source row\(s\) \[0, 1\] .* \(or empty\)"):
+        model.generate(empty, bos_id=1, max_new_tokens=2)
+    with pytest.raises(ValueError, match=r"\(or empty\)"):
+        model.generate(empty, src_key_padding_mask=torch.zeros(2, 0), bos_id=1, max_new_tokens=2)
+    with pytest.raises(ValueError, match=r"\(or empty\)"):
+        model(torch.ones(2, 2, dtype=torch.long), src_ids=empty)

@@ -118,6 +118,28 @@ def test_unpatchify_inverts_patchify_and_the_front_end_is_per_patch():
         torch.testing.assert_close(x[0, i + 1], enc.patch_embedding(patches[0, i]) + pos[i + 1])
 
 
+@pytest.mark.parametrize("dtype", [torch.float64, torch.float16, torch.bfloat16])
+def test_patch_inputs_of_another_dtype_are_refused_naming_both(dtype):
+    model = _tiny_vit()
+    x = DigitsTask().dataset(4, seed=0).input_ids.to(dtype)
+    with pytest.raises(ValueError, match=rf"dtype {dtype}, the model's parameters are torch.float32"):
+        model(x)
+    assert model.to(dtype)(x).logits.dtype == dtype  # a converted model takes them
+
+
+@pytest.mark.parametrize("size", [(0, 0), (1, 1), (0, 8), (8, 1)])
+def test_an_image_smaller_than_one_patch_is_refused(size):
+    from mha_lib.model import patchify
+
+    H, W = size
+    with pytest.raises(ValueError, match=rf"image size {H}x{W} .*holds no 2x2 patch"):
+        patchify(torch.rand(1, H, W), 2)
+    with pytest.raises(ValueError, match="holds no 1x1 patch"):
+        patchify(torch.rand(1, 0, 4, 4), 1)  # no channels: patches of no values
+    with pytest.raises(ValueError, match=r"\(3, 0, 1\) hold no patch"):
+        _tiny_vit()(torch.rand(3, 0, 1))  # zero patches: [CLS] alone would still get a class
+
+
 def test_pooled_labels_and_causal_cls_are_checked():
     task = DigitsTask()
     model = _tiny_vit()

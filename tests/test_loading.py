@@ -50,8 +50,8 @@ def edit_weights(folder, fn):
 @pytest.mark.parametrize(
     "change, match",
     [
-        (dict(vocab_size=10**12), r"token_embedding\.weight.*has shape \(11, 8\), the model expects \(1000000000000, 8\)"),
-        (dict(num_layers=30000), r"asks for 30000 layers, the file holds 2"),
+        (dict(vocab_size=10**7), r"token_embedding\.weight.*has shape \(11, 8\), the model expects \(10000000, 8\)"),
+        (dict(num_layers=3000), r"asks for 3000 layers, the file holds 2"),
         (dict(num_classes=3.9), r"num_classes must be a positive integer, got 3.9"),
         (dict(num_heads="2"), r"num_heads must be a positive integer, got '2'"),
     ],
@@ -62,6 +62,33 @@ def test_impossible_configs_are_refused_before_allocating(saved, change, match):
         mha_model.load(saved)
     with pytest.raises(ValueError, match=match):
         TokenClassifier.from_pretrained(saved)
+
+
+@pytest.mark.parametrize("field", ["vocab_size", "d_model", "num_heads", "d_ff", "max_len", "num_layers",
+                                   "type_vocab_size", "num_classes"])
+@pytest.mark.parametrize("value", [2**63, 2**64 + 1, 10**30])
+def test_sizes_past_int64_or_any_real_model_are_refused_naming_the_file_and_field(saved, field, value):
+    edit_config(saved, **{field: value})
+    with pytest.raises(ValueError, match=rf"{mha_model.CONFIG_NAME}: .*{field}={value}\b"):
+        mha_model.load(saved)  # "is more than 4,096", or EncoderConfig's d_model % num_heads check first
+
+
+@pytest.mark.parametrize("text", ["[" * 100_000, '{"config": ' * 100_000, '{"n": ' + "9" * 5000 + "}"])
+def test_json_nested_too_deeply_or_with_huge_ints_is_a_value_error_naming_the_file(saved, text, tmp_path):
+    (saved / mha_model.CONFIG_NAME).write_text(text)
+    with pytest.raises(ValueError, match=rf"{mha_model.CONFIG_NAME} is not valid JSON"):
+        mha_model.load(saved)
+    spec = tasks.SHIPPED["ch1-h1"]
+    w, m = tasks.weight_files(spec)
+    shutil.copy(w, tmp_path / w.name)
+    (tmp_path / m.name).write_text(text)  # the shipped metadata reads through the same guard
+    with pytest.raises(ValueError, match=rf"{m.name} is not valid model metadata"):
+        tasks.load_trained(spec, directory=tmp_path)
+
+
+def test_a_build_that_overflows_is_a_value_error(saved):
+    with pytest.raises(ValueError, match="cannot be built"):  # the backstop behind the bounds
+        mha_model.build_checked(lambda: torch.nn.Embedding(2**63, 4), saved / mha_model.WEIGHTS_NAME)
 
 
 @pytest.mark.parametrize("bad", [float("nan"), float("inf")])
@@ -134,8 +161,8 @@ def ckpt(tmp_path):
 @pytest.mark.parametrize(
     "change, match",
     [
-        (dict(vocab_size=10**12), r"token_embedding\.weight.*\(30522, 384\).*\(1000000000000, 384\)"),
-        (dict(num_hidden_layers=30000), r"asks for 30000 layers, the file holds 6"),
+        (dict(vocab_size=10**7), r"token_embedding\.weight.*\(30522, 384\).*\(10000000, 384\)"),
+        (dict(num_hidden_layers=3000), r"asks for 3000 layers, the file holds 6"),
     ],
 )
 def test_load_bert_refuses_impossible_configs_before_allocating(ckpt, change, match):
@@ -145,6 +172,77 @@ def test_load_bert_refuses_impossible_configs_before_allocating(ckpt, change, ma
     (ckpt / "config.json").write_text(json.dumps({**cfg, **change}))
     with pytest.raises(ValueError, match=match):
         load_bert(ckpt, verbose=False)
+
+
+BERT_SIZES = ["vocab_size", "hidden_size", "num_attention_heads", "num_hidden_layers", "intermediate_size",
+              "max_position_embeddings", "type_vocab_size"]
+
+
+@pytest.mark.parametrize("key", BERT_SIZES)
+@pytest.mark.parametrize("value", [2**63, 10**30, 2**24 + 2**20])
+def test_load_bert_refuses_sizes_past_any_real_checkpoint_naming_the_file_and_field(ckpt, key, value):
+    from mha_lib.pretrained import load_bert
+
+    if key != "vocab_size" and value == 2**24 + 2**20:
+        value = 2**20 * 3  # above every other bound too
+    cfg = json.loads((ckpt / "config.json").read_text())
+    (ckpt / "config.json").write_text(json.dumps({**cfg, key: value}))
+    with pytest.raises(ValueError, match=rf"config\.json: {key}={value} is more than"):
+        load_bert(ckpt, verbose=False)
+
+
+def test_load_bert_bounds_allow_real_configs():
+    from mha_lib.pretrained import bert_config_to_encoder_config
+
+    large = dict(model_type="bert", vocab_size=250_002, hidden_size=4096, num_attention_heads=64,
+                 num_hidden_layers=48, intermediate_size=16_384, max_position_embeddings=8192, type_vocab_size=16)
+    cfg = bert_config_to_encoder_config(large)
+    assert (cfg.vocab_size, cfg.d_model, cfg.num_layers, cfg.max_len) == (250_002, 4096, 48, 8192)
+
+
+@pytest.mark.parametrize("name", ["config.json", "modules.json", "sentence_bert_config.json", "1_Pooling/config.json"])
+def test_load_bert_json_nested_too_deeply_names_the_file(ckpt, name):
+    from mha_lib.pretrained import load_bert
+
+    (ckpt / name).write_text("[" * 100_000)
+    with pytest.raises(ValueError, match=rf"{name} is not valid JSON: nested too deeply"):
+        load_bert(ckpt, verbose=False)
+
+
+def _vocab_only(ckpt, lines):
+    """The checkpoint with its tokenizer rebuilt from a vocab.txt of ``lines`` (tokenizer.json removed)."""
+    (ckpt / "tokenizer.json").unlink()
+    (ckpt / "vocab.txt").write_text("\n".join(lines) + "\n", encoding="utf-8")
+
+
+def test_load_bert_refuses_a_tokenizer_with_more_ids_than_the_embedding_table(ckpt):
+    from mha_lib.pretrained import load_bert
+
+    vocab = (ckpt / "vocab.txt").read_text(encoding="utf-8").splitlines()
+    _vocab_only(ckpt, vocab + ["zzextra1", "zzextra2"])
+    with pytest.raises(ValueError, match=r"vocab\.txt: the tokenizer has 30,524 ids .*vocab_size=30,522 rows"):
+        load_bert(ckpt, verbose=False)
+
+
+def test_load_bert_refuses_a_tokenizer_json_with_added_ids_past_the_table(ckpt):
+    tokenizers = pytest.importorskip("tokenizers")
+    from mha_lib.pretrained import load_bert
+
+    tok = tokenizers.Tokenizer.from_file(str(ckpt / "tokenizer.json"))
+    tok.add_tokens(["<brand-new-token>"])  # id 30522: one past the table
+    tok.save(str(ckpt / "tokenizer.json"))
+    with pytest.raises(ValueError, match=r"tokenizer\.json: the tokenizer has 30,523 ids .*30,522 rows"):
+        load_bert(ckpt, verbose=False)
+
+
+def test_load_bert_accepts_a_tokenizer_with_fewer_ids_than_the_table(ckpt):
+    from mha_lib.pretrained import load_bert
+
+    vocab = (ckpt / "vocab.txt").read_text(encoding="utf-8").splitlines()
+    _vocab_only(ckpt, vocab[:2000])  # keeps [PAD] 0, [UNK] 100, [CLS] 101, [SEP] 102, [MASK] 103
+    model, tok = load_bert(ckpt, verbose=False)
+    assert tok.vocab_size == 2000 < model.config.vocab_size == 30522
+    assert model.sentence_embeddings(["the cat sat"]).shape == (1, 384)
 
 
 def test_load_bert_refuses_nan_weights(ckpt):

@@ -308,3 +308,20 @@ def test_budget_sweep_refuses_bad_records(tmp_path):
         path.write_text(json.dumps({"solved_threshold": 0.99, "runs": runs}))
         with pytest.raises(ValueError, match=match):
             tasks.budget_sweep(path)
+
+
+@pytest.mark.parametrize("bad", [float("nan"), float("inf")])
+def test_accuracy_and_loss_refuse_non_finite_logits_saying_how_many(bad):
+    spec = tasks.SHIPPED["ch1-h1"]
+    model = tasks.load_trained(spec)
+    batch = spec.make_task().dataset(16, seed=0)
+    assert 0 <= tasks.accuracy(model, batch) <= 1
+    with torch.no_grad():
+        model.readout.bias[3] = bad  # class 3's logit at every position
+    n = batch.input_ids.numel()
+    with pytest.raises(ValueError, match=rf"accuracy: {n} of {n * model.num_classes} logits are non-finite"):
+        tasks.accuracy(model, batch)
+    with pytest.raises(ValueError, match=rf"per_example_loss: {n} of {n * model.num_classes} logits are non-finite"):
+        tasks.per_example_loss(model, batch)
+    with pytest.raises(ValueError, match="non-finite"):
+        tasks.evaluate(model, spec.make_task(), num_sequences=8)

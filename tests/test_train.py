@@ -64,6 +64,32 @@ def test_train_spec_unknown_name_is_a_clear_value_error(spec, tmp_path):
     assert not any(tmp_path.iterdir())  # failed before anything was written
 
 
+@pytest.mark.parametrize("steps", [1, 3])
+def test_a_diverging_run_stops_naming_the_step_never_returns_a_nan_model(steps):
+    """lr=1e30: the first update leaves huge weights whose logits overflow. With one step no later
+    loss sees it; the run used to return that model with accuracy 0.18 (the arg-max of NaN)."""
+    torch.manual_seed(0)
+    with pytest.raises(ValueError, match=r"training stopped at step 0 \(lr=1e\+30\): .*logits are non-finite"):
+        train.train(TINY.build(), TINY.make_task(), steps=steps, batch_size=4, lr=1e30, eval_every=1,
+                    eval_sequences=8, device="cpu", progress=False)
+
+
+def test_an_update_that_leaves_nan_in_the_weights_stops_naming_the_step_and_tensor(monkeypatch):
+    model = TINY.build()
+    real_step = torch.optim.AdamW.step
+
+    def poisoned(self, *args, **kwargs):  # an optimiser step that overflows one weight
+        out = real_step(self, *args, **kwargs)
+        with torch.no_grad():
+            model.encoder.blocks[0].attn.q_proj.weight[0, 0] = float("nan")
+        return out
+
+    monkeypatch.setattr(torch.optim.AdamW, "step", poisoned)
+    with pytest.raises(ValueError, match=r"at step 0 .*NaN or inf in \['encoder\.blocks\.0\.attn\.q_proj\.weight'\]"):
+        train.train(model, TINY.make_task(), steps=1, batch_size=2, lr=1e-3, eval_sequences=4, device="cpu",
+                    progress=False)
+
+
 def test_train_rejects_wrong_number_of_classes():
     with pytest.raises(ValueError, match="num_classes"):
         train.train(TINY.build(), PrevMarkedTask(vocab_size=5), steps=1, batch_size=2, lr=1e-3, device="cpu",
