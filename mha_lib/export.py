@@ -886,6 +886,30 @@ def _as_array(value, name: str) -> np.ndarray:
     return out
 
 
+def _fitting_float32(a: np.ndarray, what: str) -> np.ndarray:
+    """``a`` cast to float32, the dtype the file takes, and checked AFTER the cast: a float64 1e39 is
+    finite but becomes inf there (and NaN logits after). bool becomes 0/1; ``what`` starts the message."""
+    if not (a.dtype == np.bool_ or np.issubdtype(a.dtype, np.integer) or np.issubdtype(a.dtype, np.floating)):
+        raise ValueError(f"{what}: got dtype {a.dtype}")
+    with np.errstate(over="ignore", invalid="ignore"):
+        cast = a.astype(np.float32, copy=False)
+    bad = int(cast.size - np.count_nonzero(np.isfinite(cast)))
+    if bad:
+        raise ValueError(f"{what}: got dtype {a.dtype} with {bad} value{'s' if bad > 1 else ''} NaN, infinite or "
+                         f"beyond float32's range (|x| <= {float(np.finfo(np.float32).max):.4g})")
+    return cast
+
+
+def _check_fixed_sizes(feeds: Mapping[str, np.ndarray], expected: Mapping) -> None:
+    """Every input's rank and fixed sizes (the axes the file does not leave dynamic) as the file declares them."""
+    for name, a in feeds.items():
+        shape = getattr(expected.get(name), "shape", None)
+        if shape is None:
+            continue
+        if a.ndim != len(shape) or any(isinstance(n, int) and n != m for n, m in zip(shape, a.shape)):
+            raise ValueError(f"{name} has shape {a.shape}: the file takes {tuple(shape)} (names are free sizes)")
+
+
 def _checked_feeds(session, inputs: Mapping) -> Dict[str, np.ndarray]:
     """The inputs of ``session`` checked and cast to the file's dtypes (see :func:`run_onnx`)."""
     if not isinstance(inputs, Mapping):
@@ -942,9 +966,11 @@ def _checked_feeds(session, inputs: Mapping) -> Dict[str, np.ndarray]:
     if "token_type_ids" in expected:
         integers("token_type_ids", number("type_vocab_size"), "type_vocab_size")
     if "patches" in expected:
-        a = feeds["patches"]
-        if a.dtype == np.bool_ or not np.issubdtype(a.dtype, np.number) or not np.isfinite(a).all():
-            raise ValueError(f"patches must hold finite real numbers, got dtype {a.dtype}")
+        width = expected["patches"].shape[-1]
+        if isinstance(width, int) and feeds["patches"].shape[-1] != width:
+            raise ValueError(f"patches are {feeds['patches'].shape[-1]} wide (shape {feeds['patches'].shape}): the "
+                             f"file takes patch_dim={width}")
+        feeds["patches"] = _fitting_float32(feeds["patches"], "patches must hold finite real numbers that fit float32")
     if "key_padding_mask" in expected:
         a = feeds["key_padding_mask"]
         if a.dtype != np.bool_ and (not np.issubdtype(a.dtype, np.number) or not np.isin(a, (0, 1)).all()):
@@ -954,9 +980,11 @@ def _checked_feeds(session, inputs: Mapping) -> Dict[str, np.ndarray]:
         a, shape = feeds["head_mask"], expected["head_mask"].shape
         if a.shape != tuple(shape):
             raise ValueError(f"head_mask must have shape (num_layers, H) = {tuple(shape)}, got {a.shape}")
-        if a.dtype != np.bool_ and (not np.issubdtype(a.dtype, np.number) or not np.isfinite(a).all()
-                                    or not np.isfinite(a.astype(np.float32)).all()):
-            raise ValueError(f"head_mask must hold finite float32 numbers (1 keep, 0 drop), got {a.tolist()!r:.80}")
+        feeds["head_mask"] = _fitting_float32(a, "head_mask must hold finite float32 numbers (1 keep, 0 drop)")
+    for name, a in feeds.items():  # any other float input, as patches and head_mask: finite once cast
+        if name not in ("patches", "head_mask") and getattr(expected[name], "type", None) == "tensor(float)":
+            feeds[name] = _fitting_float32(a, f"{name} must hold finite real numbers that fit float32")
+    _check_fixed_sizes(feeds, expected)
     dtypes = {"tensor(int64)": np.int64, "tensor(bool)": np.bool_, "tensor(float)": np.float32}
     made = rows.feeds(feeds.pop("input_ids")) if rows is not None else {}  # a split file: token_rows, token_index
     return {**{k: v.astype(dtypes.get(expected[k].type, v.dtype), copy=False) for k, v in feeds.items()}, **made}
@@ -974,14 +1002,17 @@ def run_onnx(session, **inputs) -> Dict[str, np.ndarray]:
         **inputs: the file's inputs by name, as tensors or numpy arrays: ``input_ids`` (B, L)
             integers in [0, vocab_size); ``token_type_ids`` (B, L) integers in
             [0, type_vocab_size); ``key_padding_mask`` (B, L) bool or 0/1 (True = padding);
-            ``patches`` (B, N, patch_dim) finite; ``head_mask`` (num_layers, H) finite, may be left
-            out (all ones). B >= 1 and 1 <= L <= the file's ``max_length``.
+            ``patches`` (B, N, patch_dim) real numbers; ``head_mask`` (num_layers, H), may be left
+            out (all ones). Float inputs are cast to the file's float32 and must be finite after
+            the cast (a float64 1e39 is refused: it would become inf). B >= 1 and
+            1 <= L <= the file's ``max_length``.
 
     Raises:
         ValueError: ``session`` neither a session nor a path to an ONNX file; an input name the
             file does not have, or a missing one (naming them); an input of the wrong dtype
             (float ids), shape or range (ids outside the vocabulary, a length beyond
-            ``max_length``, a non-finite head mask); the message names the input.
+            ``max_length``, patches of another width than the file's ``patch_dim``, a float
+            value that is not finite in float32); the message names the input.
     """
     session = _session(session)
     feeds = _checked_feeds(session, inputs)

