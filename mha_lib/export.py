@@ -83,6 +83,7 @@ __all__ = [
     "MIN_OPSET",
     "MAX_OPSET",
     "METADATA_PREFIX",
+    "QUANT_BLOCK_SIZES",
 ]
 
 MIN_OPSET, MAX_OPSET = 18, 23  # LayerNormalization needs 17; 18 is what torch.onnx's dynamo exporter emits natively
@@ -414,6 +415,12 @@ def _checked_path(path, name: str, *, must_exist: bool) -> str:
 
 
 # ----------------------------------------------------------------------------- quantisation
+#: The ``block_size`` values :func:`quantize_for_web` takes: onnxruntime's blockwise quantiser
+#: (``MlasQuantizeBlockwise``) supports only these; 512 and up stop it with an assertion
+#: (measured with onnxruntime 1.32 on the toy and MiniLM files, whose matrices are 64 to 1536 rows).
+QUANT_BLOCK_SIZES: Tuple[int, ...] = (16, 32, 64, 128, 256)
+
+
 def quantize_for_web(src: Union[str, os.PathLike], dst: Union[str, os.PathLike], *, block_size: int = 32,
                      min_table_elements: int = 1 << 16) -> dict:
     """Weight-only 8-bit copy of an exported file, in one file, for onnxruntime-web's WebAssembly backend.
@@ -444,7 +451,8 @@ def quantize_for_web(src: Union[str, os.PathLike], dst: Union[str, os.PathLike],
     Args:
         src: an ``.onnx`` file written by :func:`export_onnx`.
         dst: where to write the quantised file (may equal ``src``).
-        block_size: weights per quantisation block, a power of two >= 16.
+        block_size: weights per quantisation block: one of :data:`QUANT_BLOCK_SIZES` (16, 32, 64,
+            128, 256), the sizes onnxruntime's quantiser (MLAS) takes; it asserts on others.
         min_table_elements: smallest embedding table (rows x columns) stored as int8, >= 1.
 
     Returns:
@@ -461,8 +469,9 @@ def quantize_for_web(src: Union[str, os.PathLike], dst: Union[str, os.PathLike],
     src = _checked_path(src, "src", must_exist=True)
     dst = _checked_path(dst, "dst", must_exist=False)
     block_size = checks.positive_int(block_size, "block_size")
-    if block_size < 16 or block_size & (block_size - 1):
-        raise ValueError(f"block_size={block_size} must be a power of two >= 16")
+    if block_size not in QUANT_BLOCK_SIZES:
+        raise ValueError(f"block_size={block_size} is not one onnxruntime's 8-bit quantiser takes: "
+                         f"{', '.join(map(str, QUANT_BLOCK_SIZES))}")
     min_table_elements = checks.positive_int(min_table_elements, "min_table_elements")
     onnx = _require("onnx")
     _require("onnxruntime")

@@ -450,6 +450,23 @@ def test_bad_paths_and_quantisation_arguments(toy, tmp_path):
         export.onnx_session(info.path, threads=0)
 
 
+@pytest.mark.parametrize("block_size", [16, 256])
+def test_quantize_takes_every_block_size_its_docstring_allows(toy, tmp_path, block_size):
+    """Measured with onnxruntime 1.32: its 8-bit quantiser (MLAS) takes 16, 32, 64, 128 and 256 only."""
+    report = export.quantize_for_web(toy[1].path, tmp_path / "q.onnx", block_size=block_size)
+    assert report["block_size"] == block_size
+    got = export.run_onnx(tmp_path / "q.onnx", **_toy_inputs())
+    assert np.isfinite(got["logits"]).all()
+
+
+@pytest.mark.parametrize("block_size", [512, 1024, 4096])
+def test_quantize_refuses_block_sizes_onnxruntime_cannot_take(toy, tmp_path, block_size):
+    """Issue: block_size=512 (a power of two >= 16) died in a C++ assertion inside onnxruntime."""
+    with pytest.raises(ValueError, match=rf"block_size={block_size} .*16, 32, 64, 128, 256"):
+        export.quantize_for_web(toy[1].path, tmp_path / "q.onnx", block_size=block_size)
+    assert not (tmp_path / "q.onnx").exists()
+
+
 def test_run_onnx_checks_patch_width_and_that_floats_fit_float32(digits):
     """Issue: patches of the wrong width reached onnxruntime, and float64 1e39 became inf (NaN logits)."""
     model, info, session = digits
