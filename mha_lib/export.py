@@ -463,7 +463,8 @@ def quantize_for_web(src: Union[str, os.PathLike], dst: Union[str, os.PathLike],
         ValueError: ``src`` missing or not an ONNX file, ``dst`` a folder or in a missing one, a
             bad ``block_size`` or ``min_table_elements``; a file with no weight MatMul to
             quantise, or one already quantised (``MatMulNBits`` nodes or the ``mha_lib.quantized``
-            mark: quantising again would only lose precision).
+            mark: quantising again would only lose precision); a weight initializer holding NaN
+            or infinite values (named, with their count).
         ImportError: onnx or onnxruntime missing (names ``pip install "mha_lib[export]"``).
     """
     src = _checked_path(src, "src", must_exist=True)
@@ -493,6 +494,7 @@ def quantize_for_web(src: Union[str, os.PathLike], dst: Union[str, os.PathLike],
     if METADATA_PREFIX + "web" in meta:
         raise ValueError(f"src={src!r} is already {meta[METADATA_PREFIX + 'web']!r}: quantise the float32 file from "
                          "export_onnx instead")
+    _refuse_non_finite(model, src)
     weights = {t.name for t in model.graph.initializer}
     matmuls = sum(n.op_type == "MatMul" and n.input[1] in weights for n in model.graph.node)
     if not matmuls:
@@ -510,6 +512,26 @@ def quantize_for_web(src: Union[str, os.PathLike], dst: Union[str, os.PathLike],
     onnx.save(model, dst)
     onnx.checker.check_model(dst)
     return {"bytes": os.path.getsize(dst), "matmuls": matmuls, "tables": tables, "block_size": block_size}
+
+
+def _refuse_non_finite(model, src: str) -> None:
+    """ValueError naming the first float initializer of ``model`` that holds NaN or infinite values, and how many.
+
+    A weight with NaN would give the page NaN rows (and quantisation would hide it in its scales).
+    Single-value initializers are the graph's constants rather than weights (the -inf that masks
+    attention scores is one): only NaN is refused there."""
+    from onnx import TensorProto, numpy_helper
+
+    floats = (TensorProto.FLOAT, TensorProto.FLOAT16, TensorProto.DOUBLE, TensorProto.BFLOAT16)
+    for t in model.graph.initializer:
+        if t.data_type not in floats:
+            continue
+        a = numpy_helper.to_array(t)
+        a = a if a.dtype.kind == "f" else a.astype(np.float32)  # bfloat16 (ml_dtypes): exact in float32
+        bad = a.size - int(np.count_nonzero(np.isfinite(a) if a.size > 1 else ~np.isnan(a)))
+        if bad:
+            raise ValueError(f"src={src!r}: initializer {t.name!r} (shape {tuple(t.dims)}) holds {bad} NaN or infinite "
+                             f"values of {a.size}: export a model whose weights are finite")
 
 
 @contextlib.contextmanager
@@ -654,8 +676,9 @@ def split_for_web(src: Union[str, os.PathLike], dst: Union[str, os.PathLike], ro
     Raises:
         ValueError: ``src`` missing or not an ONNX file, ``dst`` equal to ``src``, ``rows_dir`` an
             existing file or a non-empty folder without ``index.json``, a file that is already
-            split or quantised, one with no such token table, a weight beyond float16's range
-            (65504), bad ``rows_per_file`` or ``min_table_elements``. Nothing is written then.
+            split or quantised, one with no such token table, a weight initializer holding NaN or
+            infinite values (named, with their count) or beyond float16's range (65504), bad
+            ``rows_per_file`` or ``min_table_elements``. Nothing is written then.
         ImportError: onnx missing (names ``pip install "mha_lib[export]"``).
     """
     src = _checked_path(src, "src", must_exist=True)
@@ -682,6 +705,7 @@ def split_for_web(src: Union[str, os.PathLike], dst: Union[str, os.PathLike], ro
     for key in ("quantized", "web"):
         if METADATA_PREFIX + key in meta:
             raise ValueError(f"src={src!r} is already {meta[METADATA_PREFIX + key]!r}: split the file export_onnx wrote")
+    _refuse_non_finite(model, src)
     graph = model.graph
     inits = {t.name: t for t in graph.initializer}
     ids_input = next((i for i in graph.input if i.name == "input_ids"), None)

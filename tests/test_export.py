@@ -6,6 +6,7 @@ rows included, at lengths 1, 2, 7 and 256 (the toy models: 16, their longest), w
 whose second row is all padding and zeros in the head mask.
 """
 import os
+import re
 import subprocess
 import sys
 
@@ -385,6 +386,38 @@ def test_split_keeps_other_files_and_sessions_refuse_another_models_rows(minilm,
     (other / "index.json").write_text("{not json")
     with pytest.raises(ValueError, match="is not readable JSON"):
         export.TokenRows(other)
+
+
+def _with_bad_weight(src, dst, pick: str):
+    """A copy of src with 3 values of one weight made NaN or infinite; the weight's name."""
+    import onnx
+    from onnx import numpy_helper
+
+    proto = onnx.load(str(src))
+    matmul_weights = {n.input[1] for n in proto.graph.node if n.op_type == "MatMul"}
+    inits = list(proto.graph.initializer)
+    t = {"table": next(t for t in inits if t.name.endswith("token_embedding.weight")),
+         "matrix": next(t for t in inits if t.name in matmul_weights and len(t.dims) == 2),
+         "bias": next(t for t in inits if len(t.dims) == 1 and t.dims[0] > 5 and t.data_type == onnx.TensorProto.FLOAT)
+         }[pick]
+    a = numpy_helper.to_array(t).copy()
+    a.flat[[0, 5, -1]] = [np.nan, np.inf, -np.inf] if pick != "bias" else np.nan
+    t.CopyFrom(numpy_helper.from_array(a, t.name))
+    onnx.save(proto, str(dst))
+    return t.name
+
+
+@pytest.mark.parametrize("pick", ["table", "matrix", "bias"])
+def test_split_and_quantize_refuse_non_finite_weights(toy, tmp_path, pick):
+    """Issue: a NaN token row reached the page, and quantisation hid a NaN weight."""
+    src = tmp_path / "bad.onnx"
+    name = _with_bad_weight(toy[1].path, src, pick)
+    match = rf"initializer '{re.escape(name)}' \(shape .*\) holds 3 NaN or infinite values"
+    with pytest.raises(ValueError, match=match):
+        export.split_for_web(src, tmp_path / "s.onnx", tmp_path / "rows", min_table_elements=256)
+    with pytest.raises(ValueError, match=match):
+        export.quantize_for_web(src, tmp_path / "q.onnx")
+    assert not any(p.exists() for p in (tmp_path / "s.onnx", tmp_path / "rows", tmp_path / "q.onnx"))
 
 
 # ----------------------------------------------------------------------------- errors
