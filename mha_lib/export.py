@@ -57,9 +57,11 @@ import json
 import logging
 import os
 import re
+import shutil
+import tempfile
 import warnings
 from dataclasses import asdict, dataclass
-from typing import Any, Dict, Mapping, Optional, Sequence, Tuple, Union
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
 import numpy as np
 import torch
@@ -509,8 +511,9 @@ def quantize_for_web(src: Union[str, os.PathLike], dst: Union[str, os.PathLike],
     del model.metadata_props[:]
     for key, value in meta.items():
         model.metadata_props.add(key=key, value=value)
-    onnx.save(model, dst)
-    onnx.checker.check_model(dst)
+    with _replacing(dst) as staged:  # dst (maybe src) is replaced only by a complete, checked file
+        onnx.save(model, staged)
+        onnx.checker.check_model(staged)
     return {"bytes": os.path.getsize(dst), "matmuls": matmuls, "tables": tables, "block_size": block_size}
 
 
@@ -636,6 +639,111 @@ ROWS_INDEX = "index.json"
 _FLOAT16_MIN_ELEMENTS = 1024  # float32 initializers at least this big become float16 (matrices, position table)
 
 
+_ROW_FILE = re.compile(r"\d{4,}\.bin")  # the names split_for_web gives row files: 0000.bin, 0001.bin, ...
+
+
+def _earlier_row_files(rows_dir: str, src: str, dst: str) -> List[str]:
+    """The numbered files in ``rows_dir`` that a new split replaces ([] for a new or empty folder).
+
+    A folder is taken for an earlier split's only when its ``index.json`` is one split_for_web
+    writes (every key, the float16 format, sizes that agree) and it lists every numbered file
+    there; anything else is a ValueError, so that no file of the user's is deleted or overwritten.
+    """
+    if os.path.exists(rows_dir) and not os.path.isdir(rows_dir):
+        raise ValueError(f"rows_dir={rows_dir!r} is a file: give a folder for the row files")
+    if os.path.abspath(rows_dir) == os.path.abspath(dst):
+        raise ValueError(f"rows_dir={rows_dir!r} is dst: give the row files a folder of their own")
+    parent = os.path.abspath(rows_dir)
+    while not os.path.exists(parent):  # the folders to create lie under a folder, not under a file
+        parent = os.path.dirname(parent)
+    if not os.path.isdir(parent):
+        raise ValueError(f"rows_dir={rows_dir!r} cannot be created: {parent!r} is a file")
+    for name, path in (("src", src), ("dst", dst)):
+        if os.path.dirname(os.path.abspath(path)) == os.path.abspath(rows_dir) and (
+                os.path.basename(path) == ROWS_INDEX or _ROW_FILE.fullmatch(os.path.basename(path))):
+            raise ValueError(f"{name}={path!r} is named as a row file in rows_dir={rows_dir!r}: give it another name")
+    names = os.listdir(rows_dir) if os.path.isdir(rows_dir) else []
+    if not names:
+        return []
+    if ROWS_INDEX not in names:
+        raise ValueError(f"rows_dir={rows_dir!r} holds other files and no {ROWS_INDEX}: give a new or empty folder")
+    try:
+        index = TokenRows(rows_dir).index  # every key, of the right kind; float16; files = ceil(rows / rows_per_file)
+    except ValueError as err:
+        raise ValueError(f"rows_dir={rows_dir!r} holds an {ROWS_INDEX} that split_for_web did not write ({err}): "
+                         "its files are left alone; give a new or empty folder") from None
+    if index["file_bytes"] != min(index["rows_per_file"], index["rows"]) * index["dim"] * 2 or \
+            not re.fullmatch(r"[0-9a-f]{64}", index["sha256"]):
+        raise ValueError(f"rows_dir={rows_dir!r} holds an {ROWS_INDEX} that split_for_web did not write (its "
+                         "file_bytes or sha256 do not fit): its files are left alone; give a new or empty folder")
+    listed = {f"{k:04d}.bin" for k in range(index["files"])}
+    numbered = sorted(n for n in names if _ROW_FILE.fullmatch(n))
+    unlisted = [n for n in numbered if n not in listed]
+    if unlisted:
+        raise ValueError(f"rows_dir={rows_dir!r} holds numbered files its {ROWS_INDEX} does not list "
+                         f"({', '.join(unlisted[:3])}{', ...' if len(unlisted) > 3 else ''}): they are left alone; "
+                         "give a new or empty folder")
+    return numbered
+
+
+def _temporary_name(path: str) -> str:
+    """A new hidden name in ``path``'s folder, with its extension (onnx.save reads the format there)."""
+    return os.path.join(os.path.dirname(os.path.abspath(path)),
+                        f".partial-{os.getpid()}-{os.urandom(4).hex()}.{os.path.basename(path)}")
+
+
+@contextlib.contextmanager
+def _replacing(path: str):
+    """Yields a temporary path beside ``path`` to write; moved onto ``path`` when the block succeeds,
+    removed when it fails (an OSError becomes a ValueError): ``path`` is never left half-written."""
+    staged = _temporary_name(path)
+    try:
+        yield staged
+    except BaseException as err:
+        with contextlib.suppress(OSError):
+            os.remove(staged)
+        if isinstance(err, OSError):
+            raise ValueError(f"could not write {path!r} ({err}): it is as it was") from None
+        raise
+    os.replace(staged, path)
+
+
+@contextlib.contextmanager
+def _staged(rows_dir: str, dst: str, replace: Sequence[str]):
+    """Stage a split's files: yields (a temporary folder inside ``rows_dir`` for the row files and
+    the index, a temporary path beside ``dst``). When the block ends without an error, the files in
+    ``replace`` are deleted and the staged ones moved into place (the index last, then dst); on any
+    error everything staged, and any folder made for ``rows_dir``, is removed: nothing else changed.
+    """
+    made, path = [], os.path.abspath(rows_dir)
+    while not os.path.exists(path):  # the folders about to be created, innermost first
+        made.append(path)
+        path = os.path.dirname(path)
+    staging, dst_staged = None, _temporary_name(dst)
+    try:
+        os.makedirs(rows_dir, exist_ok=True)
+        staging = tempfile.mkdtemp(prefix=".partial-", dir=rows_dir)
+        yield staging, dst_staged
+    except BaseException as err:
+        if staging is not None:
+            shutil.rmtree(staging, ignore_errors=True)
+        with contextlib.suppress(OSError):
+            os.remove(dst_staged)
+        for folder in made:
+            with contextlib.suppress(OSError):
+                os.rmdir(folder)
+        if isinstance(err, OSError):
+            raise ValueError(f"split_for_web could not write its files ({err}): dst={dst!r} and rows_dir={rows_dir!r} "
+                             "are as they were") from None
+        raise
+    for name in replace:
+        os.remove(os.path.join(rows_dir, name))
+    for name in sorted(os.listdir(staging)):  # 0000.bin, ..., index.json last
+        os.replace(os.path.join(staging, name), os.path.join(rows_dir, name))
+    os.rmdir(staging)
+    os.replace(dst_staged, dst)
+
+
 def split_for_web(src: Union[str, os.PathLike], dst: Union[str, os.PathLike], rows_dir: Union[str, os.PathLike], *,
                   rows_per_file: int = 32, min_table_elements: int = 1 << 16) -> dict:
     """A float16 copy of an exported file whose token-embedding table lives in small row files.
@@ -663,9 +771,11 @@ def split_for_web(src: Union[str, os.PathLike], dst: Union[str, os.PathLike], ro
 
     Args:
         src: a file from :func:`export_onnx` with token ids (MiniLM).
-        dst: the ``.onnx`` file to write (not ``src``); overwritten.
-        rows_dir: folder for the row files: a new or empty folder, or one an earlier split wrote
-            (holding ``index.json``), whose numbered ``.bin`` files are replaced.
+        dst: the ``.onnx`` file to write (not ``src``); replaced once every file is written.
+        rows_dir: folder for the row files (created with its parents when missing): a new or
+            empty folder, or one an earlier split wrote, whose numbered ``.bin`` files are
+            replaced (its other files are kept). A folder counts as an earlier split's only when
+            its ``index.json`` is one this function writes and lists every numbered file there.
         rows_per_file: rows per file, >= 1 (32 rows of MiniLM are 24,576 bytes).
         min_table_elements: the smallest table taken for the token table, >= 1.
 
@@ -674,11 +784,15 @@ def split_for_web(src: Union[str, os.PathLike], dst: Union[str, os.PathLike], ro
         count), ``float16`` (initializers stored as float16), ``rows_per_file``, ``dim``, ``rows``.
 
     Raises:
-        ValueError: ``src`` missing or not an ONNX file, ``dst`` equal to ``src``, ``rows_dir`` an
-            existing file or a non-empty folder without ``index.json``, a file that is already
-            split or quantised, one with no such token table, a weight initializer holding NaN or
-            infinite values (named, with their count) or beyond float16's range (65504), bad
-            ``rows_per_file`` or ``min_table_elements``. Nothing is written then.
+        ValueError: ``src`` missing or not an ONNX file, ``dst`` equal to ``src`` or to
+            ``rows_dir``, ``rows_dir`` an existing file, under a file, or a non-empty folder without
+            ``index.json``, with one split_for_web did not write, or with numbered files that
+            index does not list; a file that is already split or quantised, one with no such
+            token table, a weight initializer holding NaN or infinite values (named, with their
+            count) or beyond float16's range (65504), bad ``rows_per_file`` or
+            ``min_table_elements``; a file that cannot be written (an unwritable folder, a full
+            disk). Nothing is changed then: the files are written beside their places (a hidden
+            folder in ``rows_dir``, a hidden file beside ``dst``) and moved there at the end.
         ImportError: onnx missing (names ``pip install "mha_lib[export]"``).
     """
     src = _checked_path(src, "src", must_exist=True)
@@ -688,10 +802,7 @@ def split_for_web(src: Union[str, os.PathLike], dst: Union[str, os.PathLike], ro
     if not isinstance(rows_dir, (str, os.PathLike)) or not os.fspath(rows_dir):
         raise ValueError(f"rows_dir must be a folder path (str or os.PathLike), got {rows_dir!r}")
     rows_dir = os.fspath(rows_dir)
-    if os.path.exists(rows_dir) and not os.path.isdir(rows_dir):
-        raise ValueError(f"rows_dir={rows_dir!r} is a file: give a folder for the row files")
-    if os.path.isdir(rows_dir) and os.listdir(rows_dir) and not os.path.isfile(os.path.join(rows_dir, ROWS_INDEX)):
-        raise ValueError(f"rows_dir={rows_dir!r} holds other files and no {ROWS_INDEX}: give a new or empty folder")
+    old_rows = _earlier_row_files(rows_dir, src, dst)  # ValueError unless every file to replace is ours
     rows_per_file = checks.positive_int(rows_per_file, "rows_per_file")
     min_table_elements = checks.positive_int(min_table_elements, "min_table_elements")
     onnx = _require("onnx")
@@ -762,17 +873,14 @@ def split_for_web(src: Union[str, os.PathLike], dst: Union[str, os.PathLike], ro
     for key, value in meta.items():
         model.metadata_props.add(key=key, value=value)
     onnx.checker.check_model(model)
-    onnx.save(model, dst)
 
-    # the row files
-    os.makedirs(rows_dir, exist_ok=True)
-    for old in os.listdir(rows_dir):  # an earlier split's row files (the folder holds nothing else)
-        if re.fullmatch(r"\d{4,}\.bin", old) and os.path.abspath(os.path.join(rows_dir, old)) != os.path.abspath(dst):
-            os.remove(os.path.join(rows_dir, old))
-    for k in range(files):
-        rows16[k * rows_per_file:(k + 1) * rows_per_file].tofile(os.path.join(rows_dir, f"{k:04d}.bin"))
-    with open(os.path.join(rows_dir, ROWS_INDEX), "w", encoding="utf-8") as f:
-        json.dump(index, f, indent=1)
+    # the files: written beside their places first, moved there only once all of them are written
+    with _staged(rows_dir, dst, replace=old_rows) as (staging, dst_staged):
+        onnx.save(model, dst_staged)
+        for k in range(files):
+            rows16[k * rows_per_file:(k + 1) * rows_per_file].tofile(os.path.join(staging, f"{k:04d}.bin"))
+        with open(os.path.join(staging, ROWS_INDEX), "w", encoding="utf-8") as f:
+            json.dump(index, f, indent=1)
     return {"bytes": os.path.getsize(dst), "rows_bytes": int(rows16.nbytes), "rows_files": files,
             "float16": len(float16), "rows_per_file": rows_per_file, "dim": int(d), "rows": int(V)}
 

@@ -388,6 +388,76 @@ def test_split_keeps_other_files_and_sessions_refuse_another_models_rows(minilm,
         export.TokenRows(other)
 
 
+def split_toy(toy, dst, rows_dir, **kwargs):
+    """split_for_web on the toy file: its token table (8 x 64) is taken for one with min_table_elements=256."""
+    return export.split_for_web(toy[1].path, dst, rows_dir, min_table_elements=256, **kwargs)
+
+
+def test_split_writes_nothing_when_a_destination_cannot_be_made(toy, tmp_path, monkeypatch):
+    """Issue: dst was overwritten before rows_dir turned out impossible; now dst and the old rows stay as they were."""
+    dst = tmp_path / "page.onnx"
+    dst.write_bytes(b"the good copy")
+    (tmp_path / "a_file").write_text("not a folder")
+    with pytest.raises(ValueError, match=r"rows_dir=.*a_file.*rows.* cannot be created"):
+        split_toy(toy, dst, tmp_path / "a_file" / "rows")
+    assert dst.read_bytes() == b"the good copy" and (tmp_path / "a_file").read_text() == "not a folder"
+    # a split that fails while writing (here: the index) leaves the earlier split's files and dst untouched
+    rows = tmp_path / "rows"
+    split_toy(toy, dst, rows, rows_per_file=3)
+    before = {f.name: f.read_bytes() for f in [dst, *rows.iterdir()]}
+
+    def full_disk(*args, **kwargs):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(export.json, "dump", full_disk)
+    with pytest.raises(ValueError, match="No space left on device"):
+        split_toy(toy, dst, rows, rows_per_file=2)
+    assert {f.name: f.read_bytes() for f in [dst, *rows.iterdir()]} == before  # no temporary files left either
+    assert [f.name for f in tmp_path.iterdir() if f.name not in ("a_file", "rows", "page.onnx")] == []
+
+
+@pytest.mark.skipif(os.name != "posix" or os.geteuid() == 0, reason="root writes into read-only folders")
+def test_split_into_a_read_only_rows_dir_leaves_dst_alone(toy, tmp_path):
+    dst, rows = tmp_path / "page.onnx", tmp_path / "rows"
+    dst.write_bytes(b"the good copy")
+    rows.mkdir(mode=0o500)
+    try:
+        with pytest.raises(ValueError, match="rows_dir=.*rows"):
+            split_toy(toy, dst, rows)
+    finally:
+        rows.chmod(0o700)
+    assert dst.read_bytes() == b"the good copy" and list(rows.iterdir()) == []
+
+
+@pytest.mark.parametrize("index", ["{}", '{"rows": 8}', "[1, 2]", "not json", "ours, plus a file it does not list"])
+def test_split_deletes_numbered_files_only_under_an_index_it_wrote(toy, tmp_path, index):
+    """Issue: any index.json (even {}) made split_for_web delete the folder's numbered .bin files."""
+    rows = tmp_path / "rows"
+    if index.startswith("ours"):
+        split_toy(toy, tmp_path / "first.onnx", rows, rows_per_file=4)  # 0000.bin, 0001.bin
+        (rows / "0007.bin").write_bytes(b"my own data")
+    else:
+        rows.mkdir()
+        (rows / "index.json").write_text(index)
+        (rows / "0000.bin").write_bytes(b"my own data")
+    before = {f.name: f.read_bytes() for f in rows.iterdir()}
+    with pytest.raises(ValueError, match=r"rows_dir=.*rows.*(index.json|0007.bin)"):
+        split_toy(toy, tmp_path / "page.onnx", rows)
+    assert {f.name: f.read_bytes() for f in rows.iterdir()} == before and not (tmp_path / "page.onnx").exists()
+
+
+def test_split_again_replaces_its_own_rows_and_keeps_other_files(toy, tmp_path):
+    rows = tmp_path / "rows"
+    split_toy(toy, tmp_path / "page.onnx", rows, rows_per_file=2)  # 4 row files
+    (rows / "README.txt").write_text("mine")
+    report = split_toy(toy, tmp_path / "page.onnx", rows, rows_per_file=8)  # 1 row file
+    assert report["rows_files"] == 1
+    assert sorted(f.name for f in rows.iterdir()) == ["0000.bin", "README.txt", "index.json"]
+    session = export.onnx_session(tmp_path / "page.onnx")
+    table = toy[0].encoder.token_embedding.weight.detach().numpy().astype(np.float16)
+    assert np.array_equal(session.mha_lib_token_rows.table, table)
+
+
 def _with_bad_weight(src, dst, pick: str):
     """A copy of src with 3 values of one weight made NaN or infinite; the weight's name."""
     import onnx
@@ -498,6 +568,21 @@ def test_quantize_refuses_block_sizes_onnxruntime_cannot_take(toy, tmp_path, blo
     with pytest.raises(ValueError, match=rf"block_size={block_size} .*16, 32, 64, 128, 256"):
         export.quantize_for_web(toy[1].path, tmp_path / "q.onnx", block_size=block_size)
     assert not (tmp_path / "q.onnx").exists()
+
+
+def test_quantize_that_fails_leaves_dst_as_it_was(toy, tmp_path, monkeypatch):
+    import onnx
+
+    dst = tmp_path / "q.onnx"
+    dst.write_bytes(b"the good copy")
+
+    def broken(*args, **kwargs):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(onnx.checker, "check_model", broken)
+    with pytest.raises(ValueError, match="No space left on device"):
+        export.quantize_for_web(toy[1].path, dst)
+    assert dst.read_bytes() == b"the good copy" and [f.name for f in tmp_path.iterdir()] == ["q.onnx"]
 
 
 def test_run_onnx_checks_patch_width_and_that_floats_fit_float32(digits):
