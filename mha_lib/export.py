@@ -452,7 +452,8 @@ def quantize_for_web(src: Union[str, os.PathLike], dst: Union[str, os.PathLike],
 
     Args:
         src: an ``.onnx`` file written by :func:`export_onnx`.
-        dst: where to write the quantised file (may equal ``src``).
+        dst: where to write the quantised file (may equal ``src``), replaced only once the new one
+            is complete and checked.
         block_size: weights per quantisation block: one of :data:`QUANT_BLOCK_SIZES` (16, 32, 64,
             128, 256), the sizes onnxruntime's quantiser (MLAS) takes; it asserts on others.
         min_table_elements: smallest embedding table (rows x columns) stored as int8, >= 1.
@@ -466,7 +467,8 @@ def quantize_for_web(src: Union[str, os.PathLike], dst: Union[str, os.PathLike],
             bad ``block_size`` or ``min_table_elements``; a file with no weight MatMul to
             quantise, or one already quantised (``MatMulNBits`` nodes or the ``mha_lib.quantized``
             mark: quantising again would only lose precision); a weight initializer holding NaN
-            or infinite values (named, with their count).
+            or infinite values (named, with their count); a dst that cannot be written (dst is
+            left as it was).
         ImportError: onnx or onnxruntime missing (names ``pip install "mha_lib[export]"``).
     """
     src = _checked_path(src, "src", must_exist=True)
