@@ -57,9 +57,11 @@ import json
 import logging
 import os
 import re
+import shutil
+import tempfile
 import warnings
 from dataclasses import asdict, dataclass
-from typing import Any, Dict, Mapping, Optional, Sequence, Tuple, Union
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
 import numpy as np
 import torch
@@ -83,6 +85,7 @@ __all__ = [
     "MIN_OPSET",
     "MAX_OPSET",
     "METADATA_PREFIX",
+    "QUANT_BLOCK_SIZES",
 ]
 
 MIN_OPSET, MAX_OPSET = 18, 23  # LayerNormalization needs 17; 18 is what torch.onnx's dynamo exporter emits natively
@@ -414,6 +417,12 @@ def _checked_path(path, name: str, *, must_exist: bool) -> str:
 
 
 # ----------------------------------------------------------------------------- quantisation
+#: The ``block_size`` values :func:`quantize_for_web` takes: onnxruntime's blockwise quantiser
+#: (``MlasQuantizeBlockwise``) supports only these; 512 and up stop it with an assertion
+#: (measured with onnxruntime 1.32 on the toy and MiniLM files, whose matrices are 64 to 1536 rows).
+QUANT_BLOCK_SIZES: Tuple[int, ...] = (16, 32, 64, 128, 256)
+
+
 def quantize_for_web(src: Union[str, os.PathLike], dst: Union[str, os.PathLike], *, block_size: int = 32,
                      min_table_elements: int = 1 << 16) -> dict:
     """Weight-only 8-bit copy of an exported file, in one file, for onnxruntime-web's WebAssembly backend.
@@ -443,8 +452,10 @@ def quantize_for_web(src: Union[str, os.PathLike], dst: Union[str, os.PathLike],
 
     Args:
         src: an ``.onnx`` file written by :func:`export_onnx`.
-        dst: where to write the quantised file (may equal ``src``).
-        block_size: weights per quantisation block, a power of two >= 16.
+        dst: where to write the quantised file (may equal ``src``), replaced only once the new one
+            is complete and checked.
+        block_size: weights per quantisation block: one of :data:`QUANT_BLOCK_SIZES` (16, 32, 64,
+            128, 256), the sizes onnxruntime's quantiser (MLAS) takes; it asserts on others.
         min_table_elements: smallest embedding table (rows x columns) stored as int8, >= 1.
 
     Returns:
@@ -455,14 +466,17 @@ def quantize_for_web(src: Union[str, os.PathLike], dst: Union[str, os.PathLike],
         ValueError: ``src`` missing or not an ONNX file, ``dst`` a folder or in a missing one, a
             bad ``block_size`` or ``min_table_elements``; a file with no weight MatMul to
             quantise, or one already quantised (``MatMulNBits`` nodes or the ``mha_lib.quantized``
-            mark: quantising again would only lose precision).
+            mark: quantising again would only lose precision); a weight initializer holding NaN
+            or infinite values (named, with their count); a dst that cannot be written (dst is
+            left as it was).
         ImportError: onnx or onnxruntime missing (names ``pip install "mha_lib[export]"``).
     """
     src = _checked_path(src, "src", must_exist=True)
     dst = _checked_path(dst, "dst", must_exist=False)
     block_size = checks.positive_int(block_size, "block_size")
-    if block_size < 16 or block_size & (block_size - 1):
-        raise ValueError(f"block_size={block_size} must be a power of two >= 16")
+    if block_size not in QUANT_BLOCK_SIZES:
+        raise ValueError(f"block_size={block_size} is not one onnxruntime's 8-bit quantiser takes: "
+                         f"{', '.join(map(str, QUANT_BLOCK_SIZES))}")
     min_table_elements = checks.positive_int(min_table_elements, "min_table_elements")
     onnx = _require("onnx")
     _require("onnxruntime")
@@ -484,6 +498,7 @@ def quantize_for_web(src: Union[str, os.PathLike], dst: Union[str, os.PathLike],
     if METADATA_PREFIX + "web" in meta:
         raise ValueError(f"src={src!r} is already {meta[METADATA_PREFIX + 'web']!r}: quantise the float32 file from "
                          "export_onnx instead")
+    _refuse_non_finite(model, src)
     weights = {t.name for t in model.graph.initializer}
     matmuls = sum(n.op_type == "MatMul" and n.input[1] in weights for n in model.graph.node)
     if not matmuls:
@@ -498,9 +513,30 @@ def quantize_for_web(src: Union[str, os.PathLike], dst: Union[str, os.PathLike],
     del model.metadata_props[:]
     for key, value in meta.items():
         model.metadata_props.add(key=key, value=value)
-    onnx.save(model, dst)
-    onnx.checker.check_model(dst)
+    with _replacing(dst) as staged:  # dst (maybe src) is replaced only by a complete, checked file
+        onnx.save(model, staged)
+        onnx.checker.check_model(staged)
     return {"bytes": os.path.getsize(dst), "matmuls": matmuls, "tables": tables, "block_size": block_size}
+
+
+def _refuse_non_finite(model, src: str) -> None:
+    """ValueError naming the first float initializer of ``model`` that holds NaN or infinite values, and how many.
+
+    A weight with NaN would give the page NaN rows (and quantisation would hide it in its scales).
+    Single-value initializers are the graph's constants rather than weights (the -inf that masks
+    attention scores is one): only NaN is refused there."""
+    from onnx import TensorProto, numpy_helper
+
+    floats = (TensorProto.FLOAT, TensorProto.FLOAT16, TensorProto.DOUBLE, TensorProto.BFLOAT16)
+    for t in model.graph.initializer:
+        if t.data_type not in floats:
+            continue
+        a = numpy_helper.to_array(t)
+        a = a if a.dtype.kind == "f" else a.astype(np.float32)  # bfloat16 (ml_dtypes): exact in float32
+        bad = a.size - int(np.count_nonzero(np.isfinite(a) if a.size > 1 else ~np.isnan(a)))
+        if bad:
+            raise ValueError(f"src={src!r}: initializer {t.name!r} (shape {tuple(t.dims)}) holds {bad} NaN or infinite "
+                             f"values of {a.size}: export a model whose weights are finite")
 
 
 @contextlib.contextmanager
@@ -605,6 +641,111 @@ ROWS_INDEX = "index.json"
 _FLOAT16_MIN_ELEMENTS = 1024  # float32 initializers at least this big become float16 (matrices, position table)
 
 
+_ROW_FILE = re.compile(r"\d{4,}\.bin")  # the names split_for_web gives row files: 0000.bin, 0001.bin, ...
+
+
+def _earlier_row_files(rows_dir: str, src: str, dst: str) -> List[str]:
+    """The numbered files in ``rows_dir`` that a new split replaces ([] for a new or empty folder).
+
+    A folder is taken for an earlier split's only when its ``index.json`` is one split_for_web
+    writes (every key, the float16 format, sizes that agree) and it lists every numbered file
+    there; anything else is a ValueError, so that no file of the user's is deleted or overwritten.
+    """
+    if os.path.exists(rows_dir) and not os.path.isdir(rows_dir):
+        raise ValueError(f"rows_dir={rows_dir!r} is a file: give a folder for the row files")
+    if os.path.abspath(rows_dir) == os.path.abspath(dst):
+        raise ValueError(f"rows_dir={rows_dir!r} is dst: give the row files a folder of their own")
+    parent = os.path.abspath(rows_dir)
+    while not os.path.exists(parent):  # the folders to create lie under a folder, not under a file
+        parent = os.path.dirname(parent)
+    if not os.path.isdir(parent):
+        raise ValueError(f"rows_dir={rows_dir!r} cannot be created: {parent!r} is a file")
+    for name, path in (("src", src), ("dst", dst)):
+        if os.path.dirname(os.path.abspath(path)) == os.path.abspath(rows_dir) and (
+                os.path.basename(path) == ROWS_INDEX or _ROW_FILE.fullmatch(os.path.basename(path))):
+            raise ValueError(f"{name}={path!r} is named as a row file in rows_dir={rows_dir!r}: give it another name")
+    names = os.listdir(rows_dir) if os.path.isdir(rows_dir) else []
+    if not names:
+        return []
+    if ROWS_INDEX not in names:
+        raise ValueError(f"rows_dir={rows_dir!r} holds other files and no {ROWS_INDEX}: give a new or empty folder")
+    try:
+        index = TokenRows(rows_dir).index  # every key, of the right kind; float16; files = ceil(rows / rows_per_file)
+    except ValueError as err:
+        raise ValueError(f"rows_dir={rows_dir!r} holds an {ROWS_INDEX} that split_for_web did not write ({err}): "
+                         "its files are left alone; give a new or empty folder") from None
+    if index["file_bytes"] != min(index["rows_per_file"], index["rows"]) * index["dim"] * 2 or \
+            not re.fullmatch(r"[0-9a-f]{64}", index["sha256"]):
+        raise ValueError(f"rows_dir={rows_dir!r} holds an {ROWS_INDEX} that split_for_web did not write (its "
+                         "file_bytes or sha256 do not fit): its files are left alone; give a new or empty folder")
+    listed = {f"{k:04d}.bin" for k in range(index["files"])}
+    numbered = sorted(n for n in names if _ROW_FILE.fullmatch(n))
+    unlisted = [n for n in numbered if n not in listed]
+    if unlisted:
+        raise ValueError(f"rows_dir={rows_dir!r} holds numbered files its {ROWS_INDEX} does not list "
+                         f"({', '.join(unlisted[:3])}{', ...' if len(unlisted) > 3 else ''}): they are left alone; "
+                         "give a new or empty folder")
+    return numbered
+
+
+def _temporary_name(path: str) -> str:
+    """A new hidden name in ``path``'s folder, with its extension (onnx.save reads the format there)."""
+    return os.path.join(os.path.dirname(os.path.abspath(path)),
+                        f".partial-{os.getpid()}-{os.urandom(4).hex()}.{os.path.basename(path)}")
+
+
+@contextlib.contextmanager
+def _replacing(path: str):
+    """Yields a temporary path beside ``path`` to write; moved onto ``path`` when the block succeeds,
+    removed when it fails (an OSError becomes a ValueError): ``path`` is never left half-written."""
+    staged = _temporary_name(path)
+    try:
+        yield staged
+    except BaseException as err:
+        with contextlib.suppress(OSError):
+            os.remove(staged)
+        if isinstance(err, OSError):
+            raise ValueError(f"could not write {path!r} ({err}): it is as it was") from None
+        raise
+    os.replace(staged, path)
+
+
+@contextlib.contextmanager
+def _staged(rows_dir: str, dst: str, replace: Sequence[str]):
+    """Stage a split's files: yields (a temporary folder inside ``rows_dir`` for the row files and
+    the index, a temporary path beside ``dst``). When the block ends without an error, the files in
+    ``replace`` are deleted and the staged ones moved into place (the index last, then dst); on any
+    error everything staged, and any folder made for ``rows_dir``, is removed: nothing else changed.
+    """
+    made, path = [], os.path.abspath(rows_dir)
+    while not os.path.exists(path):  # the folders about to be created, innermost first
+        made.append(path)
+        path = os.path.dirname(path)
+    staging, dst_staged = None, _temporary_name(dst)
+    try:
+        os.makedirs(rows_dir, exist_ok=True)
+        staging = tempfile.mkdtemp(prefix=".partial-", dir=rows_dir)
+        yield staging, dst_staged
+    except BaseException as err:
+        if staging is not None:
+            shutil.rmtree(staging, ignore_errors=True)
+        with contextlib.suppress(OSError):
+            os.remove(dst_staged)
+        for folder in made:
+            with contextlib.suppress(OSError):
+                os.rmdir(folder)
+        if isinstance(err, OSError):
+            raise ValueError(f"split_for_web could not write its files ({err}): dst={dst!r} and rows_dir={rows_dir!r} "
+                             "are as they were") from None
+        raise
+    for name in replace:
+        os.remove(os.path.join(rows_dir, name))
+    for name in sorted(os.listdir(staging)):  # 0000.bin, ..., index.json last
+        os.replace(os.path.join(staging, name), os.path.join(rows_dir, name))
+    os.rmdir(staging)
+    os.replace(dst_staged, dst)
+
+
 def split_for_web(src: Union[str, os.PathLike], dst: Union[str, os.PathLike], rows_dir: Union[str, os.PathLike], *,
                   rows_per_file: int = 32, min_table_elements: int = 1 << 16) -> dict:
     """A float16 copy of an exported file whose token-embedding table lives in small row files.
@@ -632,9 +773,11 @@ def split_for_web(src: Union[str, os.PathLike], dst: Union[str, os.PathLike], ro
 
     Args:
         src: a file from :func:`export_onnx` with token ids (MiniLM).
-        dst: the ``.onnx`` file to write (not ``src``); overwritten.
-        rows_dir: folder for the row files: a new or empty folder, or one an earlier split wrote
-            (holding ``index.json``), whose numbered ``.bin`` files are replaced.
+        dst: the ``.onnx`` file to write (not ``src``); replaced once every file is written.
+        rows_dir: folder for the row files (created with its parents when missing): a new or
+            empty folder, or one an earlier split wrote, whose numbered ``.bin`` files are
+            replaced (its other files are kept). A folder counts as an earlier split's only when
+            its ``index.json`` is one this function writes and lists every numbered file there.
         rows_per_file: rows per file, >= 1 (32 rows of MiniLM are 24,576 bytes).
         min_table_elements: the smallest table taken for the token table, >= 1.
 
@@ -643,10 +786,15 @@ def split_for_web(src: Union[str, os.PathLike], dst: Union[str, os.PathLike], ro
         count), ``float16`` (initializers stored as float16), ``rows_per_file``, ``dim``, ``rows``.
 
     Raises:
-        ValueError: ``src`` missing or not an ONNX file, ``dst`` equal to ``src``, ``rows_dir`` an
-            existing file or a non-empty folder without ``index.json``, a file that is already
-            split or quantised, one with no such token table, a weight beyond float16's range
-            (65504), bad ``rows_per_file`` or ``min_table_elements``. Nothing is written then.
+        ValueError: ``src`` missing or not an ONNX file, ``dst`` equal to ``src`` or to
+            ``rows_dir``, ``rows_dir`` an existing file, under a file, or a non-empty folder without
+            ``index.json``, with one split_for_web did not write, or with numbered files that
+            index does not list; a file that is already split or quantised, one with no such
+            token table, a weight initializer holding NaN or infinite values (named, with their
+            count) or beyond float16's range (65504), bad ``rows_per_file`` or
+            ``min_table_elements``; a file that cannot be written (an unwritable folder, a full
+            disk). Nothing is changed then: the files are written beside their places (a hidden
+            folder in ``rows_dir``, a hidden file beside ``dst``) and moved there at the end.
         ImportError: onnx missing (names ``pip install "mha_lib[export]"``).
     """
     src = _checked_path(src, "src", must_exist=True)
@@ -656,10 +804,7 @@ def split_for_web(src: Union[str, os.PathLike], dst: Union[str, os.PathLike], ro
     if not isinstance(rows_dir, (str, os.PathLike)) or not os.fspath(rows_dir):
         raise ValueError(f"rows_dir must be a folder path (str or os.PathLike), got {rows_dir!r}")
     rows_dir = os.fspath(rows_dir)
-    if os.path.exists(rows_dir) and not os.path.isdir(rows_dir):
-        raise ValueError(f"rows_dir={rows_dir!r} is a file: give a folder for the row files")
-    if os.path.isdir(rows_dir) and os.listdir(rows_dir) and not os.path.isfile(os.path.join(rows_dir, ROWS_INDEX)):
-        raise ValueError(f"rows_dir={rows_dir!r} holds other files and no {ROWS_INDEX}: give a new or empty folder")
+    old_rows = _earlier_row_files(rows_dir, src, dst)  # ValueError unless every file to replace is ours
     rows_per_file = checks.positive_int(rows_per_file, "rows_per_file")
     min_table_elements = checks.positive_int(min_table_elements, "min_table_elements")
     onnx = _require("onnx")
@@ -673,6 +818,7 @@ def split_for_web(src: Union[str, os.PathLike], dst: Union[str, os.PathLike], ro
     for key in ("quantized", "web"):
         if METADATA_PREFIX + key in meta:
             raise ValueError(f"src={src!r} is already {meta[METADATA_PREFIX + key]!r}: split the file export_onnx wrote")
+    _refuse_non_finite(model, src)
     graph = model.graph
     inits = {t.name: t for t in graph.initializer}
     ids_input = next((i for i in graph.input if i.name == "input_ids"), None)
@@ -729,17 +875,14 @@ def split_for_web(src: Union[str, os.PathLike], dst: Union[str, os.PathLike], ro
     for key, value in meta.items():
         model.metadata_props.add(key=key, value=value)
     onnx.checker.check_model(model)
-    onnx.save(model, dst)
 
-    # the row files
-    os.makedirs(rows_dir, exist_ok=True)
-    for old in os.listdir(rows_dir):  # an earlier split's row files (the folder holds nothing else)
-        if re.fullmatch(r"\d{4,}\.bin", old) and os.path.abspath(os.path.join(rows_dir, old)) != os.path.abspath(dst):
-            os.remove(os.path.join(rows_dir, old))
-    for k in range(files):
-        rows16[k * rows_per_file:(k + 1) * rows_per_file].tofile(os.path.join(rows_dir, f"{k:04d}.bin"))
-    with open(os.path.join(rows_dir, ROWS_INDEX), "w", encoding="utf-8") as f:
-        json.dump(index, f, indent=1)
+    # the files: written beside their places first, moved there only once all of them are written
+    with _staged(rows_dir, dst, replace=old_rows) as (staging, dst_staged):
+        onnx.save(model, dst_staged)
+        for k in range(files):
+            rows16[k * rows_per_file:(k + 1) * rows_per_file].tofile(os.path.join(staging, f"{k:04d}.bin"))
+        with open(os.path.join(staging, ROWS_INDEX), "w", encoding="utf-8") as f:
+            json.dump(index, f, indent=1)
     return {"bytes": os.path.getsize(dst), "rows_bytes": int(rows16.nbytes), "rows_files": files,
             "float16": len(float16), "rows_per_file": rows_per_file, "dim": int(d), "rows": int(V)}
 
@@ -886,6 +1029,30 @@ def _as_array(value, name: str) -> np.ndarray:
     return out
 
 
+def _fitting_float32(a: np.ndarray, what: str) -> np.ndarray:
+    """``a`` cast to float32, the dtype the file takes, and checked AFTER the cast: a float64 1e39 is
+    finite but becomes inf there (and NaN logits after). bool becomes 0/1; ``what`` starts the message."""
+    if not (a.dtype == np.bool_ or np.issubdtype(a.dtype, np.integer) or np.issubdtype(a.dtype, np.floating)):
+        raise ValueError(f"{what}: got dtype {a.dtype}")
+    with np.errstate(over="ignore", invalid="ignore"):
+        cast = a.astype(np.float32, copy=False)
+    bad = int(cast.size - np.count_nonzero(np.isfinite(cast)))
+    if bad:
+        raise ValueError(f"{what}: got dtype {a.dtype} with {bad} value{'s' if bad > 1 else ''} NaN, infinite or "
+                         f"beyond float32's range (|x| <= {float(np.finfo(np.float32).max):.4g})")
+    return cast
+
+
+def _check_fixed_sizes(feeds: Mapping[str, np.ndarray], expected: Mapping) -> None:
+    """Every input's rank and fixed sizes (the axes the file does not leave dynamic) as the file declares them."""
+    for name, a in feeds.items():
+        shape = getattr(expected.get(name), "shape", None)
+        if shape is None:
+            continue
+        if a.ndim != len(shape) or any(isinstance(n, int) and n != m for n, m in zip(shape, a.shape)):
+            raise ValueError(f"{name} has shape {a.shape}: the file takes {tuple(shape)} (names are free sizes)")
+
+
 def _checked_feeds(session, inputs: Mapping) -> Dict[str, np.ndarray]:
     """The inputs of ``session`` checked and cast to the file's dtypes (see :func:`run_onnx`)."""
     if not isinstance(inputs, Mapping):
@@ -942,9 +1109,11 @@ def _checked_feeds(session, inputs: Mapping) -> Dict[str, np.ndarray]:
     if "token_type_ids" in expected:
         integers("token_type_ids", number("type_vocab_size"), "type_vocab_size")
     if "patches" in expected:
-        a = feeds["patches"]
-        if a.dtype == np.bool_ or not np.issubdtype(a.dtype, np.number) or not np.isfinite(a).all():
-            raise ValueError(f"patches must hold finite real numbers, got dtype {a.dtype}")
+        width = expected["patches"].shape[-1]
+        if isinstance(width, int) and feeds["patches"].shape[-1] != width:
+            raise ValueError(f"patches are {feeds['patches'].shape[-1]} wide (shape {feeds['patches'].shape}): the "
+                             f"file takes patch_dim={width}")
+        feeds["patches"] = _fitting_float32(feeds["patches"], "patches must hold finite real numbers that fit float32")
     if "key_padding_mask" in expected:
         a = feeds["key_padding_mask"]
         if a.dtype != np.bool_ and (not np.issubdtype(a.dtype, np.number) or not np.isin(a, (0, 1)).all()):
@@ -954,9 +1123,11 @@ def _checked_feeds(session, inputs: Mapping) -> Dict[str, np.ndarray]:
         a, shape = feeds["head_mask"], expected["head_mask"].shape
         if a.shape != tuple(shape):
             raise ValueError(f"head_mask must have shape (num_layers, H) = {tuple(shape)}, got {a.shape}")
-        if a.dtype != np.bool_ and (not np.issubdtype(a.dtype, np.number) or not np.isfinite(a).all()
-                                    or not np.isfinite(a.astype(np.float32)).all()):
-            raise ValueError(f"head_mask must hold finite float32 numbers (1 keep, 0 drop), got {a.tolist()!r:.80}")
+        feeds["head_mask"] = _fitting_float32(a, "head_mask must hold finite float32 numbers (1 keep, 0 drop)")
+    for name, a in feeds.items():  # any other float input, as patches and head_mask: finite once cast
+        if name not in ("patches", "head_mask") and getattr(expected[name], "type", None) == "tensor(float)":
+            feeds[name] = _fitting_float32(a, f"{name} must hold finite real numbers that fit float32")
+    _check_fixed_sizes(feeds, expected)
     dtypes = {"tensor(int64)": np.int64, "tensor(bool)": np.bool_, "tensor(float)": np.float32}
     made = rows.feeds(feeds.pop("input_ids")) if rows is not None else {}  # a split file: token_rows, token_index
     return {**{k: v.astype(dtypes.get(expected[k].type, v.dtype), copy=False) for k, v in feeds.items()}, **made}
@@ -974,14 +1145,17 @@ def run_onnx(session, **inputs) -> Dict[str, np.ndarray]:
         **inputs: the file's inputs by name, as tensors or numpy arrays: ``input_ids`` (B, L)
             integers in [0, vocab_size); ``token_type_ids`` (B, L) integers in
             [0, type_vocab_size); ``key_padding_mask`` (B, L) bool or 0/1 (True = padding);
-            ``patches`` (B, N, patch_dim) finite; ``head_mask`` (num_layers, H) finite, may be left
-            out (all ones). B >= 1 and 1 <= L <= the file's ``max_length``.
+            ``patches`` (B, N, patch_dim) real numbers; ``head_mask`` (num_layers, H), may be left
+            out (all ones). Float inputs are cast to the file's float32 and must be finite after
+            the cast (a float64 1e39 is refused: it would become inf). B >= 1 and
+            1 <= L <= the file's ``max_length``.
 
     Raises:
         ValueError: ``session`` neither a session nor a path to an ONNX file; an input name the
             file does not have, or a missing one (naming them); an input of the wrong dtype
             (float ids), shape or range (ids outside the vocabulary, a length beyond
-            ``max_length``, a non-finite head mask); the message names the input.
+            ``max_length``, patches of another width than the file's ``patch_dim``, a float
+            value that is not finite in float32); the message names the input.
     """
     session = _session(session)
     feeds = _checked_feeds(session, inputs)

@@ -6,6 +6,7 @@ rows included, at lengths 1, 2, 7 and 256 (the toy models: 16, their longest), w
 whose second row is all padding and zeros in the head mask.
 """
 import os
+import re
 import subprocess
 import sys
 
@@ -70,6 +71,14 @@ def toy(tmp_path_factory):
     model = tasks.load_trained("ch1-h4")
     info, seen = export_traced(model, tmp_path_factory.mktemp("onnx") / "ch1-h4.onnx")
     return model, info, export.onnx_session(info.path), seen
+
+
+@pytest.fixture(scope="module")
+def digits(tmp_path_factory):
+    """Chapter 7's patch model (patches 1 wide), exported."""
+    model = tasks.load_trained("ch7-digits-h1")
+    info = export.export_onnx(model, tmp_path_factory.mktemp("onnx") / "digits.onnx")
+    return model, info, export.onnx_session(info.path)
 
 
 @pytest.fixture(scope="module")
@@ -379,6 +388,108 @@ def test_split_keeps_other_files_and_sessions_refuse_another_models_rows(minilm,
         export.TokenRows(other)
 
 
+def split_toy(toy, dst, rows_dir, **kwargs):
+    """split_for_web on the toy file: its token table (8 x 64) is taken for one with min_table_elements=256."""
+    return export.split_for_web(toy[1].path, dst, rows_dir, min_table_elements=256, **kwargs)
+
+
+def test_split_writes_nothing_when_a_destination_cannot_be_made(toy, tmp_path, monkeypatch):
+    """Issue: dst was overwritten before rows_dir turned out impossible; now dst and the old rows stay as they were."""
+    dst = tmp_path / "page.onnx"
+    dst.write_bytes(b"the good copy")
+    (tmp_path / "a_file").write_text("not a folder")
+    with pytest.raises(ValueError, match=r"rows_dir=.*a_file.*rows.* cannot be created"):
+        split_toy(toy, dst, tmp_path / "a_file" / "rows")
+    assert dst.read_bytes() == b"the good copy" and (tmp_path / "a_file").read_text() == "not a folder"
+    # a split that fails while writing (here: the index) leaves the earlier split's files and dst untouched
+    rows = tmp_path / "rows"
+    split_toy(toy, dst, rows, rows_per_file=3)
+    before = {f.name: f.read_bytes() for f in [dst, *rows.iterdir()]}
+
+    def full_disk(*args, **kwargs):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(export.json, "dump", full_disk)
+    with pytest.raises(ValueError, match="No space left on device"):
+        split_toy(toy, dst, rows, rows_per_file=2)
+    assert {f.name: f.read_bytes() for f in [dst, *rows.iterdir()]} == before  # no temporary files left either
+    assert [f.name for f in tmp_path.iterdir() if f.name not in ("a_file", "rows", "page.onnx")] == []
+
+
+@pytest.mark.skipif(os.name != "posix" or os.geteuid() == 0, reason="root writes into read-only folders")
+def test_split_into_a_read_only_rows_dir_leaves_dst_alone(toy, tmp_path):
+    dst, rows = tmp_path / "page.onnx", tmp_path / "rows"
+    dst.write_bytes(b"the good copy")
+    rows.mkdir(mode=0o500)
+    try:
+        with pytest.raises(ValueError, match="rows_dir=.*rows"):
+            split_toy(toy, dst, rows)
+    finally:
+        rows.chmod(0o700)
+    assert dst.read_bytes() == b"the good copy" and list(rows.iterdir()) == []
+
+
+@pytest.mark.parametrize("index", ["{}", '{"rows": 8}', "[1, 2]", "not json", "ours, plus a file it does not list"])
+def test_split_deletes_numbered_files_only_under_an_index_it_wrote(toy, tmp_path, index):
+    """Issue: any index.json (even {}) made split_for_web delete the folder's numbered .bin files."""
+    rows = tmp_path / "rows"
+    if index.startswith("ours"):
+        split_toy(toy, tmp_path / "first.onnx", rows, rows_per_file=4)  # 0000.bin, 0001.bin
+        (rows / "0007.bin").write_bytes(b"my own data")
+    else:
+        rows.mkdir()
+        (rows / "index.json").write_text(index)
+        (rows / "0000.bin").write_bytes(b"my own data")
+    before = {f.name: f.read_bytes() for f in rows.iterdir()}
+    with pytest.raises(ValueError, match=r"rows_dir=.*rows.*(index.json|0007.bin)"):
+        split_toy(toy, tmp_path / "page.onnx", rows)
+    assert {f.name: f.read_bytes() for f in rows.iterdir()} == before and not (tmp_path / "page.onnx").exists()
+
+
+def test_split_again_replaces_its_own_rows_and_keeps_other_files(toy, tmp_path):
+    rows = tmp_path / "rows"
+    split_toy(toy, tmp_path / "page.onnx", rows, rows_per_file=2)  # 4 row files
+    (rows / "README.txt").write_text("mine")
+    report = split_toy(toy, tmp_path / "page.onnx", rows, rows_per_file=8)  # 1 row file
+    assert report["rows_files"] == 1
+    assert sorted(f.name for f in rows.iterdir()) == ["0000.bin", "README.txt", "index.json"]
+    session = export.onnx_session(tmp_path / "page.onnx")
+    table = toy[0].encoder.token_embedding.weight.detach().numpy().astype(np.float16)
+    assert np.array_equal(session.mha_lib_token_rows.table, table)
+
+
+def _with_bad_weight(src, dst, pick: str):
+    """A copy of src with 3 values of one weight made NaN or infinite; the weight's name."""
+    import onnx
+    from onnx import numpy_helper
+
+    proto = onnx.load(str(src))
+    matmul_weights = {n.input[1] for n in proto.graph.node if n.op_type == "MatMul"}
+    inits = list(proto.graph.initializer)
+    t = {"table": next(t for t in inits if t.name.endswith("token_embedding.weight")),
+         "matrix": next(t for t in inits if t.name in matmul_weights and len(t.dims) == 2),
+         "bias": next(t for t in inits if len(t.dims) == 1 and t.dims[0] > 5 and t.data_type == onnx.TensorProto.FLOAT)
+         }[pick]
+    a = numpy_helper.to_array(t).copy()
+    a.flat[[0, 5, -1]] = [np.nan, np.inf, -np.inf] if pick != "bias" else np.nan
+    t.CopyFrom(numpy_helper.from_array(a, t.name))
+    onnx.save(proto, str(dst))
+    return t.name
+
+
+@pytest.mark.parametrize("pick", ["table", "matrix", "bias"])
+def test_split_and_quantize_refuse_non_finite_weights(toy, tmp_path, pick):
+    """Issue: a NaN token row reached the page, and quantisation hid a NaN weight."""
+    src = tmp_path / "bad.onnx"
+    name = _with_bad_weight(toy[1].path, src, pick)
+    match = rf"initializer '{re.escape(name)}' \(shape .*\) holds 3 NaN or infinite values"
+    with pytest.raises(ValueError, match=match):
+        export.split_for_web(src, tmp_path / "s.onnx", tmp_path / "rows", min_table_elements=256)
+    with pytest.raises(ValueError, match=match):
+        export.quantize_for_web(src, tmp_path / "q.onnx")
+    assert not any(p.exists() for p in (tmp_path / "s.onnx", tmp_path / "rows", tmp_path / "q.onnx"))
+
+
 # ----------------------------------------------------------------------------- errors
 def test_import_mha_lib_and_export_do_not_import_onnx():
     code = ("import sys, mha_lib, mha_lib.export; "
@@ -440,6 +551,59 @@ def test_bad_paths_and_quantisation_arguments(toy, tmp_path):
         export.compare_on_sentences(model, session, ["hi"])
     with pytest.raises(ValueError, match="threads"):
         export.onnx_session(info.path, threads=0)
+
+
+@pytest.mark.parametrize("block_size", [16, 256])
+def test_quantize_takes_every_block_size_its_docstring_allows(toy, tmp_path, block_size):
+    """Measured with onnxruntime 1.32: its 8-bit quantiser (MLAS) takes 16, 32, 64, 128 and 256 only."""
+    report = export.quantize_for_web(toy[1].path, tmp_path / "q.onnx", block_size=block_size)
+    assert report["block_size"] == block_size
+    got = export.run_onnx(tmp_path / "q.onnx", **_toy_inputs())
+    assert np.isfinite(got["logits"]).all()
+
+
+@pytest.mark.parametrize("block_size", [512, 1024, 4096])
+def test_quantize_refuses_block_sizes_onnxruntime_cannot_take(toy, tmp_path, block_size):
+    """Issue: block_size=512 (a power of two >= 16) died in a C++ assertion inside onnxruntime."""
+    with pytest.raises(ValueError, match=rf"block_size={block_size} .*16, 32, 64, 128, 256"):
+        export.quantize_for_web(toy[1].path, tmp_path / "q.onnx", block_size=block_size)
+    assert not (tmp_path / "q.onnx").exists()
+
+
+def test_quantize_that_fails_leaves_dst_as_it_was(toy, tmp_path, monkeypatch):
+    import onnx
+
+    dst = tmp_path / "q.onnx"
+    dst.write_bytes(b"the good copy")
+
+    def broken(*args, **kwargs):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(onnx.checker, "check_model", broken)
+    with pytest.raises(ValueError, match="No space left on device"):
+        export.quantize_for_web(toy[1].path, dst)
+    assert dst.read_bytes() == b"the good copy" and [f.name for f in tmp_path.iterdir()] == ["q.onnx"]
+
+
+def test_run_onnx_checks_patch_width_and_that_floats_fit_float32(digits):
+    """Issue: patches of the wrong width reached onnxruntime, and float64 1e39 became inf (NaN logits)."""
+    model, info, session = digits
+    assert model.config.patch_dim == 1
+    good = np.random.default_rng(0).random((2, 5, 1))  # float64: cast to the file's float32
+    with torch.no_grad():
+        ref = model(torch.from_numpy(good).float(), output_attentions=True)
+    assert_close(export.run_onnx(session, patches=good)["logits"], ref.logits, "logits")
+    with pytest.raises(ValueError, match=r"patches are 3 wide \(shape \(2, 5, 3\)\): the file takes patch_dim=1"):
+        export.run_onnx(session, patches=np.zeros((2, 5, 3), np.float32))
+    for big in (1e39, -1e39, np.inf, np.nan):
+        bad = good.copy()
+        bad[1, 2, 0] = big
+        with pytest.raises(ValueError, match="patches must hold finite real numbers that fit float32: .* 1 value NaN"):
+            export.run_onnx(session, patches=bad)
+    with pytest.raises(ValueError, match="patches must hold finite real numbers"):
+        export.run_onnx(session, patches=good.astype(np.complex64))
+    with pytest.raises(ValueError, match="head_mask must hold finite float32 numbers"):
+        export.run_onnx(session, patches=good, head_mask=np.full((info.num_layers, info.num_heads), 1e39))
 
 
 def test_folders_and_files_that_are_not_onnx_are_refused_upfront(toy, tmp_path, monkeypatch):
