@@ -303,33 +303,37 @@ export function checkConfig(view, config) {
   };
   if (!config || typeof config !== "object") fail("not a JSON object");
   const checkMaps = (attentions, n, where) => {
-    if (!Array.isArray(attentions) || attentions.length === 0) fail(`${where} must be [layer][head][query][key]`);
+    if (!isList(attentions) || attentions.length === 0) fail(`${where} must be [layer][head][query][key]`);
     for (const layer of attentions) {
-      if (!Array.isArray(layer) || layer.length === 0) fail(`${where}: a layer without heads`);
+      if (!isList(layer) || layer.length === 0) fail(`${where}: a layer without heads`);
       for (const map of layer) {
-        if (!Array.isArray(map) || map.length !== n || map.some((row) => !Array.isArray(row) || row.length !== n)) {
+        if (!isList(map) || map.length !== n || map.some((row) => !isList(row) || row.length !== n)) {
           fail(`${where}: every map must be ${n} x ${n} (one row and column per token)`);
         }
       }
     }
   };
   if (view === "sentence" || view === "prune") {
-    if (!Array.isArray(config.tokens) || config.tokens.length < 1) fail("tokens must be a non-empty list");
+    if (!isList(config.tokens) || config.tokens.length < 1) fail("tokens must be a non-empty list");
     checkMaps(config.attentions, config.tokens.length, "attentions");
   }
   if (view === "prune") {
     const A = config.num_anchors;
-    if (!Array.isArray(config.texts) || !Number.isInteger(A) || A < 1 || config.texts.length < 2 * A) {
+    if (!isList(config.texts) || !Number.isInteger(A) || A < 1 || config.texts.length < 2 * A) {
       fail("texts must hold num_anchors anchors, their paraphrases and any other candidates");
     }
-    if (!Array.isArray(config.mask) || config.mask.length !== config.attentions.length) fail("mask must be [layer][head]");
+    try {
+      checkHeadMask(config.mask, config.attentions.length, config.attentions[0].length);
+    } catch (err) {
+      fail(err.message);
+    }
     for (const key of ["fidelity", "mrr", "mrr_all"]) if (typeof config[key] !== "number") fail(`${key} must be a number`);
   }
   if (view === "toy-compare") {
-    if (!Array.isArray(config.models) || config.models.length === 0) fail("models must be a non-empty list");
+    if (!isList(config.models) || config.models.length === 0) fail("models must be a non-empty list");
     const task = config.task || {};
     if (!Number.isInteger(task.vocab_size) || !["sub", "add"].includes(task.op)) fail("task must give vocab_size and op");
-    if (!Array.isArray(config.ids) || !Array.isArray(config.types) || config.ids.length !== config.types.length) {
+    if (!isList(config.ids) || !isList(config.types) || config.ids.length !== config.types.length) {
       fail("ids and types must be lists of one length");
     }
     for (const id of config.models) {
@@ -345,10 +349,56 @@ export function checkConfig(view, config) {
 /** A value as the error messages quote it: strings in quotes, NaN, null, arrays and objects by kind. */
 export function describeValue(v) {
   if (typeof v === "string") return JSON.stringify(v.length > 40 ? v.slice(0, 40) + "…" : v);
-  if (Array.isArray(v)) return `an array of ${v.length}`;
+  if (Array.isArray(v)) {
+    const flaw = arrayFlaw(v);
+    return flaw ? `${flaw.includes("hole") ? "a sparse array" : "an array"} of ${v.length} (${flaw})`
+      : `an array of ${v.length}`;
+  }
   if (v === null) return "null";
   if (typeof v === "object") return "an object";
   return String(v); // numbers (NaN, Infinity included), booleans, undefined
+}
+
+/**
+ * What keeps an Array from being a plain list: holes (`new Array(6)`, `[1, , 2]`) or own
+ * properties besides its indices and length (`a.foo = 1`). null for a plain list.
+ * @returns {string|null} "holes at 0, 1, 2, …" or `the extra property "foo"`
+ */
+export function arrayFlaw(list) {
+  const holes = [];
+  for (let i = 0; i < list.length && holes.length < 4; i++) if (!Object.hasOwn(list, i)) holes.push(i);
+  if (holes.length) return `${holes.length > 1 ? "holes" : "a hole"} at ${holes.slice(0, 3).join(", ")}${holes.length > 3 ? ", …" : ""}`;
+  const extra = Reflect.ownKeys(list).filter((k) => k !== "length" && !(typeof k === "string" && /^(0|[1-9]\d*)$/.test(k)));
+  return extra.length ? `the extra property ${typeof extra[0] === "string" ? JSON.stringify(extra[0]) : String(extra[0])}` : null;
+}
+
+/**
+ * The one check of every list the views take (run() input, masks, configurations): `value` must be
+ * a plain Array -- no holes, no other properties -- of `length` items (any number when null), each
+ * passed through `item(v, i)`, which returns the value to keep or calls `fail`.
+ * @param {*} value
+ * @param {{name: string, length?: number|null, what?: string, item?: Function, fail?: Function}} spec
+ *   name: how messages call it ("ids", "mask[2]"); what: its items ("tokens", "0/1 values")
+ * @returns {Array} a copy (the caller may change its array afterwards)
+ * @throws {Error} via `fail`, naming the value: `ids must be a list of 16 tokens, got a sparse array of 16 (holes at 0, 1, 2, …)`
+ */
+export function checkArray(value, { name, length = null, what = "values", item = (v) => v, fail = throwError }) {
+  if (!isList(value)) {
+    return fail(`${name} must be a list of ${length === null ? "" : `${length} `}${what}, got ${describeValue(value)}`);
+  }
+  if (length !== null && value.length !== length) return fail(`${name} has ${value.length} ${what}, expected ${length}`);
+  const copy = new Array(value.length);
+  for (let i = 0; i < value.length; i++) copy[i] = item(value[i], i);
+  return copy;
+}
+
+/** Is `value` a plain list: an Array without holes or other properties (what checkArray accepts)? */
+export function isList(value) {
+  return Array.isArray(value) && !arrayFlaw(value);
+}
+
+function throwError(message) {
+  throw new Error(message);
 }
 
 /**
@@ -364,24 +414,20 @@ export function checkToyInput(input, length, vocabSize) {
     throw new Error(`run({ids, types}): ${what}`);
   };
   if (!input || typeof input !== "object" || Array.isArray(input)) fail(`takes an object {ids, types}, got ${describeValue(input)}`);
-  const { ids, types } = input;
-  if (!Array.isArray(ids)) fail(`ids must be a list of ${length} tokens, got ${describeValue(ids)}`);
-  if (!Array.isArray(types)) fail(`types must be a list of ${length} 0/1 values, got ${describeValue(types)}`);
-  if (ids.length !== length) fail(`ids has ${ids.length} tokens; the models read ${length}`);
-  if (types.length !== length) fail(`types has ${types.length} values; the models read ${length}`);
-  ids.forEach((t, i) => {
+  const token = (t, i) => {
     if (!Number.isInteger(t)) fail(`ids[${i}] = ${describeValue(t)} is not an integer token in 0..${vocabSize - 1}`);
     if (t < 0 || t >= vocabSize) fail(`ids[${i}] = ${t} is out of 0..${vocabSize - 1}`);
-  });
-  types.forEach((t, i) => {
-    if (t !== 0 && t !== 1) fail(`types[${i}] = ${describeValue(t)} is not 0 or 1`);
-  });
+    return t;
+  };
+  const mark = (t, i) => (t === 0 || t === 1 ? t : fail(`types[${i}] = ${describeValue(t)} is not 0 or 1`));
+  const ids = checkArray(input.ids, { name: "ids", length, what: "tokens", item: token, fail });
+  const types = checkArray(input.types, { name: "types", length, what: "0/1 values", item: mark, fail });
   const marked = types.flatMap((t, i) => (t === 1 ? [i] : []));
   if (marked.length !== 1) {
     fail(marked.length === 0 ? "no marked position (types has no 1); exactly one is needed"
       : `${marked.length} marked positions (${marked.join(", ")}); exactly one is needed`);
   }
-  return { ids: ids.slice(), types: types.slice() };
+  return { ids, types };
 }
 
 /**
@@ -393,16 +439,10 @@ export function checkHeadMask(mask, numLayers, numHeads) {
   const fail = (what) => {
     throw new Error(`mask must be ${numLayers} x ${numHeads} of 0/1 (numbers or booleans): ${what}`);
   };
-  if (!Array.isArray(mask)) fail(`got ${describeValue(mask)}`);
-  if (mask.length !== numLayers) fail(`it has ${mask.length} rows, expected ${numLayers}`);
-  return mask.map((row, l) => {
-    if (!Array.isArray(row)) fail(`mask[${l}] = ${describeValue(row)} is not a row of ${numHeads}`);
-    if (row.length !== numHeads) fail(`mask[${l}] has ${row.length} values, expected ${numHeads}`);
-    return row.map((v, h) => {
-      if (v === 0 || v === 1 || typeof v === "boolean") return v ? 1 : 0;
-      return fail(`mask[${l}][${h}] = ${describeValue(v)} is not 0/1`);
-    });
-  });
+  const value = (v, l, h) => (v === 0 || v === 1 || typeof v === "boolean" ? (v ? 1 : 0)
+    : fail(`mask[${l}][${h}] = ${describeValue(v)} is not 0/1`));
+  const row = (r, l) => checkArray(r, { name: `mask[${l}]`, length: numHeads, item: (v, h) => value(v, l, h), fail });
+  return checkArray(mask, { name: "mask", length: numLayers, what: "rows", item: row, fail });
 }
 
 /** Licence wording of the files the site ships, by licence file (the manifest's `license`). */
@@ -1173,7 +1213,7 @@ class View {
     this.announceSize();
     // another view of the page that loads the runtime or a model changes what this one will download
     loadListeners.add(() => {
-      if (!this.loaded && !this.failed && !this.loading) this.announceSize();
+      if (this.mayAnnounce()) this.announceSize();
     });
   }
 
@@ -1204,7 +1244,7 @@ class View {
    */
   async announceSize() {
     if (this.kernel) {
-      if (!this.loaded && !this.failed && !this.loading) {
+      if (this.mayAnnounce()) {
         setText(this.status, `${this.firstActionText} The notebook's kernel recomputes it with mha_lib.`);
       }
       return;
@@ -1227,7 +1267,7 @@ class View {
     } catch (err) {
       console.warn("mha_live: the download size is unknown:", err);
     }
-    if (!this.loaded && !this.failed && !this.loading) {
+    if (this.mayAnnounce()) {
       setText(this.status, what
         ? `${this.firstActionText} The first time, your browser downloads ${what}; it keeps them.`
         : `${this.firstActionText} Everything it needs is already loaded.`);
@@ -1324,8 +1364,25 @@ class View {
     if (this.fallback) this.fallback.hidden = false;
   }
 
+  /** The download note may (re)write the status: nothing loads or failed yet, and no message of a run() is shown. */
+  mayAnnounce() {
+    return !this.loaded && !this.failed && !this.loading && !this.spoke;
+  }
+
+  /**
+   * An input run() refuses: a visible error naming the value; the maps and the state stay as they were.
+   * @returns {Error} err, for the caller to throw
+   */
+  refuse(err) {
+    this.spoke = true;
+    this.status.classList.add("mha-live-error");
+    setText(this.status, `This input was refused: ${err.message}. The maps show the last result.`);
+    return err;
+  }
+
   /** A message that keeps the maps (empty text, truncation). */
   note(text) {
+    this.spoke = true;
     this.status.classList.remove("mha-live-error");
     setText(this.status, text);
   }
@@ -1378,6 +1435,7 @@ class View {
 
   async compute(work) {
     await this.ensureModels();
+    this.status.classList.remove("mha-live-error"); // a refused input's message gives way to this run's
     const t0 = performance.now();
     let result;
     const slow = setTimeout(() => this.busy(`Computing ${this.where}…`), 150); // no flicker for fast runs
@@ -1549,7 +1607,7 @@ class SentenceView extends View {
 
   /** Run MiniLM on `text` and draw every map. Rejects on empty text (the maps stay). */
   async run(text) {
-    if (typeof text !== "string") throw new Error("run(text) takes a string");
+    if (typeof text !== "string") throw this.refuse(new Error(`run(text) takes a string, got ${describeValue(text)}`));
     if (!text.trim()) {
       this.note("The text is empty: type a sentence. The maps show the last one.");
       throw new Error("empty text");
@@ -1718,7 +1776,13 @@ class ToyCompareView extends View {
    * message names the offending value).
    */
   async run(input) {
-    const { ids, types } = checkToyInput(input, this.ids.length, this.task.vocab_size); // copies, kept by this call
+    let checked;
+    try {
+      checked = checkToyInput(input, this.ids.length, this.task.vocab_size); // copies, kept by this call
+    } catch (err) {
+      throw this.refuse(err);
+    }
+    const { ids, types } = checked;
     this.ids = ids.slice();
     this.types = types.slice();
     const request = (this.requests += 1);
@@ -1743,7 +1807,7 @@ class PruneView extends View {
   constructor(element, config, backend) {
     super(element, config, [element.dataset.model || MINILM], backend);
     this.firstActionText = "Turn heads off and on: the embeddings and the scores are recomputed.";
-    this.tokenIds = Array.isArray(config.token_ids) ? config.token_ids.filter(Number.isInteger) : null;
+    this.tokenIds = isList(config.token_ids) ? config.token_ids.filter(Number.isInteger) : null;
     this.mask = config.mask.map((row) => row.map((v) => (v ? 1 : 0)));
     this.text = config.text;
     this.root.setAttribute("aria-label", "Turn MiniLM's heads off and watch the embeddings and the maps change");
@@ -1871,13 +1935,8 @@ class PruneView extends View {
     return [text, ...this.config.texts.map((t) => t.trim())];
   }
 
-  /**
-   * Recompute with a head mask. input: {mask?: [layer][head] of 0/1 or booleans, text?: sentence}
-   * (at least one of them) or a string (the sentence). Resolves to lastResult = {tokens, attentions,
-   * mask, fidelity, mrr}, of this call's mask and sentence. Rejects, state kept, on anything else:
-   * the message names the offending value.
-   */
-  async run(input) {
+  /** run()'s input as {mask?: [layer][head] of 0/1 (a copy), text?}; throws, naming the value, on anything else. */
+  checkInput(input) {
     const spec = typeof input === "string" ? { text: input } : input;
     if (!spec || typeof spec !== "object" || Array.isArray(spec)) {
       throw new Error(`run() takes {mask, text} or a sentence, got ${describeValue(input)}`);
@@ -1889,11 +1948,28 @@ class PruneView extends View {
     if (spec.text !== undefined && typeof spec.text !== "string") {
       throw new Error(`run({text}): the text must be a string, got ${describeValue(spec.text)}`);
     }
+    const mask = spec.mask === undefined ? null : checkHeadMask(spec.mask, this.mask.length, this.mask[0].length);
+    return { mask, text: spec.text };
+  }
+
+  /**
+   * Recompute with a head mask. input: {mask?: [layer][head] of 0/1 or booleans, text?: sentence}
+   * (at least one of them) or a string (the sentence). Resolves to lastResult = {tokens, attentions,
+   * mask, fidelity, mrr}, of this call's mask and sentence. Rejects, state kept, on anything else:
+   * the message names the offending value.
+   */
+  async run(input) {
+    let spec;
+    try {
+      spec = this.checkInput(input);
+    } catch (err) {
+      throw this.refuse(err);
+    }
     if (spec.text !== undefined && !spec.text.trim()) {
       this.note("The text is empty: the maps show the last one.");
       throw new Error("empty text");
     }
-    const newMask = spec.mask === undefined ? null : checkHeadMask(spec.mask, this.mask.length, this.mask[0].length);
+    const newMask = spec.mask;
     // the input is valid: it becomes the state (the toggles show it), and this call keeps its own copy
     if (spec.text !== undefined) this.text = spec.text;
     if (newMask) {

@@ -933,3 +933,58 @@ def test_kernel_widget_draws_what_the_kernel_computes(chromium_browser, book_url
         page.screenshot(path=str(SCREENSHOTS / "live_views_kernel.png"), full_page=True)
     finally:
         context.close()
+
+
+# --- adversarial review: sparse inputs, damaged models, wrong files of the right size, long texts ------------
+
+def _status(page, view):
+    """(text, is an error) of a view's status line."""
+    node = page.locator(f"[data-view={view}] .mha-live-status")
+    return node.text_content(), "mha-live-error" in node.get_attribute("class")
+
+
+def _serve(page, suffix, body):
+    """Answer every request whose URL ends in ``suffix`` with ``body`` (bytes), status 200."""
+    page.route(f"**/*{suffix}", lambda r: r.fulfill(status=200, body=body))
+
+
+def test_sparse_lists_are_refused_visibly_and_the_state_stays(shared):
+    """Holes (`new Array(6)`, `[1, , 2]`) and extra properties are refused at every depth of every
+    view's input, with a visible error naming the value; the view's state and maps stay."""
+    page, visit = shared
+    state = lambda view: page.evaluate(f"""() => {{ const e = {VIEW % view};
+        return {{result: e.mhaLive.lastResult, scores: (e.querySelector('.mha-live-scores') || {{}}).textContent || null,
+                 pressed: [...e.querySelectorAll('.mha-live-toggles button')].map(b => b.getAttribute('aria-pressed')),
+                 titles: [...e.querySelectorAll('.mha-live-model-title')].map(t => t.textContent)}}; }}""")
+    cases = {
+        "prune": [
+            ("({mask: new Array(6)})", "mask must be a list of 6 rows, got a sparse array of 6 (holes at 0, 1, 2, …)"),
+            ("({mask: [ones(), , ones(), ones(), ones(), ones()]})", "got a sparse array of 6 (a hole at 1)"),
+            ("({mask: [ones(), ones(), ones(), ones(), ones(), [1, , 1, 1, 1, 1, 1, 1, 1, 1, 1, 1]]})",
+             "mask[5] must be a list of 12 values, got a sparse array of 12 (a hole at 1)"),
+            ("({mask: Object.assign(Array.from({length: 6}, ones), {foo: 1})})", 'the extra property "foo"'),
+            ("({mask: [ones(), ones(), ones(), ones(), ones(), Object.assign(ones(), {x: 0})]})",
+             'mask[5] must be a list of 12 values, got an array of 12 (the extra property "x")'),
+        ],
+        "toy-compare": [
+            ("({ids: new Array(16), types: cfg.types})", "ids must be a list of 16 tokens, got a sparse array of 16"),
+            ("({ids: cfg.ids, types: Object.assign(cfg.types.slice(), {bad: 1})})", 'the extra property "bad"'),
+        ],
+        "sentence": [("['A cat.']", "run(text) takes a string, got an array of 1")],
+    }
+    for view, inputs in cases.items():
+        before = state(view)
+        for expression, expected in inputs:
+            error = page.evaluate(f"""async () => {{ const e = {VIEW % view};
+                const ones = () => Array(12).fill(1); const cfg = JSON.parse(e.dataset.config);
+                try {{ await e.mhaLive.run({expression}); return null; }} catch (err) {{ return String(err); }} }}""")
+            assert error and expected in error, (view, expression, error)
+            text, is_error = _status(page, view)
+            assert is_error and expected in text, (view, expression, text)
+            assert state(view) == before, (view, expression)  # nothing changed: maps, scores, toggles
+    assert "72 heads on" in state("prune")["scores"]
+    r = _try_run(page, "prune", {"mask": [[1] * 12 for _ in range(6)]})  # a valid input clears the error
+    assert r["ok"] and "72 of 72 heads on" in state("prune")["scores"] and not _status(page, "prune")[1]
+    assert visit.console_errors == [] and visit.off_site == []
+
+

@@ -9,6 +9,7 @@ import {
   KernelTensor, URLS, VIRIDIS, argmaxRows, attentionsFromOutput, checkConfig, checkHeadMask, checkToyInput, colourOf, describeValue,
   downloadText, formatMB, getManifest, greyOf, gridLayout, largestWeight, licenceParts, markedTokens, paraphraseScores,
   kernelBackend, prevMarkedLabels, readoutText, rowEnd, setText, shortLabel, zoomLayout, fetchTokenRows, tokenRowFeeds,
+  arrayFlaw, checkArray,
 } from "../mha_live.mjs";
 
 const FIXTURE = process.env.MHA_WEB_FIXTURE;
@@ -162,8 +163,8 @@ test("toy input: copies of a valid {ids, types}; a bad one is refused, naming th
   bad({ ids, types: [0, 0, 0, 0] }, /no marked position/);
   bad({ ids, types: [0, 2, 0, 0] }, /types\[1\] = 2 is not 0 or 1/);
   bad({ ids, types: [0, true, 0, 0] }, /types\[1\] = true is not 0 or 1/);
-  bad({ ids: [3, 5, 1], types: [0, 1, 0] }, /ids has 3 tokens; the models read 4/);
-  bad({ ids, types: [0, 1, 0] }, /types has 3 values/);
+  bad({ ids: [3, 5, 1], types: [0, 1, 0] }, /ids has 3 tokens, expected 4/);
+  bad({ ids, types: [0, 1, 0] }, /types has 3 0\/1 values, expected 4/);
   bad({ ids }, /types must be a list of 4/);
   bad(null, /got null/);
   bad("1 2 3", /got "1 2 3"/);
@@ -181,7 +182,7 @@ test("head mask: 0/1 numbers or booleans of the right shape; anything else is re
   bad([[1, null, 1], [1, 1, 1]], /mask\[0\]\[1\] = null/);
   bad([[1, 1, 1]], /1 rows, expected 2/);
   bad([[1, 1, 1], [1, 1]], /mask\[1\] has 2 values, expected 3/);
-  bad([[1, 1, 1], 7], /mask\[1\] = 7 is not a row/);
+  bad([[1, 1, 1], 7], /mask\[1\] must be a list of 3 values, got 7/);
   bad(null, /got null/);
   bad(42, /got 42/);
   assert.equal(describeValue("x".repeat(50)), JSON.stringify("x".repeat(40) + "…"));
@@ -337,3 +338,45 @@ test("token rows of a split model: fetched once per file, each position gets its
     globalThis.fetch = realFetch;
   }
 });
+
+test("lists: holes, extra properties and non-arrays are refused by one check, naming the value", () => {
+  const holes = new Array(6);
+  const gap = [1, , 2]; // eslint-disable-line no-sparse-arrays
+  const extra = [1, 1, 1];
+  extra.foo = 1;
+  const both = [1, , 1]; // eslint-disable-line no-sparse-arrays
+  both.bar = 1; // as many keys as indices: still refused
+  assert.equal(arrayFlaw([1, 2, 3]), null);
+  assert.equal(arrayFlaw([]), null);
+  assert.match(arrayFlaw(holes), /holes at 0, 1, 2, …/);
+  assert.match(arrayFlaw(gap), /a hole at 1/);
+  assert.match(arrayFlaw(extra), /the extra property "foo"/);
+  assert.match(arrayFlaw(both), /a hole at 1/);
+  assert.match(describeValue(holes), /^a sparse array of 6 \(holes at 0, 1, 2, …\)$/);
+  assert.match(describeValue(extra), /^an array of 3 \(the extra property "foo"\)$/);
+  assert.deepEqual(checkArray([1, 2], { name: "x", length: 2 }), [1, 2]);
+  for (const v of [holes, gap, extra, both, null, "abc", { length: 3 }, new Float32Array(3)]) {
+    assert.throws(() => checkArray(v, { name: "x", length: v && v.length }), /x must be a list of/);
+  }
+  assert.throws(() => checkArray([1, 2], { name: "x", length: 3, what: "tokens" }), /x has 2 tokens, expected 3/);
+  // the toy input and the head mask use it: every list, at every depth
+  const ids = [3, 5, 1, 7];
+  const types = [0, 1, 0, 0];
+  const sparseIds = [3, , 1, 7]; // eslint-disable-line no-sparse-arrays
+  assert.throws(() => checkToyInput({ ids: sparseIds, types }, 4, 8), /ids must be a list of 4 tokens, got a sparse array of 4 \(a hole at 1\)/);
+  assert.throws(() => checkToyInput({ ids, types: new Array(4) }, 4, 8), /types must be a list of 4 0\/1 values, got a sparse array/);
+  const extraIds = ids.slice();
+  extraIds.foo = 1;
+  assert.throws(() => checkToyInput({ ids: extraIds, types }, 4, 8), /extra property "foo"/);
+  assert.throws(() => checkHeadMask(new Array(2), 2, 3), /mask must be a list of 2 rows, got a sparse array of 2/);
+  assert.throws(() => checkHeadMask([[1, 1, 1], new Array(3)], 2, 3), /mask\[1\] must be a list of 3 values, got a sparse array/);
+  assert.throws(() => checkHeadMask([[1, , 1], [1, 1, 1]], 2, 3), /mask\[0\] .*a hole at 1/); // eslint-disable-line no-sparse-arrays
+  const row = [1, 1, 1];
+  row.x = 0;
+  assert.throws(() => checkHeadMask([[1, 1, 1], row], 2, 3), /mask\[1\] .*extra property "x"/);
+  const map = [[1, 0], [0.5, 0.5]];
+  assert.throws(() => checkConfig("sentence", { tokens: ["a", "b"], attentions: [new Array(1)] }), /layer/);
+  assert.throws(() => checkConfig("prune", { tokens: ["a", "b"], attentions: [[map]], texts: ["a", "b"], num_anchors: 1,
+    mask: [new Array(1)], fidelity: 1, mrr: 1, mrr_all: 1 }), /mask\[0\] must be a list of 1 values, got a sparse array/);
+});
+
