@@ -246,6 +246,35 @@ export function paraphraseScores(emb, ref, d, A) {
   return { fidelity: fidelity / N, mrr: mrr / A };
 }
 
+/**
+ * Refuse a backend's outputs holding NaN or ±Infinity, before anything is drawn from them (a damaged
+ * weight would draw as dark cells and count as wrong predictions).
+ * @param {string} modelId
+ * @param {Object<string, {data, dims}>} outputs  session.run's outputs; float arrays are checked
+ * @throws {Error} `the model ch1-h2 computed non-finite attentions: 2048 of 2048 values (2048 NaN), the first at index 0`
+ */
+export function checkFinite(modelId, outputs) {
+  for (const [name, tensor] of Object.entries(outputs)) {
+    const data = tensor && tensor.data;
+    if (!(data instanceof Float32Array || data instanceof Float64Array)) continue;
+    let bad = 0;
+    let nan = 0;
+    let first = -1;
+    for (let i = 0; i < data.length; i++) {
+      if (Number.isFinite(data[i])) continue;
+      if (first < 0) first = i;
+      bad += 1;
+      if (Number.isNaN(data[i])) nan += 1;
+    }
+    if (bad) {
+      const kinds = [nan ? `${nan} NaN` : "", bad > nan ? `${bad - nan} ±Infinity` : ""].filter((x) => x).join(", ");
+      throw new Error(`the model ${modelId} computed non-finite ${name}: ${bad} of ${data.length} values (${kinds}), ` +
+        `the first at index ${first}`);
+    }
+  }
+  return outputs;
+}
+
 /** Bytes as megabytes for people: "22.4 MB" (one decimal), "0.3 MB". */
 export function formatMB(bytes) {
   return `${(bytes / 1e6).toFixed(1)} MB`;
@@ -726,7 +755,7 @@ export async function runBert(model, texts, mask, onFetch) {
   const ids = encodings.map((e) => e.ids);
   const out = await queued(model, async () => {
     await fetchTokenRows(model, ids, onFetch); // a split model: the rows of these tokens, in the queue
-    return model.session.run(feedsFor(model, ids, null, mask));
+    return checkFinite(model.id, await model.session.run(feedsFor(model, ids, null, mask)));
   });
   const att = out.attentions;
   const emb = out.sentence_embedding;
@@ -740,7 +769,7 @@ export async function runBert(model, texts, mask, onFetch) {
 
 /** A toy TokenClassifier on one sequence: maps, predictions per position. */
 export async function runToy(model, ids, types) {
-  const out = await runSession(model, feedsFor(model, [ids], [types], null));
+  const out = checkFinite(model.id, await runSession(model, feedsFor(model, [ids], [types], null)));
   const [, L, C] = out.logits.dims.map(Number);
   return {
     attentions: attentionsFromOutput(out.attentions.data, out.attentions.dims, 0, ids.length),

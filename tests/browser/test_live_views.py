@@ -988,3 +988,39 @@ def test_sparse_lists_are_refused_visibly_and_the_state_stays(shared):
     assert visit.console_errors == [] and visit.off_site == []
 
 
+def _nan_copy(path, token):
+    """The bytes of the toy model at ``path`` with one weight set to NaN: the embedding of ``token``."""
+    import numpy as np
+    import onnx
+    from onnx import numpy_helper
+
+    model = onnx.load(str(path))
+    weight = next(t for t in model.graph.initializer if t.name.endswith("token_embedding.weight"))
+    table = numpy_helper.to_array(weight).copy()
+    table[token, 0] = np.nan
+    weight.CopyFrom(numpy_helper.from_array(table, weight.name))
+    return model.SerializeToString()
+
+
+def test_a_model_with_a_nan_weight_says_so_and_the_maps_stay(chromium_browser, book_url, page_html, configs):
+    _require_models()
+    name = "ch1-h2"
+    path = HTML_ROOT / "_static" / "models" / f"{name}.onnx"
+    cfg = configs["toy-compare"]
+    body = _nan_copy(path, cfg["ids"][0])
+    assert len(body) == path.stat().st_size  # the right size: only its values are wrong
+    context, page, visit = _open(chromium_browser, book_url, page_html)
+    try:
+        _serve(page, f"/{name}.onnx", body)
+        title = page.locator("[data-view=toy-compare] .mha-live-model-title").nth(TOYS.index(name))
+        before = (page.evaluate(f"{VIEW % 'toy-compare'}.mhaLive.lastResult"), title.text_content())
+        r = _try_run(page, "toy-compare", {"ids": cfg["ids"], "types": cfg["types"]})
+        assert not r["ok"] and f"the model {name} computed non-finite" in r["error"] and "NaN" in r["error"], r
+        text, is_error = _status(page, "toy-compare")
+        assert is_error and f"the model {name} computed non-finite" in text and "recomputed" not in text.lower(), text
+        assert (page.evaluate(f"{VIEW % 'toy-compare'}.mhaLive.lastResult"), title.text_content()) == before
+        assert visit.console_errors == [] and visit.off_site == []
+    finally:
+        context.close()
+
+

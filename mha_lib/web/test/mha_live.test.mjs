@@ -9,7 +9,7 @@ import {
   KernelTensor, URLS, VIRIDIS, argmaxRows, attentionsFromOutput, checkConfig, checkHeadMask, checkToyInput, colourOf, describeValue,
   downloadText, formatMB, getManifest, greyOf, gridLayout, largestWeight, licenceParts, markedTokens, paraphraseScores,
   kernelBackend, prevMarkedLabels, readoutText, rowEnd, setText, shortLabel, zoomLayout, fetchTokenRows, tokenRowFeeds,
-  arrayFlaw, checkArray,
+  arrayFlaw, checkArray, checkFinite,
 } from "../mha_live.mjs";
 
 const FIXTURE = process.env.MHA_WEB_FIXTURE;
@@ -378,5 +378,14 @@ test("lists: holes, extra properties and non-arrays are refused by one check, na
   assert.throws(() => checkConfig("sentence", { tokens: ["a", "b"], attentions: [new Array(1)] }), /layer/);
   assert.throws(() => checkConfig("prune", { tokens: ["a", "b"], attentions: [[map]], texts: ["a", "b"], num_anchors: 1,
     mask: [new Array(1)], fidelity: 1, mrr: 1, mrr_all: 1 }), /mask\[0\] must be a list of 1 values, got a sparse array/);
+});
+
+test("backend results: NaN and ±Infinity are refused before drawing, naming the model and the output", () => {
+  const ok = { attentions: { data: new Float32Array([0.5, 0.5]), dims: [2] }, ids: { data: BigInt64Array.from([1n]) } };
+  assert.equal(checkFinite("m", ok), ok);
+  const nan = { logits: { data: new Float32Array([1, NaN, 2, NaN]), dims: [4] } };
+  assert.throws(() => checkFinite("ch1-h2", nan), /the model ch1-h2 computed non-finite logits: 2 of 4 values \(2 NaN\), the first at index 1/);
+  const inf = { sentence_embedding: { data: new Float32Array([Infinity, 0, -Infinity]), dims: [3] } };
+  assert.throws(() => checkFinite("all-MiniLM-L6-v2", inf), /non-finite sentence_embedding: 2 of 3 values \(2 ±Infinity\)/);
 });
 
