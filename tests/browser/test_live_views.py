@@ -1024,3 +1024,41 @@ def test_a_model_with_a_nan_weight_says_so_and_the_maps_stay(chromium_browser, b
         context.close()
 
 
+def test_a_wrong_row_file_of_the_right_size_is_refused_and_the_maps_stay(chromium_browser, book_url, page_html):
+    # [CLS] and [SEP] (ids 101, 102) are in row file 3: every text needs it; 0004.bin has its size
+    _require_models()
+    rows = HTML_ROOT / "_static" / "models" / f"{MINILM}.rows"
+    wrong = (rows / "0004.bin").read_bytes()
+    assert len(wrong) == (rows / "0003.bin").stat().st_size
+    context, page, visit = _open(chromium_browser, book_url, page_html)
+    try:
+        _serve(page, ".rows/0003.bin", wrong)
+        before = page.evaluate(f"() => {VIEW % 'sentence'}.mhaLive.lastResult")
+        r = _try_run(page, "sentence", "A cat.")
+        assert not r["ok"] and "0003.bin is not the file the book was built with" in r["error"], r
+        text, is_error = _status(page, "sentence")
+        assert is_error and "0003.bin is not the file" in text, text
+        assert page.evaluate(f"() => {VIEW % 'sentence'}.mhaLive.lastResult") == before  # the maps stay
+        assert visit.console_errors == [] and visit.off_site == []
+    finally:
+        context.close()
+
+
+def test_a_vocabulary_shifted_by_one_line_is_refused(chromium_browser, book_url, page_html):
+    _require_models()
+    lines = (HTML_ROOT / "_static" / "models" / f"{MINILM}.vocab.txt").read_bytes().split(b"\n")
+    shifted = b"\n".join(lines[1:-1] + lines[:1] + lines[-1:])  # same lines, same size, ids off by one
+    context, page, visit = _open(chromium_browser, book_url, page_html)
+    try:
+        _serve(page, f"/{MINILM}.vocab.txt", shifted)
+        before = page.evaluate(f"() => {VIEW % 'sentence'}.mhaLive.lastResult")
+        r = _try_run(page, "sentence", "A cat.")
+        assert not r["ok"] and f"{MINILM}.vocab.txt is not the file the book was built with" in r["error"], r
+        text, is_error = _status(page, "sentence")
+        assert is_error and f"{MINILM}.vocab.txt is not the file" in text, text
+        assert page.evaluate(f"() => {VIEW % 'sentence'}.mhaLive.lastResult") == before
+        assert visit.console_errors == [] and visit.off_site == []
+    finally:
+        context.close()
+
+

@@ -9,8 +9,11 @@ import {
   KernelTensor, URLS, VIRIDIS, argmaxRows, attentionsFromOutput, checkConfig, checkHeadMask, checkToyInput, colourOf, describeValue,
   downloadText, formatMB, getManifest, greyOf, gridLayout, largestWeight, licenceParts, markedTokens, paraphraseScores,
   kernelBackend, prevMarkedLabels, readoutText, rowEnd, setText, shortLabel, zoomLayout, fetchTokenRows, tokenRowFeeds,
-  arrayFlaw, checkArray, checkFinite,
+  arrayFlaw, checkArray, checkFinite, checkDigest, sha256Hex, sha256Of,
 } from "../mha_live.mjs";
+import { createHash } from "node:crypto";
+
+const sha = (bytes) => createHash("sha256").update(bytes).digest("hex");
 
 const FIXTURE = process.env.MHA_WEB_FIXTURE;
 const fixture = FIXTURE ? JSON.parse(fs.readFileSync(FIXTURE, "utf8")) : null;
@@ -317,6 +320,8 @@ test("token rows of a split model: fetched once per file, each position gets its
     return new Response(bytes.buffer, { status: 200 });
   };
   try {
+    const digests = Array.from({ length: 3 }, (_, k) => sha(new Uint8Array(Uint16Array.from(table.slice(k * 4, k * 4 + 4).flat()).buffer)));
+    spec.file_sha256 = digests;
     const model = { info: { token_rows: spec } };
     await fetchTokenRows(model, [[9, 1, 5], [5]]);
     assert.deepEqual(asked.sort(), ["0000.bin", "0001.bin", "0002.bin"]); // row 0 (padding) always
@@ -387,5 +392,39 @@ test("backend results: NaN and ±Infinity are refused before drawing, naming the
   assert.throws(() => checkFinite("ch1-h2", nan), /the model ch1-h2 computed non-finite logits: 2 of 4 values \(2 NaN\), the first at index 1/);
   const inf = { sentence_embedding: { data: new Float32Array([Infinity, 0, -Infinity]), dims: [3] } };
   assert.throws(() => checkFinite("all-MiniLM-L6-v2", inf), /non-finite sentence_embedding: 2 of 3 values \(2 ±Infinity\)/);
+});
+
+test("SHA-256: the plain-JavaScript one and crypto.subtle equal node's, at every padding length", async () => {
+  const lengths = [0, 1, 3, 55, 56, 57, 63, 64, 65, 119, 120, 128, 1000, 24576, 100003];
+  for (const n of lengths) {
+    const bytes = Uint8Array.from({ length: n }, (_, i) => (i * 2654435761) >>> 24);
+    assert.equal(sha256Hex(bytes), sha(bytes), `length ${n}`);
+    assert.equal(await sha256Of(bytes, null), sha(bytes), `no crypto.subtle, length ${n}`);
+    assert.equal(await sha256Of(bytes), sha(bytes), `crypto.subtle, length ${n}`);
+  }
+  assert.equal(sha256Hex(new TextEncoder().encode("abc")), "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+  const bytes = new TextEncoder().encode("[PAD]\n[unused0]\n");
+  await checkDigest("v.txt", bytes, sha(bytes));
+  await assert.rejects(checkDigest("v.txt", bytes, sha(bytes.subarray(1))), /v\.txt is not the file the book was built with/);
+  await assert.rejects(checkDigest("v.txt", bytes, undefined), /gives no SHA-256 for v\.txt \(got undefined\)/);
+});
+
+test("token rows: a same-size wrong row file, or one without a digest, is refused by name", async () => {
+  const spec = { dir: "m.rows/", rows: 8, dim: 2, rows_per_file: 4, file_bytes: 16 };
+  const file = (k) => new Uint8Array(Uint16Array.from({ length: 8 }, (_, i) => k * 8 + i).buffer);
+  const realFetch = globalThis.fetch;
+  globalThis.fetch = async (url) => new Response(file(Number(String(url).match(/(\d{4})\.bin$/)[1])), { status: 200 });
+  try {
+    const swapped = { info: { token_rows: { ...spec, file_sha256: [sha(file(0)), sha(file(0))] } } };
+    await assert.rejects(fetchTokenRows(swapped, [[5]]), /m\.rows\/0001\.bin is not the file the book was built with/);
+    assert.ok(!swapped.rowFiles.has(1)); // never used
+    const none = { info: { token_rows: spec } };
+    await assert.rejects(fetchTokenRows(none, [[1]]), /gives no SHA-256 for m\.rows\/0000\.bin/);
+    const good = { info: { token_rows: { ...spec, file_sha256: [sha(file(0)), sha(file(1))] } } };
+    await fetchTokenRows(good, [[5]]);
+    assert.deepEqual([...good.rowFiles.keys()].sort(), [0, 1]);
+  } finally {
+    globalThis.fetch = realFetch;
+  }
 });
 
