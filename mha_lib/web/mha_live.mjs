@@ -1690,7 +1690,8 @@ class SentenceView extends View {
     super(element, config, [element.dataset.model || MINILM], backend);
     this.firstActionText = "Type a sentence of your own: the model reruns as you type.";
     const id = `mha-live-text-${Math.random().toString(36).slice(2)}`;
-    this.text = el("textarea", { id, rows: "2", spellcheck: "false", maxlength: "4000" });
+    // no maxlength: the box keeps all the reader gives; the status says how much of it the model reads
+    this.text = el("textarea", { id, rows: "2", spellcheck: "false" });
     this.text.value = config.text || "";
     const label = el("label", { for: id }, "Your sentence");
     const privacy = el("p", { class: "mha-live-privacy" }, this.kernel
@@ -1735,13 +1736,19 @@ class SentenceView extends View {
     });
     this.result = out;
     if (out.truncated) {
-      this.note(`Your text has ${out.fullLength} tokens; the model reads the first ${out.tokens.length} (its limit), ` +
-        "so the maps stop there.");
+      this.note(truncationText(text, out.fullLength, out.tokens.length));
     } else {
       this.note(`${out.tokens.length} tokens, recomputed ${this.where} in ${Math.round(this.timings.run_ms)} ms.`);
     }
     return out;
   }
+}
+
+/** What the model reads of a text longer than its limit: the whole text stays in the box. */
+export function truncationText(text, fullLength, kept) {
+  const chars = Array.from(text).length.toLocaleString("en-US");
+  return `Your text (${chars} characters) has ${fullLength.toLocaleString("en-US")} tokens; the model reads at most ` +
+    `${kept}, so the maps are of its first ${kept} tokens only. The box keeps your whole text.`;
 }
 
 /** "toy-compare": chapter 1's task read by several toy models at once. */

@@ -1062,3 +1062,19 @@ def test_a_vocabulary_shifted_by_one_line_is_refused(chromium_browser, book_url,
         context.close()
 
 
+def test_a_long_pasted_text_is_kept_and_its_real_token_count_said(shared, bert):
+    page, visit = shared
+    words = "attention heads read every token of a long pasted text ".split()
+    text = " ".join(words[i % len(words)] for i in range(2000))[:10_000]
+    assert len(text) == 10_000
+    box = page.locator("[data-view=sentence] textarea")
+    box.fill(text)  # as a paste: one input event
+    page.wait_for_function(f"{VIEW % 'sentence'}.mhaLive.lastResult.text.length === 10000", timeout=60_000)
+    assert box.input_value() == text  # nothing cut
+    full = len(bert.tokenizer.tokenize(text)) + 2  # [CLS] and [SEP]
+    r = page.evaluate(f"{VIEW % 'sentence'}.mhaLive.lastResult")
+    assert r["truncated"] and r["fullLength"] == full and len(r["tokens"]) == 256
+    status, is_error = _status(page, "sentence")
+    assert f"{full:,} tokens" in status and "10,000 characters" in status and "first 256 tokens" in status, status
+    assert "keeps your whole text" in status and not is_error
+    assert visit.console_errors == [] and visit.off_site == []

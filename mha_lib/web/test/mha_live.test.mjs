@@ -9,7 +9,7 @@ import {
   KernelTensor, URLS, VIRIDIS, argmaxRows, attentionsFromOutput, checkConfig, checkHeadMask, checkToyInput, colourOf, describeValue,
   downloadText, formatMB, getManifest, greyOf, gridLayout, largestWeight, licenceParts, markedTokens, paraphraseScores,
   kernelBackend, prevMarkedLabels, readoutText, rowEnd, setText, shortLabel, zoomLayout, fetchTokenRows, tokenRowFeeds,
-  arrayFlaw, checkArray, checkFinite, checkDigest, sha256Hex, sha256Of,
+  arrayFlaw, checkArray, checkFinite, checkDigest, sha256Hex, sha256Of, truncationText,
 } from "../mha_live.mjs";
 import { createHash } from "node:crypto";
 
@@ -428,3 +428,10 @@ test("token rows: a same-size wrong row file, or one without a digest, is refuse
   }
 });
 
+test("a text past the limit: the status gives its real length, and that the maps are of the first tokens", () => {
+  const t = truncationText("x".repeat(10000), 10002, 256);
+  assert.match(t, /10,000 characters/);
+  assert.match(t, /10,002 tokens/);
+  assert.match(t, /first 256 tokens/);
+  assert.match(t, /keeps your whole text/);
+});
