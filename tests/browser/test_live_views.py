@@ -1078,3 +1078,22 @@ def test_a_long_pasted_text_is_kept_and_its_real_token_count_said(shared, bert):
     assert f"{full:,} tokens" in status and "10,000 characters" in status and "first 256 tokens" in status, status
     assert "keeps your whole text" in status and not is_error
     assert visit.console_errors == [] and visit.off_site == []
+
+
+def test_without_crypto_subtle_the_digests_are_checked_in_javascript(chromium_browser, book_url, page_html):
+    """An http origin other than localhost has no crypto.subtle: the page's own SHA-256 checks the files."""
+    _require_models()
+    no_subtle = "Object.defineProperty(Crypto.prototype, 'subtle', {get: () => undefined});"
+    rows = HTML_ROOT / "_static" / "models" / f"{MINILM}.rows"
+    context, page, visit = _open(chromium_browser, book_url, page_html, init_script=no_subtle)
+    try:
+        assert page.evaluate("() => crypto.subtle") is None
+        r = _try_run(page, "sentence", "A cat.")  # the vocabulary and its row files pass the JavaScript SHA-256
+        assert r["ok"] and r["result"]["tokens"] == ["[CLS]", "a", "cat", ".", "[SEP]"], r
+        _serve(page, ".bin", (rows / "0004.bin").read_bytes()[::-1])  # every row file not yet loaded: wrong bytes
+        r = _try_run(page, "sentence", "Aardvarks quarrel zealously.")
+        assert not r["ok"] and ".bin is not the file the book was built with" in r["error"], r
+        assert page.evaluate(f"() => {VIEW % 'sentence'}.mhaLive.lastResult.tokens") == ["[CLS]", "a", "cat", ".", "[SEP]"]
+        assert visit.console_errors == [] and visit.off_site == []
+    finally:
+        context.close()
