@@ -15,8 +15,9 @@ Usage: python tools/export_site_models.py OUTDIR [--cache DIR] [--force]
   ``all-MiniLM-L6-v2.LICENSE.txt`` (Apache-2.0, saying the file was converted) and
   ``mha_lib.LICENSE.txt`` (the repository's licence, for the toy models);
 * ``manifest.json``: ``{"models": {id: {file, bytes, kind, num_layers, num_heads, inputs, outputs,
-  max_length, vocab and token_rows (bert only), license, checked}}}``; ``token_rows`` is the row
-  folder's ``index.json`` plus ``dir`` and ``bytes``.
+  max_length, vocab, vocab_sha256 and token_rows (bert only), license, checked}}}``; ``token_rows`` is
+  the row folder's ``index.json`` plus ``dir``, ``bytes`` and ``file_sha256`` (one digest per row file):
+  the page checks each row file it fetches, and the vocabulary, against these digests.
 
 Exports are cached in ``_build/models-cache/`` under a key made of the weights' bytes, the
 export code (mha_lib/export.py and this file) and the exporter's versions: a second build copies
@@ -190,6 +191,25 @@ def minilm_license(folder: str, source: str, checked: dict) -> str:
 
 
 # ----------------------------------------------------------------------------- the build
+def sha256_of(path: Path) -> str:
+    """The SHA-256 of one file's bytes, hex (what the page checks a fetched file against)."""
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def row_files_entry(rows: Path) -> dict:
+    """``token_rows`` of the manifest for the row folder as served: its ``index.json``, ``dir``,
+    ``bytes`` and ``file_sha256`` (one digest per ``.bin`` file, in order: the page checks each file
+    it fetches, since a file of the right size may still be the wrong one)."""
+    index = json.loads((rows / "index.json").read_text())
+    files = sorted(rows.glob("*.bin"))
+    names = [f"{k:04d}.bin" for k in range(index["files"])]
+    if [f.name for f in files] != names:
+        raise SystemExit(f"{rows}: the row files are {[f.name for f in files][:5]}..., expected {names[:3]}... "
+                         f"({index['files']} files)")
+    return {**index, "dir": rows.name + "/", "bytes": sum(f.stat().st_size for f in files),
+            "file_sha256": [sha256_of(f) for f in files]}
+
+
 def cached(cache: Path, model_id: str, key: str, make) -> tuple[Path, dict, bool]:
     """(folder, manifest entry, hit): the cached export for ``key``, made by ``make(dest)`` if missing.
 
@@ -240,13 +260,12 @@ def build(outdir: Path, cache: Path, force: bool = False) -> dict:
         if rows.is_dir():  # a split model: its token rows, described for the page
             shutil.rmtree(outdir / rows.name, ignore_errors=True)
             shutil.copytree(rows, outdir / rows.name)
-            index = json.loads((rows / "index.json").read_text())
-            meta["token_rows"] = {**index, "dir": rows.name + "/",
-                                  "bytes": sum(f.stat().st_size for f in rows.glob("*.bin"))}
+            meta["token_rows"] = row_files_entry(outdir / rows.name)
         manifest["models"][model_id] = meta
         print(f"  {model_id:18s} {meta['bytes']:>12,} bytes  {'cached' if hit else 'exported'} in "
               f"{time.perf_counter() - start:5.1f} s  checked: {meta['checked']}")
     shutil.copyfile(Path(folder) / "vocab.txt", outdir / f"{MINILM}.vocab.txt")
+    manifest["models"][MINILM]["vocab_sha256"] = sha256_of(outdir / f"{MINILM}.vocab.txt")
     (outdir / f"{MINILM}.LICENSE.txt").write_text(
         minilm_license(folder, source, manifest["models"][MINILM]["checked"]), encoding="utf-8")
     shutil.copyfile(ROOT / "LICENSE", outdir / TOY_LICENSE)

@@ -246,6 +246,107 @@ export function paraphraseScores(emb, ref, d, A) {
   return { fidelity: fidelity / N, mrr: mrr / A };
 }
 
+/**
+ * Refuse a backend's outputs holding NaN or ±Infinity, before anything is drawn from them (a damaged
+ * weight would draw as dark cells and count as wrong predictions).
+ * @param {string} modelId
+ * @param {Object<string, {data, dims}>} outputs  session.run's outputs; float arrays are checked
+ * @throws {Error} `the model ch1-h2 computed non-finite attentions: 2048 of 2048 values (2048 NaN), the first at index 0`
+ */
+export function checkFinite(modelId, outputs) {
+  for (const [name, tensor] of Object.entries(outputs)) {
+    const data = tensor && tensor.data;
+    if (!(data instanceof Float32Array || data instanceof Float64Array)) continue;
+    let bad = 0;
+    let nan = 0;
+    let first = -1;
+    for (let i = 0; i < data.length; i++) {
+      if (Number.isFinite(data[i])) continue;
+      if (first < 0) first = i;
+      bad += 1;
+      if (Number.isNaN(data[i])) nan += 1;
+    }
+    if (bad) {
+      const kinds = [nan ? `${nan} NaN` : "", bad > nan ? `${bad - nan} ±Infinity` : ""].filter((x) => x).join(", ");
+      throw new Error(`the model ${modelId} computed non-finite ${name}: ${bad} of ${data.length} values (${kinds}), ` +
+        `the first at index ${first}`);
+    }
+  }
+  return outputs;
+}
+
+// SHA-256 (FIPS 180-4): the round constants, and the first hash value.
+const SHA256_K = new Uint32Array([
+  0x428a2f98, 0x71374491, 0xb5c0fbcf, 0xe9b5dba5, 0x3956c25b, 0x59f111f1, 0x923f82a4, 0xab1c5ed5,
+  0xd807aa98, 0x12835b01, 0x243185be, 0x550c7dc3, 0x72be5d74, 0x80deb1fe, 0x9bdc06a7, 0xc19bf174,
+  0xe49b69c1, 0xefbe4786, 0x0fc19dc6, 0x240ca1cc, 0x2de92c6f, 0x4a7484aa, 0x5cb0a9dc, 0x76f988da,
+  0x983e5152, 0xa831c66d, 0xb00327c8, 0xbf597fc7, 0xc6e00bf3, 0xd5a79147, 0x06ca6351, 0x14292967,
+  0x27b70a85, 0x2e1b2138, 0x4d2c6dfc, 0x53380d13, 0x650a7354, 0x766a0abb, 0x81c2c92e, 0x92722c85,
+  0xa2bfe8a1, 0xa81a664b, 0xc24b8b70, 0xc76c51a3, 0xd192e819, 0xd6990624, 0xf40e3585, 0x106aa070,
+  0x19a4c116, 0x1e376c08, 0x2748774c, 0x34b0bcb5, 0x391c0cb3, 0x4ed8aa4a, 0x5b9cca4f, 0x682e6ff3,
+  0x748f82ee, 0x78a5636f, 0x84c87814, 0x8cc70208, 0x90befffa, 0xa4506ceb, 0xbef9a3f7, 0xc67178f2,
+]);
+const SHA256_H0 = [0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a, 0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19];
+const rotr = (x, n) => (x >>> n) | (x << (32 - n));
+
+/**
+ * SHA-256 of `bytes` in plain JavaScript, as lowercase hex: for pages without crypto.subtle (an
+ * http origin that is not localhost is no "secure context"). About 100 MB/s: a row file or the vocabulary in milliseconds.
+ */
+export function sha256Hex(bytes) {
+  const n = bytes.length;
+  const total = Math.ceil((n + 9) / 64) * 64; // the message, 0x80, zeros, its length in bits (64-bit big-endian)
+  const padded = new Uint8Array(total);
+  padded.set(bytes);
+  padded[n] = 0x80;
+  const view = new DataView(padded.buffer);
+  view.setUint32(total - 8, Math.floor(n / 0x20000000));
+  view.setUint32(total - 4, (n * 8) >>> 0);
+  const hash = new Uint32Array(SHA256_H0);
+  const w = new Uint32Array(64);
+  for (let at = 0; at < total; at += 64) {
+    for (let i = 0; i < 16; i++) w[i] = view.getUint32(at + 4 * i);
+    for (let i = 16; i < 64; i++) {
+      const s0 = rotr(w[i - 15], 7) ^ rotr(w[i - 15], 18) ^ (w[i - 15] >>> 3);
+      const s1 = rotr(w[i - 2], 17) ^ rotr(w[i - 2], 19) ^ (w[i - 2] >>> 10);
+      w[i] = w[i - 16] + s0 + w[i - 7] + s1;
+    }
+    let [a, b, c, d, e, f, g, h] = hash;
+    for (let i = 0; i < 64; i++) {
+      const t1 = (h + (rotr(e, 6) ^ rotr(e, 11) ^ rotr(e, 25)) + ((e & f) ^ (~e & g)) + SHA256_K[i] + w[i]) | 0;
+      const t2 = ((rotr(a, 2) ^ rotr(a, 13) ^ rotr(a, 22)) + ((a & b) ^ (a & c) ^ (b & c))) | 0;
+      [h, g, f, e, d, c, b, a] = [g, f, e, (d + t1) | 0, c, b, a, (t1 + t2) | 0];
+    }
+    [a, b, c, d, e, f, g, h].forEach((x, i) => { hash[i] += x; });
+  }
+  return Array.from(hash, (x) => x.toString(16).padStart(8, "0")).join("");
+}
+
+/** SHA-256 of `bytes` as hex: the browser's crypto.subtle where the page has it, else sha256Hex. */
+export async function sha256Of(bytes, subtle = globalThis.crypto && globalThis.crypto.subtle) {
+  if (!subtle || typeof subtle.digest !== "function") return sha256Hex(bytes);
+  const digest = new Uint8Array(await subtle.digest("SHA-256", bytes));
+  return Array.from(digest, (x) => x.toString(16).padStart(2, "0")).join("");
+}
+
+/**
+ * Refuse a fetched file whose SHA-256 is not the one the build wrote into the manifest (a file of the
+ * right size can still be the wrong one: another row file, a vocabulary shifted by a line).
+ * @param {string} name  the file, as the message names it
+ * @throws {Error} `all-MiniLM-L6-v2.rows/0003.bin is not the file the book was built with (SHA-256 1f2e… , expected 9a8b…)`
+ */
+export async function checkDigest(name, bytes, expected) {
+  if (typeof expected !== "string" || !/^[0-9a-f]{64}$/.test(expected)) {
+    throw new Error(`models/manifest.json gives no SHA-256 for ${name} (got ${describeValue(expected)})`);
+  }
+  const got = await sha256Of(bytes);
+  if (got !== expected) {
+    throw new Error(`${name} is not the file the book was built with (its SHA-256 is ${got.slice(0, 12)}…, ` +
+      `the manifest's ${expected.slice(0, 12)}…)`);
+  }
+  return bytes;
+}
+
 /** Bytes as megabytes for people: "22.4 MB" (one decimal), "0.3 MB". */
 export function formatMB(bytes) {
   return `${(bytes / 1e6).toFixed(1)} MB`;
@@ -303,33 +404,37 @@ export function checkConfig(view, config) {
   };
   if (!config || typeof config !== "object") fail("not a JSON object");
   const checkMaps = (attentions, n, where) => {
-    if (!Array.isArray(attentions) || attentions.length === 0) fail(`${where} must be [layer][head][query][key]`);
+    if (!isList(attentions) || attentions.length === 0) fail(`${where} must be [layer][head][query][key]`);
     for (const layer of attentions) {
-      if (!Array.isArray(layer) || layer.length === 0) fail(`${where}: a layer without heads`);
+      if (!isList(layer) || layer.length === 0) fail(`${where}: a layer without heads`);
       for (const map of layer) {
-        if (!Array.isArray(map) || map.length !== n || map.some((row) => !Array.isArray(row) || row.length !== n)) {
+        if (!isList(map) || map.length !== n || map.some((row) => !isList(row) || row.length !== n)) {
           fail(`${where}: every map must be ${n} x ${n} (one row and column per token)`);
         }
       }
     }
   };
   if (view === "sentence" || view === "prune") {
-    if (!Array.isArray(config.tokens) || config.tokens.length < 1) fail("tokens must be a non-empty list");
+    if (!isList(config.tokens) || config.tokens.length < 1) fail("tokens must be a non-empty list");
     checkMaps(config.attentions, config.tokens.length, "attentions");
   }
   if (view === "prune") {
     const A = config.num_anchors;
-    if (!Array.isArray(config.texts) || !Number.isInteger(A) || A < 1 || config.texts.length < 2 * A) {
+    if (!isList(config.texts) || !Number.isInteger(A) || A < 1 || config.texts.length < 2 * A) {
       fail("texts must hold num_anchors anchors, their paraphrases and any other candidates");
     }
-    if (!Array.isArray(config.mask) || config.mask.length !== config.attentions.length) fail("mask must be [layer][head]");
+    try {
+      checkHeadMask(config.mask, config.attentions.length, config.attentions[0].length);
+    } catch (err) {
+      fail(err.message);
+    }
     for (const key of ["fidelity", "mrr", "mrr_all"]) if (typeof config[key] !== "number") fail(`${key} must be a number`);
   }
   if (view === "toy-compare") {
-    if (!Array.isArray(config.models) || config.models.length === 0) fail("models must be a non-empty list");
+    if (!isList(config.models) || config.models.length === 0) fail("models must be a non-empty list");
     const task = config.task || {};
     if (!Number.isInteger(task.vocab_size) || !["sub", "add"].includes(task.op)) fail("task must give vocab_size and op");
-    if (!Array.isArray(config.ids) || !Array.isArray(config.types) || config.ids.length !== config.types.length) {
+    if (!isList(config.ids) || !isList(config.types) || config.ids.length !== config.types.length) {
       fail("ids and types must be lists of one length");
     }
     for (const id of config.models) {
@@ -345,10 +450,56 @@ export function checkConfig(view, config) {
 /** A value as the error messages quote it: strings in quotes, NaN, null, arrays and objects by kind. */
 export function describeValue(v) {
   if (typeof v === "string") return JSON.stringify(v.length > 40 ? v.slice(0, 40) + "…" : v);
-  if (Array.isArray(v)) return `an array of ${v.length}`;
+  if (Array.isArray(v)) {
+    const flaw = arrayFlaw(v);
+    return flaw ? `${flaw.includes("hole") ? "a sparse array" : "an array"} of ${v.length} (${flaw})`
+      : `an array of ${v.length}`;
+  }
   if (v === null) return "null";
   if (typeof v === "object") return "an object";
   return String(v); // numbers (NaN, Infinity included), booleans, undefined
+}
+
+/**
+ * What keeps an Array from being a plain list: holes (`new Array(6)`, `[1, , 2]`) or own
+ * properties besides its indices and length (`a.foo = 1`). null for a plain list.
+ * @returns {string|null} "holes at 0, 1, 2, …" or `the extra property "foo"`
+ */
+export function arrayFlaw(list) {
+  const holes = [];
+  for (let i = 0; i < list.length && holes.length < 4; i++) if (!Object.hasOwn(list, i)) holes.push(i);
+  if (holes.length) return `${holes.length > 1 ? "holes" : "a hole"} at ${holes.slice(0, 3).join(", ")}${holes.length > 3 ? ", …" : ""}`;
+  const extra = Reflect.ownKeys(list).filter((k) => k !== "length" && !(typeof k === "string" && /^(0|[1-9]\d*)$/.test(k)));
+  return extra.length ? `the extra property ${typeof extra[0] === "string" ? JSON.stringify(extra[0]) : String(extra[0])}` : null;
+}
+
+/**
+ * The one check of every list the views take (run() input, masks, configurations): `value` must be
+ * a plain Array -- no holes, no other properties -- of `length` items (any number when null), each
+ * passed through `item(v, i)`, which returns the value to keep or calls `fail`.
+ * @param {*} value
+ * @param {{name: string, length?: number|null, what?: string, item?: Function, fail?: Function}} spec
+ *   name: how messages call it ("ids", "mask[2]"); what: its items ("tokens", "0/1 values")
+ * @returns {Array} a copy (the caller may change its array afterwards)
+ * @throws {Error} via `fail`, naming the value: `ids must be a list of 16 tokens, got a sparse array of 16 (holes at 0, 1, 2, …)`
+ */
+export function checkArray(value, { name, length = null, what = "values", item = (v) => v, fail = throwError }) {
+  if (!isList(value)) {
+    return fail(`${name} must be a list of ${length === null ? "" : `${length} `}${what}, got ${describeValue(value)}`);
+  }
+  if (length !== null && value.length !== length) return fail(`${name} has ${value.length} ${what}, expected ${length}`);
+  const copy = new Array(value.length);
+  for (let i = 0; i < value.length; i++) copy[i] = item(value[i], i);
+  return copy;
+}
+
+/** Is `value` a plain list: an Array without holes or other properties (what checkArray accepts)? */
+export function isList(value) {
+  return Array.isArray(value) && !arrayFlaw(value);
+}
+
+function throwError(message) {
+  throw new Error(message);
 }
 
 /**
@@ -364,24 +515,20 @@ export function checkToyInput(input, length, vocabSize) {
     throw new Error(`run({ids, types}): ${what}`);
   };
   if (!input || typeof input !== "object" || Array.isArray(input)) fail(`takes an object {ids, types}, got ${describeValue(input)}`);
-  const { ids, types } = input;
-  if (!Array.isArray(ids)) fail(`ids must be a list of ${length} tokens, got ${describeValue(ids)}`);
-  if (!Array.isArray(types)) fail(`types must be a list of ${length} 0/1 values, got ${describeValue(types)}`);
-  if (ids.length !== length) fail(`ids has ${ids.length} tokens; the models read ${length}`);
-  if (types.length !== length) fail(`types has ${types.length} values; the models read ${length}`);
-  ids.forEach((t, i) => {
+  const token = (t, i) => {
     if (!Number.isInteger(t)) fail(`ids[${i}] = ${describeValue(t)} is not an integer token in 0..${vocabSize - 1}`);
     if (t < 0 || t >= vocabSize) fail(`ids[${i}] = ${t} is out of 0..${vocabSize - 1}`);
-  });
-  types.forEach((t, i) => {
-    if (t !== 0 && t !== 1) fail(`types[${i}] = ${describeValue(t)} is not 0 or 1`);
-  });
+    return t;
+  };
+  const mark = (t, i) => (t === 0 || t === 1 ? t : fail(`types[${i}] = ${describeValue(t)} is not 0 or 1`));
+  const ids = checkArray(input.ids, { name: "ids", length, what: "tokens", item: token, fail });
+  const types = checkArray(input.types, { name: "types", length, what: "0/1 values", item: mark, fail });
   const marked = types.flatMap((t, i) => (t === 1 ? [i] : []));
   if (marked.length !== 1) {
     fail(marked.length === 0 ? "no marked position (types has no 1); exactly one is needed"
       : `${marked.length} marked positions (${marked.join(", ")}); exactly one is needed`);
   }
-  return { ids: ids.slice(), types: types.slice() };
+  return { ids, types };
 }
 
 /**
@@ -393,16 +540,10 @@ export function checkHeadMask(mask, numLayers, numHeads) {
   const fail = (what) => {
     throw new Error(`mask must be ${numLayers} x ${numHeads} of 0/1 (numbers or booleans): ${what}`);
   };
-  if (!Array.isArray(mask)) fail(`got ${describeValue(mask)}`);
-  if (mask.length !== numLayers) fail(`it has ${mask.length} rows, expected ${numLayers}`);
-  return mask.map((row, l) => {
-    if (!Array.isArray(row)) fail(`mask[${l}] = ${describeValue(row)} is not a row of ${numHeads}`);
-    if (row.length !== numHeads) fail(`mask[${l}] has ${row.length} values, expected ${numHeads}`);
-    return row.map((v, h) => {
-      if (v === 0 || v === 1 || typeof v === "boolean") return v ? 1 : 0;
-      return fail(`mask[${l}][${h}] = ${describeValue(v)} is not 0/1`);
-    });
-  });
+  const value = (v, l, h) => (v === 0 || v === 1 || typeof v === "boolean" ? (v ? 1 : 0)
+    : fail(`mask[${l}][${h}] = ${describeValue(v)} is not 0/1`));
+  const row = (r, l) => checkArray(r, { name: `mask[${l}]`, length: numHeads, item: (v, h) => value(v, l, h), fail });
+  return checkArray(mask, { name: "mask", length: numLayers, what: "rows", item: row, fail });
 }
 
 /** Licence wording of the files the site ships, by licence file (the manifest's `license`). */
@@ -482,7 +623,8 @@ async function fetchBytes(url, onBytes) {
 
 let manifestPromise = null;
 /**
- * ../models/manifest.json: {models: {id: {file, bytes, kind, num_layers, num_heads, inputs, outputs, vocab, license}}}.
+ * ../models/manifest.json: {models: {id: {file, bytes, kind, num_layers, num_heads, inputs, outputs, vocab,
+ * vocab_sha256, token_rows: {dir, rows, dim, rows_per_file, file_bytes, file_sha256: [one per file]}, license}}}.
  * Fetched once; a failed fetch is forgotten, so the next action (or "Try again") asks again.
  */
 export function getManifest() {
@@ -537,6 +679,15 @@ function loadRuntime(onBytes) {
   return ortPromise;
 }
 
+/** The vocabulary of a model (vocab.txt), checked against the manifest's vocab_sha256 before use. */
+async function fetchVocab(info) {
+  const response = await fetch(URLS.models + info.vocab);
+  if (!response.ok) throw new Error(`HTTP ${response.status} for ${info.vocab}`);
+  const bytes = new Uint8Array(await response.arrayBuffer());
+  await checkDigest(info.vocab, bytes, info.vocab_sha256);
+  return new TextDecoder("utf-8").decode(bytes);
+}
+
 const modelPromises = new Map(); // model id -> Promise<Model>, shared by every view of the page
 
 /**
@@ -554,10 +705,7 @@ export function loadModel(id, onBytes) {
       const [ort, bytes, vocab] = await Promise.all([
         loadRuntime((n) => onBytes("runtime", n)),
         fetchBytes(URLS.models + info.file, (n) => onBytes(id, n)),
-        info.vocab ? fetch(URLS.models + info.vocab).then((r) => {
-          if (!r.ok) throw new Error(`HTTP ${r.status} for ${info.vocab}`);
-          return r.text();
-        }) : null,
+        info.vocab ? fetchVocab(info) : null,
       ]);
       const session = await ort.InferenceSession.create(bytes, { executionProviders: ["wasm"] });
       const tokenizer = vocab === null ? null : WordPieceTokenizer.fromVocabText(vocab, { maxLength: info.max_length || 256 });
@@ -614,6 +762,7 @@ export async function fetchTokenRows(model, ids, onFetch = () => {}) {
     if (bytes.byteLength !== rows * spec.dim * 2) {
       throw new Error(`${name} holds ${bytes.byteLength} bytes, not ${rows * spec.dim * 2}`);
     }
+    await checkDigest(name, bytes, (spec.file_sha256 || [])[k]);
     model.rowFiles.set(k, new Uint16Array(bytes.buffer, bytes.byteOffset, bytes.byteLength / 2));
   }));
 }
@@ -686,7 +835,7 @@ export async function runBert(model, texts, mask, onFetch) {
   const ids = encodings.map((e) => e.ids);
   const out = await queued(model, async () => {
     await fetchTokenRows(model, ids, onFetch); // a split model: the rows of these tokens, in the queue
-    return model.session.run(feedsFor(model, ids, null, mask));
+    return checkFinite(model.id, await model.session.run(feedsFor(model, ids, null, mask)));
   });
   const att = out.attentions;
   const emb = out.sentence_embedding;
@@ -700,7 +849,7 @@ export async function runBert(model, texts, mask, onFetch) {
 
 /** A toy TokenClassifier on one sequence: maps, predictions per position. */
 export async function runToy(model, ids, types) {
-  const out = await runSession(model, feedsFor(model, [ids], [types], null));
+  const out = checkFinite(model.id, await runSession(model, feedsFor(model, [ids], [types], null)));
   const [, L, C] = out.logits.dims.map(Number);
   return {
     attentions: attentionsFromOutput(out.attentions.data, out.attentions.dims, 0, ids.length),
@@ -1173,7 +1322,7 @@ class View {
     this.announceSize();
     // another view of the page that loads the runtime or a model changes what this one will download
     loadListeners.add(() => {
-      if (!this.loaded && !this.failed && !this.loading) this.announceSize();
+      if (this.mayAnnounce()) this.announceSize();
     });
   }
 
@@ -1204,7 +1353,7 @@ class View {
    */
   async announceSize() {
     if (this.kernel) {
-      if (!this.loaded && !this.failed && !this.loading) {
+      if (this.mayAnnounce()) {
         setText(this.status, `${this.firstActionText} The notebook's kernel recomputes it with mha_lib.`);
       }
       return;
@@ -1227,7 +1376,7 @@ class View {
     } catch (err) {
       console.warn("mha_live: the download size is unknown:", err);
     }
-    if (!this.loaded && !this.failed && !this.loading) {
+    if (this.mayAnnounce()) {
       setText(this.status, what
         ? `${this.firstActionText} The first time, your browser downloads ${what}; it keeps them.`
         : `${this.firstActionText} Everything it needs is already loaded.`);
@@ -1324,8 +1473,25 @@ class View {
     if (this.fallback) this.fallback.hidden = false;
   }
 
+  /** The download note may (re)write the status: nothing loads or failed yet, and no message of a run() is shown. */
+  mayAnnounce() {
+    return !this.loaded && !this.failed && !this.loading && !this.spoke;
+  }
+
+  /**
+   * An input run() refuses: a visible error naming the value; the maps and the state stay as they were.
+   * @returns {Error} err, for the caller to throw
+   */
+  refuse(err) {
+    this.spoke = true;
+    this.status.classList.add("mha-live-error");
+    setText(this.status, `This input was refused: ${err.message}. The maps show the last result.`);
+    return err;
+  }
+
   /** A message that keeps the maps (empty text, truncation). */
   note(text) {
+    this.spoke = true;
     this.status.classList.remove("mha-live-error");
     setText(this.status, text);
   }
@@ -1378,6 +1544,7 @@ class View {
 
   async compute(work) {
     await this.ensureModels();
+    this.status.classList.remove("mha-live-error"); // a refused input's message gives way to this run's
     const t0 = performance.now();
     let result;
     const slow = setTimeout(() => this.busy(`Computing ${this.where}…`), 150); // no flicker for fast runs
@@ -1523,7 +1690,8 @@ class SentenceView extends View {
     super(element, config, [element.dataset.model || MINILM], backend);
     this.firstActionText = "Type a sentence of your own: the model reruns as you type.";
     const id = `mha-live-text-${Math.random().toString(36).slice(2)}`;
-    this.text = el("textarea", { id, rows: "2", spellcheck: "false", maxlength: "4000" });
+    // no maxlength: the box keeps all the reader gives; the status says how much of it the model reads
+    this.text = el("textarea", { id, rows: "2", spellcheck: "false" });
     this.text.value = config.text || "";
     const label = el("label", { for: id }, "Your sentence");
     const privacy = el("p", { class: "mha-live-privacy" }, this.kernel
@@ -1549,7 +1717,7 @@ class SentenceView extends View {
 
   /** Run MiniLM on `text` and draw every map. Rejects on empty text (the maps stay). */
   async run(text) {
-    if (typeof text !== "string") throw new Error("run(text) takes a string");
+    if (typeof text !== "string") throw this.refuse(new Error(`run(text) takes a string, got ${describeValue(text)}`));
     if (!text.trim()) {
       this.note("The text is empty: type a sentence. The maps show the last one.");
       throw new Error("empty text");
@@ -1568,13 +1736,19 @@ class SentenceView extends View {
     });
     this.result = out;
     if (out.truncated) {
-      this.note(`Your text has ${out.fullLength} tokens; the model reads the first ${out.tokens.length} (its limit), ` +
-        "so the maps stop there.");
+      this.note(truncationText(text, out.fullLength, out.tokens.length));
     } else {
       this.note(`${out.tokens.length} tokens, recomputed ${this.where} in ${Math.round(this.timings.run_ms)} ms.`);
     }
     return out;
   }
+}
+
+/** What the model reads of a text longer than its limit: the whole text stays in the box. */
+export function truncationText(text, fullLength, kept) {
+  const chars = Array.from(text).length.toLocaleString("en-US");
+  return `Your text (${chars} characters) has ${fullLength.toLocaleString("en-US")} tokens; the model reads at most ` +
+    `${kept}, so the maps are of its first ${kept} tokens only. The box keeps your whole text.`;
 }
 
 /** "toy-compare": chapter 1's task read by several toy models at once. */
@@ -1718,7 +1892,13 @@ class ToyCompareView extends View {
    * message names the offending value).
    */
   async run(input) {
-    const { ids, types } = checkToyInput(input, this.ids.length, this.task.vocab_size); // copies, kept by this call
+    let checked;
+    try {
+      checked = checkToyInput(input, this.ids.length, this.task.vocab_size); // copies, kept by this call
+    } catch (err) {
+      throw this.refuse(err);
+    }
+    const { ids, types } = checked;
     this.ids = ids.slice();
     this.types = types.slice();
     const request = (this.requests += 1);
@@ -1743,7 +1923,7 @@ class PruneView extends View {
   constructor(element, config, backend) {
     super(element, config, [element.dataset.model || MINILM], backend);
     this.firstActionText = "Turn heads off and on: the embeddings and the scores are recomputed.";
-    this.tokenIds = Array.isArray(config.token_ids) ? config.token_ids.filter(Number.isInteger) : null;
+    this.tokenIds = isList(config.token_ids) ? config.token_ids.filter(Number.isInteger) : null;
     this.mask = config.mask.map((row) => row.map((v) => (v ? 1 : 0)));
     this.text = config.text;
     this.root.setAttribute("aria-label", "Turn MiniLM's heads off and watch the embeddings and the maps change");
@@ -1871,13 +2051,8 @@ class PruneView extends View {
     return [text, ...this.config.texts.map((t) => t.trim())];
   }
 
-  /**
-   * Recompute with a head mask. input: {mask?: [layer][head] of 0/1 or booleans, text?: sentence}
-   * (at least one of them) or a string (the sentence). Resolves to lastResult = {tokens, attentions,
-   * mask, fidelity, mrr}, of this call's mask and sentence. Rejects, state kept, on anything else:
-   * the message names the offending value.
-   */
-  async run(input) {
+  /** run()'s input as {mask?: [layer][head] of 0/1 (a copy), text?}; throws, naming the value, on anything else. */
+  checkInput(input) {
     const spec = typeof input === "string" ? { text: input } : input;
     if (!spec || typeof spec !== "object" || Array.isArray(spec)) {
       throw new Error(`run() takes {mask, text} or a sentence, got ${describeValue(input)}`);
@@ -1889,11 +2064,28 @@ class PruneView extends View {
     if (spec.text !== undefined && typeof spec.text !== "string") {
       throw new Error(`run({text}): the text must be a string, got ${describeValue(spec.text)}`);
     }
+    const mask = spec.mask === undefined ? null : checkHeadMask(spec.mask, this.mask.length, this.mask[0].length);
+    return { mask, text: spec.text };
+  }
+
+  /**
+   * Recompute with a head mask. input: {mask?: [layer][head] of 0/1 or booleans, text?: sentence}
+   * (at least one of them) or a string (the sentence). Resolves to lastResult = {tokens, attentions,
+   * mask, fidelity, mrr}, of this call's mask and sentence. Rejects, state kept, on anything else:
+   * the message names the offending value.
+   */
+  async run(input) {
+    let spec;
+    try {
+      spec = this.checkInput(input);
+    } catch (err) {
+      throw this.refuse(err);
+    }
     if (spec.text !== undefined && !spec.text.trim()) {
       this.note("The text is empty: the maps show the last one.");
       throw new Error("empty text");
     }
-    const newMask = spec.mask === undefined ? null : checkHeadMask(spec.mask, this.mask.length, this.mask[0].length);
+    const newMask = spec.mask;
     // the input is valid: it becomes the state (the toggles show it), and this call keeps its own copy
     if (spec.text !== undefined) this.text = spec.text;
     if (newMask) {

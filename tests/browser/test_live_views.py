@@ -933,3 +933,167 @@ def test_kernel_widget_draws_what_the_kernel_computes(chromium_browser, book_url
         page.screenshot(path=str(SCREENSHOTS / "live_views_kernel.png"), full_page=True)
     finally:
         context.close()
+
+
+# --- adversarial review: sparse inputs, damaged models, wrong files of the right size, long texts ------------
+
+def _status(page, view):
+    """(text, is an error) of a view's status line."""
+    node = page.locator(f"[data-view={view}] .mha-live-status")
+    return node.text_content(), "mha-live-error" in node.get_attribute("class")
+
+
+def _serve(page, suffix, body):
+    """Answer every request whose URL ends in ``suffix`` with ``body`` (bytes), status 200."""
+    page.route(f"**/*{suffix}", lambda r: r.fulfill(status=200, body=body))
+
+
+def test_sparse_lists_are_refused_visibly_and_the_state_stays(shared):
+    """Holes (`new Array(6)`, `[1, , 2]`) and extra properties are refused at every depth of every
+    view's input, with a visible error naming the value; the view's state and maps stay."""
+    page, visit = shared
+    state = lambda view: page.evaluate(f"""() => {{ const e = {VIEW % view};
+        return {{result: e.mhaLive.lastResult, scores: (e.querySelector('.mha-live-scores') || {{}}).textContent || null,
+                 pressed: [...e.querySelectorAll('.mha-live-toggles button')].map(b => b.getAttribute('aria-pressed')),
+                 titles: [...e.querySelectorAll('.mha-live-model-title')].map(t => t.textContent)}}; }}""")
+    cases = {
+        "prune": [
+            ("({mask: new Array(6)})", "mask must be a list of 6 rows, got a sparse array of 6 (holes at 0, 1, 2, …)"),
+            ("({mask: [ones(), , ones(), ones(), ones(), ones()]})", "got a sparse array of 6 (a hole at 1)"),
+            ("({mask: [ones(), ones(), ones(), ones(), ones(), [1, , 1, 1, 1, 1, 1, 1, 1, 1, 1, 1]]})",
+             "mask[5] must be a list of 12 values, got a sparse array of 12 (a hole at 1)"),
+            ("({mask: Object.assign(Array.from({length: 6}, ones), {foo: 1})})", 'the extra property "foo"'),
+            ("({mask: [ones(), ones(), ones(), ones(), ones(), Object.assign(ones(), {x: 0})]})",
+             'mask[5] must be a list of 12 values, got an array of 12 (the extra property "x")'),
+        ],
+        "toy-compare": [
+            ("({ids: new Array(16), types: cfg.types})", "ids must be a list of 16 tokens, got a sparse array of 16"),
+            ("({ids: cfg.ids, types: Object.assign(cfg.types.slice(), {bad: 1})})", 'the extra property "bad"'),
+        ],
+        "sentence": [("['A cat.']", "run(text) takes a string, got an array of 1")],
+    }
+    for view, inputs in cases.items():
+        before = state(view)
+        for expression, expected in inputs:
+            error = page.evaluate(f"""async () => {{ const e = {VIEW % view};
+                const ones = () => Array(12).fill(1); const cfg = JSON.parse(e.dataset.config);
+                try {{ await e.mhaLive.run({expression}); return null; }} catch (err) {{ return String(err); }} }}""")
+            assert error and expected in error, (view, expression, error)
+            text, is_error = _status(page, view)
+            assert is_error and expected in text, (view, expression, text)
+            assert state(view) == before, (view, expression)  # nothing changed: maps, scores, toggles
+    assert "72 heads on" in state("prune")["scores"]
+    r = _try_run(page, "prune", {"mask": [[1] * 12 for _ in range(6)]})  # a valid input clears the error
+    assert r["ok"] and "72 of 72 heads on" in state("prune")["scores"] and not _status(page, "prune")[1]
+    assert visit.console_errors == [] and visit.off_site == []
+
+
+def _nan_copy(path, token):
+    """The bytes of the toy model at ``path`` with one weight set to NaN: the embedding of ``token``."""
+    import numpy as np
+    import onnx
+    from onnx import numpy_helper
+
+    model = onnx.load(str(path))
+    weight = next(t for t in model.graph.initializer if t.name.endswith("token_embedding.weight"))
+    table = numpy_helper.to_array(weight).copy()
+    table[token, 0] = np.nan
+    weight.CopyFrom(numpy_helper.from_array(table, weight.name))
+    return model.SerializeToString()
+
+
+def test_a_model_with_a_nan_weight_says_so_and_the_maps_stay(chromium_browser, book_url, page_html, configs):
+    _require_models()
+    name = "ch1-h2"
+    path = HTML_ROOT / "_static" / "models" / f"{name}.onnx"
+    cfg = configs["toy-compare"]
+    body = _nan_copy(path, cfg["ids"][0])
+    assert len(body) == path.stat().st_size  # the right size: only its values are wrong
+    context, page, visit = _open(chromium_browser, book_url, page_html)
+    try:
+        _serve(page, f"/{name}.onnx", body)
+        title = page.locator("[data-view=toy-compare] .mha-live-model-title").nth(TOYS.index(name))
+        before = (page.evaluate(f"{VIEW % 'toy-compare'}.mhaLive.lastResult"), title.text_content())
+        r = _try_run(page, "toy-compare", {"ids": cfg["ids"], "types": cfg["types"]})
+        assert not r["ok"] and f"the model {name} computed non-finite" in r["error"] and "NaN" in r["error"], r
+        text, is_error = _status(page, "toy-compare")
+        assert is_error and f"the model {name} computed non-finite" in text and "recomputed" not in text.lower(), text
+        assert (page.evaluate(f"{VIEW % 'toy-compare'}.mhaLive.lastResult"), title.text_content()) == before
+        assert visit.console_errors == [] and visit.off_site == []
+    finally:
+        context.close()
+
+
+def test_a_wrong_row_file_of_the_right_size_is_refused_and_the_maps_stay(chromium_browser, book_url, page_html):
+    # [CLS] and [SEP] (ids 101, 102) are in row file 3: every text needs it; 0004.bin has its size
+    _require_models()
+    rows = HTML_ROOT / "_static" / "models" / f"{MINILM}.rows"
+    wrong = (rows / "0004.bin").read_bytes()
+    assert len(wrong) == (rows / "0003.bin").stat().st_size
+    context, page, visit = _open(chromium_browser, book_url, page_html)
+    try:
+        _serve(page, ".rows/0003.bin", wrong)
+        before = page.evaluate(f"() => {VIEW % 'sentence'}.mhaLive.lastResult")
+        r = _try_run(page, "sentence", "A cat.")
+        assert not r["ok"] and "0003.bin is not the file the book was built with" in r["error"], r
+        text, is_error = _status(page, "sentence")
+        assert is_error and "0003.bin is not the file" in text, text
+        assert page.evaluate(f"() => {VIEW % 'sentence'}.mhaLive.lastResult") == before  # the maps stay
+        assert visit.console_errors == [] and visit.off_site == []
+    finally:
+        context.close()
+
+
+def test_a_vocabulary_shifted_by_one_line_is_refused(chromium_browser, book_url, page_html):
+    _require_models()
+    lines = (HTML_ROOT / "_static" / "models" / f"{MINILM}.vocab.txt").read_bytes().split(b"\n")
+    shifted = b"\n".join(lines[1:-1] + lines[:1] + lines[-1:])  # same lines, same size, ids off by one
+    context, page, visit = _open(chromium_browser, book_url, page_html)
+    try:
+        _serve(page, f"/{MINILM}.vocab.txt", shifted)
+        before = page.evaluate(f"() => {VIEW % 'sentence'}.mhaLive.lastResult")
+        r = _try_run(page, "sentence", "A cat.")
+        assert not r["ok"] and f"{MINILM}.vocab.txt is not the file the book was built with" in r["error"], r
+        text, is_error = _status(page, "sentence")
+        assert is_error and f"{MINILM}.vocab.txt is not the file" in text, text
+        assert page.evaluate(f"() => {VIEW % 'sentence'}.mhaLive.lastResult") == before
+        assert visit.console_errors == [] and visit.off_site == []
+    finally:
+        context.close()
+
+
+def test_a_long_pasted_text_is_kept_and_its_real_token_count_said(shared, bert):
+    page, visit = shared
+    words = "attention heads read every token of a long pasted text ".split()
+    text = " ".join(words[i % len(words)] for i in range(2000))[:10_000]
+    assert len(text) == 10_000
+    box = page.locator("[data-view=sentence] textarea")
+    box.fill(text)  # as a paste: one input event
+    page.wait_for_function(f"{VIEW % 'sentence'}.mhaLive.lastResult.text.length === 10000", timeout=60_000)
+    assert box.input_value() == text  # nothing cut
+    full = len(bert.tokenizer.tokenize(text)) + 2  # [CLS] and [SEP]
+    r = page.evaluate(f"{VIEW % 'sentence'}.mhaLive.lastResult")
+    assert r["truncated"] and r["fullLength"] == full and len(r["tokens"]) == 256
+    status, is_error = _status(page, "sentence")
+    assert f"{full:,} tokens" in status and "10,000 characters" in status and "first 256 tokens" in status, status
+    assert "keeps your whole text" in status and not is_error
+    assert visit.console_errors == [] and visit.off_site == []
+
+
+def test_without_crypto_subtle_the_digests_are_checked_in_javascript(chromium_browser, book_url, page_html):
+    """An http origin other than localhost has no crypto.subtle: the page's own SHA-256 checks the files."""
+    _require_models()
+    no_subtle = "Object.defineProperty(Crypto.prototype, 'subtle', {get: () => undefined});"
+    rows = HTML_ROOT / "_static" / "models" / f"{MINILM}.rows"
+    context, page, visit = _open(chromium_browser, book_url, page_html, init_script=no_subtle)
+    try:
+        assert page.evaluate("() => crypto.subtle") is None
+        r = _try_run(page, "sentence", "A cat.")  # the vocabulary and its row files pass the JavaScript SHA-256
+        assert r["ok"] and r["result"]["tokens"] == ["[CLS]", "a", "cat", ".", "[SEP]"], r
+        _serve(page, ".bin", (rows / "0004.bin").read_bytes()[::-1])  # every row file not yet loaded: wrong bytes
+        r = _try_run(page, "sentence", "Aardvarks quarrel zealously.")
+        assert not r["ok"] and ".bin is not the file the book was built with" in r["error"], r
+        assert page.evaluate(f"() => {VIEW % 'sentence'}.mhaLive.lastResult.tokens") == ["[CLS]", "a", "cat", ".", "[SEP]"]
+        assert visit.console_errors == [] and visit.off_site == []
+    finally:
+        context.close()

@@ -9,7 +9,11 @@ import {
   KernelTensor, URLS, VIRIDIS, argmaxRows, attentionsFromOutput, checkConfig, checkHeadMask, checkToyInput, colourOf, describeValue,
   downloadText, formatMB, getManifest, greyOf, gridLayout, largestWeight, licenceParts, markedTokens, paraphraseScores,
   kernelBackend, prevMarkedLabels, readoutText, rowEnd, setText, shortLabel, zoomLayout, fetchTokenRows, tokenRowFeeds,
+  arrayFlaw, checkArray, checkFinite, checkDigest, sha256Hex, sha256Of, truncationText,
 } from "../mha_live.mjs";
+import { createHash } from "node:crypto";
+
+const sha = (bytes) => createHash("sha256").update(bytes).digest("hex");
 
 const FIXTURE = process.env.MHA_WEB_FIXTURE;
 const fixture = FIXTURE ? JSON.parse(fs.readFileSync(FIXTURE, "utf8")) : null;
@@ -162,8 +166,8 @@ test("toy input: copies of a valid {ids, types}; a bad one is refused, naming th
   bad({ ids, types: [0, 0, 0, 0] }, /no marked position/);
   bad({ ids, types: [0, 2, 0, 0] }, /types\[1\] = 2 is not 0 or 1/);
   bad({ ids, types: [0, true, 0, 0] }, /types\[1\] = true is not 0 or 1/);
-  bad({ ids: [3, 5, 1], types: [0, 1, 0] }, /ids has 3 tokens; the models read 4/);
-  bad({ ids, types: [0, 1, 0] }, /types has 3 values/);
+  bad({ ids: [3, 5, 1], types: [0, 1, 0] }, /ids has 3 tokens, expected 4/);
+  bad({ ids, types: [0, 1, 0] }, /types has 3 0\/1 values, expected 4/);
   bad({ ids }, /types must be a list of 4/);
   bad(null, /got null/);
   bad("1 2 3", /got "1 2 3"/);
@@ -181,7 +185,7 @@ test("head mask: 0/1 numbers or booleans of the right shape; anything else is re
   bad([[1, null, 1], [1, 1, 1]], /mask\[0\]\[1\] = null/);
   bad([[1, 1, 1]], /1 rows, expected 2/);
   bad([[1, 1, 1], [1, 1]], /mask\[1\] has 2 values, expected 3/);
-  bad([[1, 1, 1], 7], /mask\[1\] = 7 is not a row/);
+  bad([[1, 1, 1], 7], /mask\[1\] must be a list of 3 values, got 7/);
   bad(null, /got null/);
   bad(42, /got 42/);
   assert.equal(describeValue("x".repeat(50)), JSON.stringify("x".repeat(40) + "…"));
@@ -316,6 +320,8 @@ test("token rows of a split model: fetched once per file, each position gets its
     return new Response(bytes.buffer, { status: 200 });
   };
   try {
+    const digests = Array.from({ length: 3 }, (_, k) => sha(new Uint8Array(Uint16Array.from(table.slice(k * 4, k * 4 + 4).flat()).buffer)));
+    spec.file_sha256 = digests;
     const model = { info: { token_rows: spec } };
     await fetchTokenRows(model, [[9, 1, 5], [5]]);
     assert.deepEqual(asked.sort(), ["0000.bin", "0001.bin", "0002.bin"]); // row 0 (padding) always
@@ -336,4 +342,96 @@ test("token rows of a split model: fetched once per file, each position gets its
   } finally {
     globalThis.fetch = realFetch;
   }
+});
+
+test("lists: holes, extra properties and non-arrays are refused by one check, naming the value", () => {
+  const holes = new Array(6);
+  const gap = [1, , 2]; // eslint-disable-line no-sparse-arrays
+  const extra = [1, 1, 1];
+  extra.foo = 1;
+  const both = [1, , 1]; // eslint-disable-line no-sparse-arrays
+  both.bar = 1; // as many keys as indices: still refused
+  assert.equal(arrayFlaw([1, 2, 3]), null);
+  assert.equal(arrayFlaw([]), null);
+  assert.match(arrayFlaw(holes), /holes at 0, 1, 2, …/);
+  assert.match(arrayFlaw(gap), /a hole at 1/);
+  assert.match(arrayFlaw(extra), /the extra property "foo"/);
+  assert.match(arrayFlaw(both), /a hole at 1/);
+  assert.match(describeValue(holes), /^a sparse array of 6 \(holes at 0, 1, 2, …\)$/);
+  assert.match(describeValue(extra), /^an array of 3 \(the extra property "foo"\)$/);
+  assert.deepEqual(checkArray([1, 2], { name: "x", length: 2 }), [1, 2]);
+  for (const v of [holes, gap, extra, both, null, "abc", { length: 3 }, new Float32Array(3)]) {
+    assert.throws(() => checkArray(v, { name: "x", length: v && v.length }), /x must be a list of/);
+  }
+  assert.throws(() => checkArray([1, 2], { name: "x", length: 3, what: "tokens" }), /x has 2 tokens, expected 3/);
+  // the toy input and the head mask use it: every list, at every depth
+  const ids = [3, 5, 1, 7];
+  const types = [0, 1, 0, 0];
+  const sparseIds = [3, , 1, 7]; // eslint-disable-line no-sparse-arrays
+  assert.throws(() => checkToyInput({ ids: sparseIds, types }, 4, 8), /ids must be a list of 4 tokens, got a sparse array of 4 \(a hole at 1\)/);
+  assert.throws(() => checkToyInput({ ids, types: new Array(4) }, 4, 8), /types must be a list of 4 0\/1 values, got a sparse array/);
+  const extraIds = ids.slice();
+  extraIds.foo = 1;
+  assert.throws(() => checkToyInput({ ids: extraIds, types }, 4, 8), /extra property "foo"/);
+  assert.throws(() => checkHeadMask(new Array(2), 2, 3), /mask must be a list of 2 rows, got a sparse array of 2/);
+  assert.throws(() => checkHeadMask([[1, 1, 1], new Array(3)], 2, 3), /mask\[1\] must be a list of 3 values, got a sparse array/);
+  assert.throws(() => checkHeadMask([[1, , 1], [1, 1, 1]], 2, 3), /mask\[0\] .*a hole at 1/); // eslint-disable-line no-sparse-arrays
+  const row = [1, 1, 1];
+  row.x = 0;
+  assert.throws(() => checkHeadMask([[1, 1, 1], row], 2, 3), /mask\[1\] .*extra property "x"/);
+  const map = [[1, 0], [0.5, 0.5]];
+  assert.throws(() => checkConfig("sentence", { tokens: ["a", "b"], attentions: [new Array(1)] }), /layer/);
+  assert.throws(() => checkConfig("prune", { tokens: ["a", "b"], attentions: [[map]], texts: ["a", "b"], num_anchors: 1,
+    mask: [new Array(1)], fidelity: 1, mrr: 1, mrr_all: 1 }), /mask\[0\] must be a list of 1 values, got a sparse array/);
+});
+
+test("backend results: NaN and ±Infinity are refused before drawing, naming the model and the output", () => {
+  const ok = { attentions: { data: new Float32Array([0.5, 0.5]), dims: [2] }, ids: { data: BigInt64Array.from([1n]) } };
+  assert.equal(checkFinite("m", ok), ok);
+  const nan = { logits: { data: new Float32Array([1, NaN, 2, NaN]), dims: [4] } };
+  assert.throws(() => checkFinite("ch1-h2", nan), /the model ch1-h2 computed non-finite logits: 2 of 4 values \(2 NaN\), the first at index 1/);
+  const inf = { sentence_embedding: { data: new Float32Array([Infinity, 0, -Infinity]), dims: [3] } };
+  assert.throws(() => checkFinite("all-MiniLM-L6-v2", inf), /non-finite sentence_embedding: 2 of 3 values \(2 ±Infinity\)/);
+});
+
+test("SHA-256: the plain-JavaScript one and crypto.subtle equal node's, at every padding length", async () => {
+  const lengths = [0, 1, 3, 55, 56, 57, 63, 64, 65, 119, 120, 128, 1000, 24576, 100003];
+  for (const n of lengths) {
+    const bytes = Uint8Array.from({ length: n }, (_, i) => (i * 2654435761) >>> 24);
+    assert.equal(sha256Hex(bytes), sha(bytes), `length ${n}`);
+    assert.equal(await sha256Of(bytes, null), sha(bytes), `no crypto.subtle, length ${n}`);
+    assert.equal(await sha256Of(bytes), sha(bytes), `crypto.subtle, length ${n}`);
+  }
+  assert.equal(sha256Hex(new TextEncoder().encode("abc")), "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+  const bytes = new TextEncoder().encode("[PAD]\n[unused0]\n");
+  await checkDigest("v.txt", bytes, sha(bytes));
+  await assert.rejects(checkDigest("v.txt", bytes, sha(bytes.subarray(1))), /v\.txt is not the file the book was built with/);
+  await assert.rejects(checkDigest("v.txt", bytes, undefined), /gives no SHA-256 for v\.txt \(got undefined\)/);
+});
+
+test("token rows: a same-size wrong row file, or one without a digest, is refused by name", async () => {
+  const spec = { dir: "m.rows/", rows: 8, dim: 2, rows_per_file: 4, file_bytes: 16 };
+  const file = (k) => new Uint8Array(Uint16Array.from({ length: 8 }, (_, i) => k * 8 + i).buffer);
+  const realFetch = globalThis.fetch;
+  globalThis.fetch = async (url) => new Response(file(Number(String(url).match(/(\d{4})\.bin$/)[1])), { status: 200 });
+  try {
+    const swapped = { info: { token_rows: { ...spec, file_sha256: [sha(file(0)), sha(file(0))] } } };
+    await assert.rejects(fetchTokenRows(swapped, [[5]]), /m\.rows\/0001\.bin is not the file the book was built with/);
+    assert.ok(!swapped.rowFiles.has(1)); // never used
+    const none = { info: { token_rows: spec } };
+    await assert.rejects(fetchTokenRows(none, [[1]]), /gives no SHA-256 for m\.rows\/0000\.bin/);
+    const good = { info: { token_rows: { ...spec, file_sha256: [sha(file(0)), sha(file(1))] } } };
+    await fetchTokenRows(good, [[5]]);
+    assert.deepEqual([...good.rowFiles.keys()].sort(), [0, 1]);
+  } finally {
+    globalThis.fetch = realFetch;
+  }
+});
+
+test("a text past the limit: the status gives its real length, and that the maps are of the first tokens", () => {
+  const t = truncationText("x".repeat(10000), 10002, 256);
+  assert.match(t, /10,000 characters/);
+  assert.match(t, /10,002 tokens/);
+  assert.match(t, /first 256 tokens/);
+  assert.match(t, /keeps your whole text/);
 });
