@@ -164,6 +164,10 @@ def test_second_pass_loader_cases(tmp_path):
     meta_path = folder / mha_model.CONFIG_NAME
     meta = json.loads(meta_path.read_text())
     meta_path.write_text(json.dumps({**meta, "config": {**meta["config"], "max_len": 10**12}}))
+    with pytest.raises(ValueError, match="max_len"):  # past any real model's size: refused by the bounds
+        mha_model.load(folder)
+    # within the bounds, but a (max_len, d_model) position table of 1 GiB: refused before allocating it
+    meta_path.write_text(json.dumps({**meta, "config": {**meta["config"], "max_len": 2**20, "d_model": 256}}))
     with pytest.raises(ValueError, match="derived buffers"):
         mha_model.load(folder)
     for change in ({"format_version": "2"}, {"model_class": ["Encoder"]}):
