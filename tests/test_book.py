@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
 import subprocess
@@ -267,3 +268,35 @@ def test_every_pip_call_uses_the_constraints_file():
     for line in makefile.splitlines():
         if "pip install" in line and "PIP :=" not in line:
             pytest.fail(f"a pip call bypasses $(PIP) and its constraints: {line.strip()}")
+
+
+# --------------------------------------------------------------------------- outputs on any CPU
+def _pins_one_thread(path: Path) -> bool:
+    """Whether a chapter sets torch to one thread in its first code cells (its sums then run in the
+    same order whatever the machine's core count)."""
+    code = [c.source for c in nbformat.read(path, as_version=4).cells if c.cell_type == "code"][:4]
+    return any(re.search(r"torch\.set_num_threads\((1|THREADS)\)", src) for src in code)
+
+
+UNPINNED = [p for p in CHAPTERS if not _pins_one_thread(p)]
+
+
+def test_some_chapters_run_on_the_default_thread_count():
+    """The second nbval pass below has something to check (chapter 2 and the interactive page
+    run MiniLM with torch's default threads)."""
+    assert UNPINNED, "every chapter pins one thread: drop the one-thread nbval pass"
+
+
+@pytest.mark.parametrize("path", UNPINNED, ids=lambda p: p.name)
+def test_chapter_outputs_do_not_depend_on_the_thread_count(path):
+    """`make test` runs nbval over every chapter with torch's default thread count (2 on this
+    project's machines); chapters that do not pin one thread are run again here with one, so a
+    checked output that hangs on the order of float sums (a tie broken by noise, a hash of float
+    bytes) fails on this machine, not only on another one (hardening 3, item 18)."""
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+    env.pop("PYTEST_XDIST_WORKER", None)
+    proc = subprocess.run(
+        [sys.executable, "-m", "pytest", "--nbval", "--nbval-current-env", "-p", "no:cacheprovider",
+         "-p", "no:xdist", "--nbval-sanitize-with", str(ROOT / "tests" / "nbval_sanitize.cfg"), "-q", str(path)],
+        cwd=ROOT, env=env, capture_output=True, text=True, timeout=900)
+    assert proc.returncode == 0, f"nbval with one thread failed on {path.name}:\n{proc.stdout[-6000:]}"
