@@ -5,7 +5,8 @@ seed is trained with ``mha_lib.train.train_spec`` and the family is written to
 ``mha_lib/weights/<name>.v<version>.{safetensors,json}`` by ``mha_lib.train.save_trained``.
 
 The models are tiny (about 50k parameters each), so on a CPU one thread per run is fastest;
-runs go to a pool of ``--workers`` processes (default: the number of CPU cores, at most 4).
+runs go to ``--workers`` joblib processes (default: the number of CPU cores, at most 4), or to a
+Dask or Ray cluster (``--backend dask --scheduler tcp://HOST:8786``; see ``scripts/sweep.py``).
 The result does not depend on the number of workers: a run is a function of its spec and
 seed (and of the torch version and CPU, see mha_lib.train).
 
@@ -13,17 +14,19 @@ Usage:
     python scripts/train_all.py                    # everything, into mha_lib/weights/
     python scripts/train_all.py ch1-h1 ch1-h2      # only these families
     python scripts/train_all.py --out /tmp/w       # somewhere else
+    python scripts/train_all.py --backend dask --scheduler tcp://HOST:8786 --scratch /shared/tmp
 """
 from __future__ import annotations
 
 import argparse
-import multiprocessing
 import os
-import tempfile
 import sys
+import tempfile
 import time
-from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from sweep import add_arguments, run_jobs  # noqa: E402
 
 
 def _run(job):
@@ -49,6 +52,9 @@ def main(argv=None) -> int:
     parser.add_argument("--out", type=Path, default=WEIGHTS_DIR, help="output folder")
     parser.add_argument("--workers", type=int, default=min(4, os.cpu_count() or 1))
     parser.add_argument("--device", default="cpu", help="torch device (default cpu; the shipped files are from cpu)")
+    parser.add_argument("--scratch", type=Path, default=None,
+                        help="the runs' checkpoint folder (default: a temporary one; on a cluster, a shared one)")
+    add_arguments(parser)
     args = parser.parse_args(argv)
     names = args.names or list(SHIPPED)
     unknown = [n for n in names if n not in SHIPPED]
@@ -57,15 +63,16 @@ def main(argv=None) -> int:
     start = time.perf_counter()
     workers = 1 if args.device != "cpu" else max(1, args.workers)
     cpu = 0.0
-    with tempfile.TemporaryDirectory(prefix="mha_lib_train_") as scratch:
+    with tempfile.TemporaryDirectory(prefix="mha_lib_train_") as tmp:
+        scratch = str(args.scratch or tmp)
         jobs = [(n, s, args.device, scratch) for n in names for s in SHIPPED[n].seeds]
         # longest jobs first, so that the workers finish together
         jobs.sort(key=lambda j: -SHIPPED[j[0]].model["num_layers"] * SHIPPED[j[0]].steps)
-        with ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("spawn")) as pool:
-            for name, seed, acc, seconds, cpu_seconds in pool.map(_run, jobs):
-                cpu += cpu_seconds
-                print(f"{name} seed {seed}: accuracy {acc:.3f} ({seconds:.0f} s wall, {cpu_seconds:.0f} s CPU)",
-                      flush=True)
+        for name, seed, acc, seconds, cpu_seconds in run_jobs(_run, jobs, workers=workers, backend=args.backend,
+                                                              scheduler=args.scheduler):
+            cpu += cpu_seconds
+            print(f"{name} seed {seed}: accuracy {acc:.3f} ({seconds:.0f} s wall, {cpu_seconds:.0f} s CPU)",
+                  flush=True)
         for name in names:
             spec = SHIPPED[name]
             # read back from the scratch cache (same device type, so the cache key matches)

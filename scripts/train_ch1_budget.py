@@ -10,7 +10,8 @@ at lr 1e-3 and 1e-2, each with ``--seeds`` seeds. One record per run goes to
 point, every 100 steps, at >= 0.99 on the curve's 256 sequences; null when not solved) and
 the run's CPU seconds.
 
-Runs go to ``--workers`` processes with one torch thread each (the models are compute-bound:
+Runs go to ``--workers`` joblib processes (or a Dask/Ray cluster: ``--backend``, see
+``scripts/sweep.py``) with one torch thread each (the models are compute-bound:
 stacking seeds with torch.func.vmap was measured at 0.75x the speed of one seed at a time, so
 seeds are run in parallel instead). The checkpoint cache of ``mha_lib.train`` keeps finished
 runs, so an interrupted sweep resumes. The file is rewritten after every run.
@@ -25,8 +26,10 @@ import json
 import os
 import sys
 import time
-from concurrent.futures import ProcessPoolExecutor, as_completed
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from sweep import add_arguments, run_jobs  # noqa: E402
 
 HEADS = (1, 2, 4, 8)
 SOLVED = 0.99
@@ -63,6 +66,7 @@ def main(argv=None) -> int:
     parser.add_argument("--no-lr", action="store_true", help="skip the learning-rate runs")
     parser.add_argument("--only-lr", action="store_true", help="only the learning-rate runs")
     parser.add_argument("--reverse", action="store_true", help="run the jobs in reverse order")
+    add_arguments(parser)
     args = parser.parse_args(argv)
     lr_jobs = [] if args.no_lr else [
         (h, s, args.lr_budget, lr) for lr in (1e-3, 1e-2) for h in HEADS for s in range(args.seeds)]
@@ -73,14 +77,12 @@ def main(argv=None) -> int:
     if args.reverse:  # a second process can work the list from the other end (the cache joins them)
         jobs = jobs[::-1]
     records, start = [], time.perf_counter()
-    with ProcessPoolExecutor(max_workers=max(1, args.workers)) as pool:
-        futures = [pool.submit(run, job) for job in jobs]
-        for i, fut in enumerate(as_completed(futures), 1):
-            records.append(fut.result())
-            records.sort(key=lambda r: (r["lr"], r["steps"], r["heads"], r["seed"]))
-            args.out.write_text(json.dumps({"solved_threshold": SOLVED, "runs": records}, indent=1) + "\n")
-            print(f"[{i}/{len(jobs)}] {fut.result()} "
-                  f"({time.perf_counter() - start:.0f} s)", flush=True)
+    results = run_jobs(run, jobs, workers=max(1, args.workers), backend=args.backend, scheduler=args.scheduler)
+    for i, record in enumerate(results, 1):
+        records.append(record)
+        records.sort(key=lambda r: (r["lr"], r["steps"], r["heads"], r["seed"]))
+        args.out.write_text(json.dumps({"solved_threshold": SOLVED, "runs": records}, indent=1) + "\n")
+        print(f"[{i}/{len(jobs)}] {record} ({time.perf_counter() - start:.0f} s)", flush=True)
     print(f"wrote {args.out}: {len(records)} runs in {time.perf_counter() - start:.0f} s")
     return 0
 

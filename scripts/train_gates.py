@@ -16,7 +16,8 @@ Output: ``mha_lib/data/ch4_gates.json`` with the recipe, and one record per (mod
 gate seed, target): the chosen penalty, the pruned count and fraction, the binary mask (1 keep,
 0 pruned: the test-time gate is exactly 0), the test-time gate values, and every (penalty,
 pruned count) run of the search. Each run is a function of its seeds (one torch thread per
-process); the jobs go to ``--workers`` processes (default 2).
+process); the jobs go to ``--workers`` joblib processes (default 2), or a Dask/Ray cluster
+(``--backend``, see ``scripts/sweep.py``).
 
 Usage:
     python scripts/train_gates.py                  # everything (make train-ch4-gates)
@@ -26,13 +27,14 @@ from __future__ import annotations
 
 import argparse
 import json
-import multiprocessing
 import os
 import platform
 import sys
 import time
-from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from sweep import add_arguments, run_jobs  # noqa: E402
 
 OUT = Path(__file__).resolve().parents[1] / "mha_lib" / "data" / "ch4_gates.json"
 FRACTIONS = (0.4, 0.6, 0.81)
@@ -127,6 +129,7 @@ def main(argv=None) -> int:
                         "model's records are kept from the existing file)")
     parser.add_argument("--workers", type=int, default=min(2, os.cpu_count() or 1))
     parser.add_argument("--out", type=Path, default=OUT)
+    add_arguments(parser)
     args = parser.parse_args(argv)
     jobs = []
     if args.only in (None, "minilm"):
@@ -135,14 +138,13 @@ def main(argv=None) -> int:
         jobs += [("toy", (s, g)) for s in SHIPPED[TOY["model"]].seeds for g in GATE_SEEDS]
     start = time.perf_counter()
     records = []
-    with ProcessPoolExecutor(max_workers=max(1, args.workers), mp_context=multiprocessing.get_context("spawn")) as pool:
-        for recs in pool.map(_run, jobs):
-            records += recs
-            r = recs[0]
-            print(f"{r['model']} model seed {r['model_seed']} gate seed {r['gate_seed']}: pruned "
-                  + ", ".join(f"{x['num_pruned']} (target {x['target_pruned']}, penalty {x['penalty']:.3g})"
-                              for x in recs)
-                  + f"; {len(r['trials'])} runs, {r['cpu_seconds']:.0f} s CPU", flush=True)
+    for recs in run_jobs(_run, jobs, workers=max(1, args.workers), backend=args.backend, scheduler=args.scheduler):
+        records += recs
+        r = recs[0]
+        print(f"{r['model']} model seed {r['model_seed']} gate seed {r['gate_seed']}: pruned "
+              + ", ".join(f"{x['num_pruned']} (target {x['target_pruned']}, penalty {x['penalty']:.3g})"
+                          for x in recs)
+              + f"; {len(r['trials'])} runs, {r['cpu_seconds']:.0f} s CPU", flush=True)
     if args.only is not None and args.out.is_file():  # keep the other model's records
         other = "all-MiniLM-L6-v2" if args.only == "toy" else TOY["model"]
         records += [r for r in json.loads(args.out.read_text(encoding="utf-8"))["runs"] if r["model"] == other]
