@@ -648,8 +648,9 @@ def _earlier_row_files(rows_dir: str, src: str, dst: str) -> List[str]:
     """The numbered files in ``rows_dir`` that a new split replaces ([] for a new or empty folder).
 
     A folder is taken for an earlier split's only when its ``index.json`` is one split_for_web
-    writes (every key, the float16 format, sizes that agree) and it lists every numbered file
-    there; anything else is a ValueError, so that no file of the user's is deleted or overwritten.
+    writes (every key, the float16 format, sizes that agree) and the numbered files there are
+    exactly the ones it lists, each of its exact size, holding the table of the index's sha256;
+    anything else is a ValueError, so that no file of the user's is deleted or overwritten.
     """
     if os.path.exists(rows_dir) and not os.path.isdir(rows_dir):
         raise ValueError(f"rows_dir={rows_dir!r} is a file: give a folder for the row files")
@@ -678,13 +679,34 @@ def _earlier_row_files(rows_dir: str, src: str, dst: str) -> List[str]:
             not re.fullmatch(r"[0-9a-f]{64}", index["sha256"]):
         raise ValueError(f"rows_dir={rows_dir!r} holds an {ROWS_INDEX} that split_for_web did not write (its "
                          "file_bytes or sha256 do not fit): its files are left alone; give a new or empty folder")
-    listed = {f"{k:04d}.bin" for k in range(index["files"])}
-    numbered = sorted(n for n in names if _ROW_FILE.fullmatch(n))
-    unlisted = [n for n in numbered if n not in listed]
+    n, d, per, files = index["rows"], index["dim"], index["rows_per_file"], index["files"]
+    numbered = sorted(name for name in names if _ROW_FILE.fullmatch(name))
+    unlisted = [name for name in numbered if int(name[:-4]) >= files or name != f"{int(name[:-4]):04d}.bin"]
     if unlisted:
         raise ValueError(f"rows_dir={rows_dir!r} holds numbered files its {ROWS_INDEX} does not list "
                          f"({', '.join(unlisted[:3])}{', ...' if len(unlisted) > 3 else ''}): they are left alone; "
                          "give a new or empty folder")
+    # A split writes every listed file, each of its exact size (file_bytes, the last one its rows), and
+    # together they hold the table whose sha256 the index gives. A folder missing one, or holding one of
+    # another size or other bytes, is no earlier split (its index may be a look-alike over the user's own
+    # files): nothing in it is deleted.
+    wrong = [] if len(numbered) == files else [f"{files - len(numbered)} of them missing"]  # none unlisted: counts suffice
+    for name in numbered if not wrong else []:
+        path, k = os.path.join(rows_dir, name), int(name[:-4])
+        size = min(per, n - k * per) * d * 2
+        if not os.path.isfile(path):
+            wrong.append(f"{name} is not a file")
+        elif os.path.getsize(path) != size:
+            wrong.append(f"{name} has {os.path.getsize(path)} bytes, not {size}")
+    if not wrong:
+        try:
+            TokenRows(rows_dir).table  # reads them: finite float16 values, the index's sha256
+        except ValueError as err:
+            wrong.append(str(err))
+    if wrong:
+        raise ValueError(f"rows_dir={rows_dir!r} holds no complete split of the {files} row files its {ROWS_INDEX} "
+                         f"lists ({'; '.join(wrong[:3])}{'; ...' if len(wrong) > 3 else ''}): its files are left "
+                         "alone; give a new or empty folder")
     return numbered
 
 
@@ -775,9 +797,14 @@ def split_for_web(src: Union[str, os.PathLike], dst: Union[str, os.PathLike], ro
         src: a file from :func:`export_onnx` with token ids (MiniLM).
         dst: the ``.onnx`` file to write (not ``src``); replaced once every file is written.
         rows_dir: folder for the row files (created with its parents when missing): a new or
-            empty folder, or one an earlier split wrote, whose numbered ``.bin`` files are
-            replaced (its other files are kept). A folder counts as an earlier split's only when
-            its ``index.json`` is one this function writes and lists every numbered file there.
+            empty folder, or one an earlier split wrote, whose numbered ``.bin`` files and
+            ``index.json`` are replaced (its other files are kept). A folder counts as an earlier
+            split's only when its ``index.json`` is one this function writes and the numbered
+            files there are exactly those it lists, every one present with its exact size
+            (``file_bytes``; the last one its ``rows % rows_per_file`` rows) and together the
+            table of its ``sha256``. The earlier split may be of another model: its rows are then
+            replaced by this one's, and the file split earlier into that folder no longer loads
+            (:func:`onnx_session` refuses another model's rows); give each model its own folder.
         rows_per_file: rows per file, >= 1 (32 rows of MiniLM are 24,576 bytes).
         min_table_elements: the smallest table taken for the token table, >= 1.
 
@@ -788,8 +815,9 @@ def split_for_web(src: Union[str, os.PathLike], dst: Union[str, os.PathLike], ro
     Raises:
         ValueError: ``src`` missing or not an ONNX file, ``dst`` equal to ``src`` or to
             ``rows_dir``, ``rows_dir`` an existing file, under a file, or a non-empty folder without
-            ``index.json``, with one split_for_web did not write, or with numbered files that
-            index does not list; a file that is already split or quantised, one with no such
+            ``index.json``, with one split_for_web did not write, with numbered files that
+            index does not list, or missing one it lists or holding one of another size or other
+            bytes; a file that is already split or quantised, one with no such
             token table, a weight initializer holding NaN or infinite values (named, with their
             count) or beyond float16's range (65504), bad ``rows_per_file`` or
             ``min_table_elements``; a file that cannot be written (an unwritable folder, a full

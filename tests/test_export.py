@@ -446,6 +446,46 @@ def test_split_deletes_numbered_files_only_under_an_index_it_wrote(toy, tmp_path
     assert {f.name: f.read_bytes() for f in rows.iterdir()} == before and not (tmp_path / "page.onnx").exists()
 
 
+def _foreign_index(rows: int, dim: int, rows_per_file: int) -> dict:
+    """An index.json split_for_web could have written (every key, sizes that agree), over files it did not write."""
+    return {"rows": rows, "dim": dim, "rows_per_file": rows_per_file, "files": -(-rows // rows_per_file),
+            "dtype": "float16", "file_bytes": min(rows, rows_per_file) * dim * 2, "sha256": "0" * 64}
+
+
+@pytest.mark.parametrize("case", ["most files missing", "a file of another size", "exact sizes, other bytes",
+                                  "an earlier split missing a file", "an earlier split with a file cut short"])
+def test_split_keeps_user_files_under_a_look_alike_index(toy, tmp_path, case):
+    """Issue: a plausible foreign index.json (1000 files of 128 bytes listed) over the user's 0000.bin..0002.bin was
+    taken for an earlier split's and the user's files were replaced; now every listed file must be there, of its
+    exact size, holding the table of the index's sha256."""
+    import json
+    rows = tmp_path / "rows"
+    rows.mkdir()
+    if case == "most files missing":
+        (rows / "index.json").write_text(json.dumps(_foreign_index(8000, 8, 8)))
+        for k in range(3):
+            (rows / f"{k:04d}.bin").write_bytes(b"user data")
+    elif case == "a file of another size":
+        (rows / "index.json").write_text(json.dumps(_foreign_index(12, 8, 8)))  # 128 bytes, then 64
+        (rows / "0000.bin").write_bytes(b"user data")
+        (rows / "0001.bin").write_bytes(b"u" * 64)
+    elif case == "exact sizes, other bytes":
+        (rows / "index.json").write_text(json.dumps(_foreign_index(12, 8, 8)))
+        (rows / "0000.bin").write_bytes(b"user data".ljust(128, b"."))
+        (rows / "0001.bin").write_bytes(b"more data".ljust(64, b"."))
+    else:
+        split_toy(toy, tmp_path / "first.onnx", rows, rows_per_file=3)  # 0000.bin 0001.bin 0002.bin (3, 3, 2 rows)
+        if case == "an earlier split missing a file":
+            (rows / "0001.bin").unlink()
+        else:
+            (rows / "0002.bin").write_bytes((rows / "0002.bin").read_bytes()[:-2])
+    before = {f.name: f.read_bytes() for f in rows.iterdir()}
+    with pytest.raises(ValueError, match=r"rows_dir=.*rows.* holds no complete split of the \d+ row files its "
+                                         r"index.json lists \((\d+ of them missing|0\d{3}.bin has|.*sha256)"):
+        split_toy(toy, tmp_path / "page.onnx", rows)
+    assert {f.name: f.read_bytes() for f in rows.iterdir()} == before and not (tmp_path / "page.onnx").exists()
+
+
 def test_split_again_replaces_its_own_rows_and_keeps_other_files(toy, tmp_path):
     rows = tmp_path / "rows"
     split_toy(toy, tmp_path / "page.onnx", rows, rows_per_file=2)  # 4 row files
