@@ -303,7 +303,9 @@ def export_onnx(model: nn.Module, path: Union[str, os.PathLike], *, opset: int =
             causal or not, GQA), a :class:`~mha_lib.pretrained.BertEncoder` or an
             :class:`~mha_lib.model.Encoder`; float32; the same number (>= 1) of kept heads in every
             layer; no cross-attention.
-        path: the ``.onnx`` file to write (its folder must exist); overwritten.
+        path: the ``.onnx`` file to write (its folder must exist); overwritten. Its name must end
+            in ``.onnx`` (any case): other extensions (``.json``, ``.textproto``) would make onnx
+            save a text format that onnxruntime does not load, so they are refused.
         opset: ONNX opset of the default domain, ``MIN_OPSET`` (18) to ``MAX_OPSET`` (23).
 
     Returns:
@@ -312,14 +314,14 @@ def export_onnx(model: nn.Module, path: Union[str, os.PathLike], *, opset: int =
     Raises:
         ValueError: a model of another class, with cross-attention, ragged or zero heads per layer
             or non-float32 parameters; ``path`` not a str/PathLike, a folder (or ending in a
-            separator) or in a folder that does not exist; ``opset`` not an integer in [18, 23].
+            separator), in a folder that does not exist or not ending in ``.onnx``; ``opset`` not an integer in [18, 23].
             The message names the value.
         ImportError: onnx or onnxscript missing (names ``pip install "mha_lib[export]"``).
     """
     opset = checks.as_int(opset, "opset")
     if not MIN_OPSET <= opset <= MAX_OPSET:
         raise ValueError(f"opset={opset} is outside [{MIN_OPSET}, {MAX_OPSET}]")
-    path = _checked_path(path, "path", must_exist=False)
+    path = _checked_onnx_output(path, "path")
     desc = _describe(model)
     _require("onnx")
     optimizer = _require("onnxscript.optimizer")
@@ -416,6 +418,19 @@ def _checked_path(path, name: str, *, must_exist: bool) -> str:
     return path
 
 
+def _checked_onnx_output(path, name: str) -> str:
+    """``path`` checked as a file to write (see ``_checked_path``) whose name ends in ``.onnx``.
+
+    onnx picks the format it saves in from the extension (``.json``, ``.textproto``, ``.onnxtxt``
+    are text formats that onnxruntime cannot load), so every file this module writes must be named
+    ``.onnx`` (any case), which is always the binary protobuf."""
+    path = _checked_path(path, name, must_exist=False)
+    if os.path.splitext(path)[1].lower() != ".onnx":
+        raise ValueError(f"{name}={path!r} does not end in .onnx: the files written here are binary ONNX "
+                         "(onnxruntime loads no other format); name it .onnx")
+    return path
+
+
 # ----------------------------------------------------------------------------- quantisation
 #: The ``block_size`` values :func:`quantize_for_web` takes: onnxruntime's blockwise quantiser
 #: (``MlasQuantizeBlockwise``) supports only these; 512 and up stop it with an assertion
@@ -453,7 +468,8 @@ def quantize_for_web(src: Union[str, os.PathLike], dst: Union[str, os.PathLike],
     Args:
         src: an ``.onnx`` file written by :func:`export_onnx`.
         dst: where to write the quantised file (may equal ``src``), replaced only once the new one
-            is complete and checked.
+            is complete and checked; its name must end in ``.onnx`` (any case; other extensions
+            would make onnx save a text format, so they are refused).
         block_size: weights per quantisation block: one of :data:`QUANT_BLOCK_SIZES` (16, 32, 64,
             128, 256), the sizes onnxruntime's quantiser (MLAS) takes; it asserts on others.
         min_table_elements: smallest embedding table (rows x columns) stored as int8, >= 1.
@@ -463,7 +479,8 @@ def quantize_for_web(src: Union[str, os.PathLike], dst: Union[str, os.PathLike],
         ``tables`` (int8 tables) and ``block_size``.
 
     Raises:
-        ValueError: ``src`` missing or not an ONNX file, ``dst`` a folder or in a missing one, a
+        ValueError: ``src`` missing or not an ONNX file, ``dst`` a folder, in a missing one or not
+            ending in ``.onnx``, a
             bad ``block_size`` or ``min_table_elements``; a file with no weight MatMul to
             quantise, or one already quantised (``MatMulNBits`` nodes or the ``mha_lib.quantized``
             mark: quantising again would only lose precision); a weight initializer holding NaN
@@ -472,7 +489,7 @@ def quantize_for_web(src: Union[str, os.PathLike], dst: Union[str, os.PathLike],
         ImportError: onnx or onnxruntime missing (names ``pip install "mha_lib[export]"``).
     """
     src = _checked_path(src, "src", must_exist=True)
-    dst = _checked_path(dst, "dst", must_exist=False)
+    dst = _checked_onnx_output(dst, "dst")
     block_size = checks.positive_int(block_size, "block_size")
     if block_size not in QUANT_BLOCK_SIZES:
         raise ValueError(f"block_size={block_size} is not one onnxruntime's 8-bit quantiser takes: "
@@ -795,7 +812,9 @@ def split_for_web(src: Union[str, os.PathLike], dst: Union[str, os.PathLike], ro
 
     Args:
         src: a file from :func:`export_onnx` with token ids (MiniLM).
-        dst: the ``.onnx`` file to write (not ``src``); replaced once every file is written.
+        dst: the ``.onnx`` file to write (not ``src``); replaced once every file is written. Its
+            name must end in ``.onnx`` (any case; other extensions would make onnx save a text
+            format that :func:`onnx_session` cannot load, so they are refused).
         rows_dir: folder for the row files (created with its parents when missing): a new or
             empty folder, or one an earlier split wrote, whose numbered ``.bin`` files and
             ``index.json`` are replaced (its other files are kept). A folder counts as an earlier
@@ -813,8 +832,8 @@ def split_for_web(src: Union[str, os.PathLike], dst: Union[str, os.PathLike], ro
         count), ``float16`` (initializers stored as float16), ``rows_per_file``, ``dim``, ``rows``.
 
     Raises:
-        ValueError: ``src`` missing or not an ONNX file, ``dst`` equal to ``src`` or to
-            ``rows_dir``, ``rows_dir`` an existing file, under a file, or a non-empty folder without
+        ValueError: ``src`` missing or not an ONNX file, ``dst`` not ending in ``.onnx`` or equal
+            to ``src`` or to ``rows_dir``, ``rows_dir`` an existing file, under a file, or a non-empty folder without
             ``index.json``, with one split_for_web did not write, with numbered files that
             index does not list, or missing one it lists or holding one of another size or other
             bytes; a file that is already split or quantised, one with no such
@@ -826,7 +845,7 @@ def split_for_web(src: Union[str, os.PathLike], dst: Union[str, os.PathLike], ro
         ImportError: onnx missing (names ``pip install "mha_lib[export]"``).
     """
     src = _checked_path(src, "src", must_exist=True)
-    dst = _checked_path(dst, "dst", must_exist=False)
+    dst = _checked_onnx_output(dst, "dst")
     if os.path.abspath(src) == os.path.abspath(dst):
         raise ValueError(f"dst={dst!r} is src: write the copy to another file")
     if not isinstance(rows_dir, (str, os.PathLike)) or not os.fspath(rows_dir):

@@ -665,6 +665,31 @@ def test_folders_and_files_that_are_not_onnx_are_refused_upfront(toy, tmp_path, 
             export.run_onnx(bad, input_ids=np.zeros((1, 1), np.int64))
 
 
+@pytest.mark.parametrize("name", ["x.json", "q.textproto", "m.onnxtxt", "m.prototxt", "m.txt", "model", "m.onnx.bak"])
+def test_files_written_must_be_named_onnx(toy, tmp_path, monkeypatch, name):
+    """Issue: split_for_web(dst="x.json") reported success but onnx.save wrote JSON (the format follows the
+    extension) that onnx_session refused; quantize_for_web(dst="q.json") raised onnx's ValidationError."""
+    model, info, _, _ = toy
+    (tmp_path / "rows").mkdir()
+    with pytest.raises(ValueError, match=rf"dst=.*{re.escape(name)}' does not end in .onnx"):
+        export.quantize_for_web(info.path, tmp_path / name)
+    with pytest.raises(ValueError, match=rf"dst=.*{re.escape(name)}' does not end in .onnx"):
+        split_toy(toy, tmp_path / name, tmp_path / "rows")
+    monkeypatch.setattr(torch.onnx, "export", None)  # refused before the export starts
+    with pytest.raises(ValueError, match=rf"path=.*{re.escape(name)}' does not end in .onnx"):
+        export.export_onnx(model, tmp_path / name)
+    assert [f.name for f in tmp_path.iterdir()] == ["rows"] and list((tmp_path / "rows").iterdir()) == []
+
+
+def test_files_named_onnx_in_any_case_are_binary_and_load(toy, tmp_path):
+    report = export.quantize_for_web(toy[1].path, tmp_path / "Q.ONNX")
+    assert report["bytes"] == (tmp_path / "Q.ONNX").stat().st_size
+    split_toy(toy, tmp_path / "page.Onnx", tmp_path / "rows")
+    for path in (tmp_path / "Q.ONNX", tmp_path / "page.Onnx"):
+        out = export.run_onnx(export.onnx_session(path), **_toy_inputs())
+        assert np.isfinite(out["logits"]).all()
+
+
 def _toy_inputs(L: int = 16):
     ids, types, mask = batch_of_two(8, L, seed=1)
     return {"input_ids": ids, "token_type_ids": types, "key_padding_mask": mask}
