@@ -1005,7 +1005,7 @@ class TokenRows:
     def feeds(self, input_ids) -> Dict[str, np.ndarray]:
         """``token_rows`` (U, dim) float16 and ``token_index`` (B, L) int64 for ``input_ids`` (B, L),
         integers in [0, rows) (checked by the caller, :func:`run_onnx`)."""
-        ids = np.asarray(input_ids, dtype=np.int64)
+        ids = _as_array(input_ids, "input_ids").astype(np.int64, copy=False)
         unique, index = np.unique(ids, return_inverse=True)
         return {"token_rows": self.table[unique], "token_index": index.reshape(ids.shape).astype(np.int64)}
 
@@ -1065,15 +1065,41 @@ def _session(session):
 
 
 def _as_array(value, name: str) -> np.ndarray:
+    """``value`` (an input named ``name``) as a numpy array: the one conversion of every feed, torch or not.
+
+    A torch tensor is read on the CPU; float16, bfloat16 (which numpy lacks) and the float8 types
+    become float32, exactly (each of their values is one in float32). A tensor without data (on the
+    meta device, a fake or other subclass numpy cannot read), a sparse, nested or quantised one is a
+    ValueError naming the input, as is anything numpy makes no numeric array of."""
     if isinstance(value, torch.Tensor):
-        return value.detach().cpu().numpy()
+        return _tensor_array(value, name)
     try:
         out = np.asarray(value)
-    except (TypeError, ValueError) as err:  # ragged lists
+    except (TypeError, ValueError, RuntimeError, NotImplementedError) as err:  # ragged lists, lists of meta tensors
         raise ValueError(f"{name} must be an array, got {value!r:.60} ({err})") from None
     if out.dtype == object:
         raise ValueError(f"{name} must be a numeric array, got {value!r:.60}")
     return out
+
+
+def _tensor_array(t: torch.Tensor, name: str) -> np.ndarray:
+    """A torch tensor as numpy (see ``_as_array``)."""
+    what = f"{name} is a {t.dtype} tensor"
+    if t.layout != torch.strided:
+        raise ValueError(f"{what} of layout {t.layout}: give a dense tensor (tensor.to_dense())")
+    if t.is_nested:
+        raise ValueError(f"{what} that is nested: give one (B, ...) tensor, padded")
+    if t.is_meta or t.device.type == "meta":
+        raise ValueError(f"{what} on the meta device, shape {tuple(t.shape)}: it holds no data")
+    if t.is_quantized:
+        raise ValueError(f"{what} that is quantised: give its values (tensor.dequantize())")
+    t = t.detach()
+    if t.dtype.is_floating_point and t.dtype.itemsize < 4:  # float16, bfloat16, float8: all exact in float32
+        t = t.float()
+    try:
+        return t.cpu().resolve_conj().resolve_neg().numpy()
+    except (TypeError, RuntimeError, NotImplementedError) as err:  # a fake tensor, a dtype numpy lacks
+        raise ValueError(f"{what} that numpy cannot read ({type(err).__name__}: {err})") from None
 
 
 def _fitting_float32(a: np.ndarray, what: str) -> np.ndarray:
@@ -1194,15 +1220,17 @@ def run_onnx(session, **inputs) -> Dict[str, np.ndarray]:
             [0, type_vocab_size); ``key_padding_mask`` (B, L) bool or 0/1 (True = padding);
             ``patches`` (B, N, patch_dim) real numbers; ``head_mask`` (num_layers, H), may be left
             out (all ones). Float inputs are cast to the file's float32 and must be finite after
-            the cast (a float64 1e39 is refused: it would become inf). B >= 1 and
-            1 <= L <= the file's ``max_length``.
+            the cast (a float64 1e39 is refused: it would become inf); float16 and bfloat16
+            tensors become float32 exactly. Tensors are read on the CPU and must be dense, with
+            data (not on the meta device). B >= 1 and 1 <= L <= the file's ``max_length``.
 
     Raises:
         ValueError: ``session`` neither a session nor a path to an ONNX file; an input name the
             file does not have, or a missing one (naming them); an input of the wrong dtype
             (float ids), shape or range (ids outside the vocabulary, a length beyond
             ``max_length``, patches of another width than the file's ``patch_dim``, a float
-            value that is not finite in float32); the message names the input.
+            value that is not finite in float32); a tensor without data (meta device), sparse,
+            nested or quantised; the message names the input.
     """
     session = _session(session)
     feeds = _checked_feeds(session, inputs)

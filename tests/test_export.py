@@ -646,6 +646,43 @@ def test_run_onnx_checks_patch_width_and_that_floats_fit_float32(digits):
         export.run_onnx(session, patches=good, head_mask=np.full((info.num_layers, info.num_heads), 1e39))
 
 
+@pytest.mark.filterwarnings("ignore:Sparse CSR tensor support is in beta")
+def test_run_onnx_reads_half_float_tensors_exactly_and_refuses_tensors_without_data(digits, toy):
+    """Issue: patches=torch.zeros(1, 4, 4, dtype=torch.bfloat16) raised numpy's TypeError, a meta tensor
+    NotImplementedError; now half floats become float32 exactly and tensors numpy cannot read are ValueErrors."""
+    model, info, session = digits
+    good = torch.rand(2, 5, 1, generator=torch.Generator().manual_seed(0))
+    hm = torch.tensor([[1.0] * info.num_heads] * info.num_layers)
+    for dtype in (torch.bfloat16, torch.float16):
+        half = good.to(dtype)
+        want = export.run_onnx(session, patches=half.float().numpy(), head_mask=hm.numpy())
+        got = export.run_onnx(session, patches=half, head_mask=hm.to(dtype))
+        assert all(np.array_equal(got[k], want[k]) for k in want), dtype
+    with pytest.raises(ValueError, match="patches must hold finite real numbers that fit float32: .* 1 value NaN"):
+        export.run_onnx(session, patches=torch.where(good > good.max() - 1e-6, float("inf"), good).bfloat16())
+    for bad, match in [(torch.zeros(2, 5, 1, device="meta"), r"patches is a torch.float32 tensor on the meta device"),
+                       (good.to_sparse(), r"patches is a torch.float32 tensor of layout torch.sparse_coo"),
+                       (good[..., 0].to_sparse_csr(), r"patches is a torch.float32 tensor of layout torch.sparse_csr")]:
+        with pytest.raises(ValueError, match=match):
+            export.run_onnx(session, patches=bad)
+    with pytest.raises(ValueError, match=r"head_mask is a torch.bfloat16 tensor on the meta device"):
+        export.run_onnx(session, patches=good, head_mask=torch.ones(info.num_layers, info.num_heads, device="meta",
+                                                                    dtype=torch.bfloat16))
+    with pytest.raises(ValueError, match="patches must be an array"):
+        export.run_onnx(session, patches=[torch.zeros(5, 1, device="meta")])
+    tmodel, _, tsession, _ = toy
+    inputs = _toy_inputs()
+    for name in ("input_ids", "key_padding_mask"):
+        with pytest.raises(ValueError, match=rf"{name} is a torch.* tensor on the meta device"):
+            export.run_onnx(tsession, **{**inputs, name: inputs[name].to("meta")})
+        with pytest.raises(ValueError, match=rf"{name} is a torch.* tensor on the meta device"):
+            export.compare_onnx(tmodel, tsession, {**inputs, name: inputs[name].to("meta")})
+    with pytest.raises(ValueError, match=r"head_mask is a torch.float32 tensor on the meta device"):
+        export.compare_onnx(tmodel, tsession, inputs, head_mask=torch.ones(1, 4, device="meta"))
+    half = export.compare_onnx(tmodel, tsession, inputs, head_mask=torch.ones(1, 4, dtype=torch.bfloat16))
+    assert half == export.compare_onnx(tmodel, tsession, inputs)
+
+
 def test_folders_and_files_that_are_not_onnx_are_refused_upfront(toy, tmp_path, monkeypatch):
     model, info, _, _ = toy
     monkeypatch.setattr(torch.onnx, "export", None)  # a path check that let a folder through would now fail late
