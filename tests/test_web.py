@@ -1,7 +1,10 @@
 """The browser code's own tests: ``node --test mha_lib/web/test/``, with fixtures computed here by mha_lib.
 
 ``mha_lib/web/wordpiece.mjs`` must give exactly the ids of :class:`mha_lib.pretrained.WordPieceTokenizer`,
-and ``mha_lib/web/mha_live.mjs`` must compute chapter 1's labels and chapter 4's scores as mha_lib does.
+and ``mha_lib/web/compute.mjs`` must compute chapter 1's labels and chapter 4's scores as mha_lib does.
+Below the node run: the modules that :func:`mha_lib.live.widget_esm` joins declare no name twice, the
+joined module needs no file beside it, and Python (``live_view``) and the page (``contract.mjs``) refuse
+the same configurations, naming the same key, since both read ``mha_lib/web/view_contract.json``.
 The expected values are never committed: this file tokenizes >= 200 texts with mha_lib (accents,
 CJK, emoji, punctuation, long words, empty and whitespace-only text, mixed scripts, special
 tokens, hostile HTML, text past 256 tokens), runs every code point through tokenizers'

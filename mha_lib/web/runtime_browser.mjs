@@ -26,7 +26,7 @@ export const URLS = {
   models: besideModule("../models/"),
 };
 /** Licence wording of the files the site ships, by licence file (the manifest's `license`). */
-export const LICENCE_NAMES = {
+const LICENCE_NAMES = {
   "all-MiniLM-L6-v2.LICENSE.txt": "Apache-2.0, converted to ONNX, float16 weights",
   "mha_lib.LICENSE.txt": "trained for this book",
 };
@@ -60,7 +60,7 @@ const SIMD_PROBE = new Uint8Array([0, 97, 115, 109, 1, 0, 0, 0, 1, 5, 1, 96, 0, 
   65, 0, 253, 15, 253, 98, 11]);
 
 /** Can this browser run onnxruntime-web's WebAssembly backend (WebAssembly with SIMD)? */
-export function supportsWasmSimd() {
+function supportsWasmSimd() {
   try {
     return typeof WebAssembly === "object" && WebAssembly.validate(SIMD_PROBE);
   } catch {
@@ -121,7 +121,7 @@ export function getManifest() {
 
 let runtimeBytes = null; // size of the WebAssembly runtime, from a HEAD request
 /** Size in bytes of the WebAssembly file (a HEAD request: nothing downloaded), or null. */
-export async function getRuntimeBytes() {
+async function getRuntimeBytes() {
   if (runtimeBytes === null) {
     runtimeBytes = fetch(URLS.wasm, { method: "HEAD" })
       .then((r) => (r.ok ? Number(r.headers.get("content-length")) || 0 : 0))
@@ -174,7 +174,7 @@ const modelPromises = new Map(); // model id -> Promise<Model>, shared by every 
  * @param {(what: string, bytes: number) => void} onBytes  progress, per file
  * @returns {Promise<{id, info, session, ort, tokenizer}>}
  */
-export function loadModel(id, onBytes) {
+function loadModel(id, onBytes) {
   if (!modelPromises.has(id)) {
     const promise = (async () => {
       const manifest = await getManifest();
