@@ -8,8 +8,9 @@
    ``_static/``, whose every .js file Jupyter Book would add to every page. _config.yml points
    ``nb_ipywidgets_js`` and ``mathjax_path`` at them, and ``_static/mha_book.js`` tells
    ``mha_lib.viz.bertviz_view`` where require.js, d3 and jquery are. The live views' ES modules
-   (``mha_lib/web/*.mjs``: package data, since a kernel's widget, ``mha_lib.live.LiveWidget``,
-   runs the same code) are copied to ``_static/live/``, where ``_static/mha_book.js`` imports them.
+   (``mha_lib/web/*.mjs``, with ``mha_live.css`` and ``view_contract.json``: package data, since a
+   kernel's widget, ``mha_lib.live.LiveWidget``, runs the same code) are copied to ``_static/live/``,
+   where ``_static/mha_book.js`` imports ``mha_live.mjs``.
 
 2. Fresh static files. When no page is out of date, Sphinx 7 skips copying ``_static/``, so
    an edited ``_static/mha_book.js`` would stay stale in an incremental build; it is
@@ -78,8 +79,10 @@ OUT OF OR IN CONNECTION WITH THE SOFTWARE OR THE USE OR OTHER DEALINGS IN THE
 SOFTWARE.
 """),
 }
-# The live views' own ES modules (mha_lib/web/*.mjs, tested by node --test) go to _static/live/.
+# The live views' own files go to _static/live/: their ES modules (mha_lib/web/*.mjs, tested by node
+# --test), the stylesheet styles.mjs links and the view contract contract.mjs reads.
 LIVE_SOURCE = "mha_lib/web"
+LIVE_FILES = ("*.mjs", "*.css", "*.json")
 # Not needed by the pages: source maps, the AMD builds, MathJax's other combined components
 # and its speech-rule engine (loaded only when a reader turns speech on in MathJax's menu).
 SKIP_SUFFIXES = (".map",)
@@ -134,8 +137,9 @@ def copy_vendor(app: Sphinx, exception) -> None:
         (out / dst).write_text(text.format(version=version), encoding="utf-8")
     live = Path(app.outdir, "_static", "live")
     live.mkdir(parents=True, exist_ok=True)
-    for module in sorted(Path(app.srcdir, LIVE_SOURCE).glob("*.mjs")):
-        shutil.copy2(module, live / module.name)
+    for pattern in LIVE_FILES:
+        for file in sorted(Path(app.srcdir, LIVE_SOURCE).glob(pattern)):
+            shutil.copy2(file, live / file.name)
 
 
 def refresh_static(app: Sphinx, exception) -> None:

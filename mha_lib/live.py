@@ -203,9 +203,9 @@ def live_view(view: str, model: str, config: Mapping[str, Any], *, fallback: Any
             (``"sentence"`` and ``"prune"`` run all-MiniLM-L6-v2; a ``"toy-compare"`` model must
             be one of ``config["models"]``); a ``config`` that is not a dict, holds NaN/inf, an
             integer beyond 2**53 - 1, a str with a lone surrogate or other objects, or lacks
-            what the view draws (the checks of ``checkConfig`` in ``mha_lib/web/mha_live.mjs``: tokens
+            what the view draws (``mha_lib/web/view_contract.json``, which the page checks too: tokens
             and [layer][head][query][key] maps of one row per token, ...; the message names the
-            key); a ``fallback`` that is not PNG, or a fallback without alt text.
+            key path); a ``fallback`` that is not PNG, or a fallback without alt text.
     """
     if view not in VIEWS:
         raise ValueError(f"view must be one of {VIEWS}, got {view!r}")
@@ -243,64 +243,130 @@ def live_view(view: str, model: str, config: Mapping[str, Any], *, fallback: Any
                     alt=alt or "", caption=caption or "")
 
 
+@functools.lru_cache(maxsize=1)
+def view_contract() -> dict:
+    """``mha_lib/web/view_contract.json``: per view, the keys its drawing reads and their shapes.
+
+    The one description of a view's configuration: :func:`_check_config` here and ``checkConfig`` of
+    ``mha_lib/web/contract.mjs`` (the page) both read it, and word their refusals alike.
+    """
+    return json.loads((resources.files("mha_lib") / "web" / "view_contract.json").read_text(encoding="utf-8"))
+
+
+def _size_of(spec, config: dict) -> int:
+    """A size of the contract: a number, a key (its length, or its integer value) or ``"N*key"``."""
+    if isinstance(spec, int):
+        return spec
+    factor, _, key = spec.rpartition("*")
+    value = config[key]
+    return int(factor or 1) * (len(value) if isinstance(value, list) else int(value))
+
+
+def _is_number(v) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+
+
+def _is_integer(v) -> bool:
+    """An integer as the page's JSON.parse reads it (``2.0`` is the number 2 there)."""
+    return _is_number(v) and float(v).is_integer()
+
+
+def _quoted(values) -> str:
+    return ", ".join(json.dumps(x, ensure_ascii=False) for x in values)
+
+
+def _check_rule(value, rule: dict, path: str, config: dict, fail) -> None:
+    """``value`` (at ``path``, e.g. ``'texts'[3]``) against a rule of the contract; as ``checkRule`` in contract.mjs."""
+
+    def must(ok: bool, what: str) -> None:
+        if not ok:
+            fail(f"{path} must be {what}, got {value!r:.80}")
+
+    kind = rule["type"]
+    if kind == "str":
+        must(isinstance(value, str), "a string")
+    elif kind == "number":
+        must(_is_number(value), "a number")
+    elif kind == "int":
+        bounds, ok = [], _is_integer(value)
+        if "min" in rule:
+            bounds.append(f">= {rule['min']}")
+            ok = ok and value >= rule["min"]
+        if "below" in rule:
+            top = _size_of(rule["below"], config)
+            bounds.append(f"< {top} (the length of '{rule['below']}')")
+            ok = ok and value < top
+        must(ok, "an integer" + (" " + " and ".join(bounds) if bounds else ""))
+    elif kind == "enum":
+        must(any(value == x and isinstance(value, bool) == isinstance(x, bool)
+                 and isinstance(value, str) == isinstance(x, str) for x in rule["values"]),
+             f"one of {_quoted(rule['values'])}")
+    elif kind == "object":
+        must(isinstance(value, dict), "an object")
+        for key, inner in rule.get("keys", {}).items():
+            if not (inner.get("optional") and key not in value):
+                _check_rule(value.get(key), inner, f"{path}[{key!r}]", config, fail)
+    elif kind == "list":
+        what, ok = "a list", isinstance(value, list)
+        if "min_length" in rule:
+            n = _size_of(rule["min_length"], config)
+            what = "a non-empty list" if n == 1 else f"a list of at least {n} items"
+            what += f" ({rule['min_length']})" if isinstance(rule["min_length"], str) else ""
+            ok = ok and len(value) >= n
+        if "length" in rule:
+            n = _size_of(rule["length"], config)
+            what = f"a list of {n} items" + (f" ({rule['length']})" if isinstance(rule["length"], str) else "")
+            ok = ok and len(value) == n
+        must(ok, what)
+        for i, v in enumerate(value if "items" in rule else []):
+            _check_rule(v, rule["items"], f"{path}[{i}]", config, fail)
+    elif kind == "maps":
+        n = _size_of(rule["side"], config)
+        must(isinstance(value, list) and len(value) > 0, "a non-empty [layer][head][query][key] list")
+        for i, layer in enumerate(value):
+            if not isinstance(layer, list) or not layer:
+                fail(f"{path}[{i}] must be a non-empty list of heads, got {layer!r:.80}")
+            for j, m in enumerate(layer):
+                if (not isinstance(m, list) or len(m) != n
+                        or any(not isinstance(row, list) or len(row) != n for row in m)):
+                    fail(f"{path}[{i}][{j}] must be a {n} x {n} map (one row and column per item of "
+                         f"'{rule['side']}'), got {m!r:.80}")
+    elif kind == "head_mask":
+        maps = config[rule["like"]]
+        must(isinstance(value, list) and len(value) == len(maps),
+             f"a list of {len(maps)} rows, one per layer of '{rule['like']}'")
+        for l, row in enumerate(value):
+            if not isinstance(row, list) or len(row) != len(maps[l]):
+                fail(f"{path}[{l}] must be a list of {len(maps[l])} values, one per head of "
+                     f"'{rule['like']}'[{l}], got {row!r:.80}")
+            for h, v in enumerate(row):
+                if not (isinstance(v, bool) or (_is_number(v) and v in (0, 1))):
+                    fail(f"{path}[{l}][{h}] must be 0, 1 or a boolean, got {v!r:.80}")
+    elif kind == "per_item":
+        must(isinstance(value, dict), "an object")
+        for name in config[rule["of"]]:
+            _check_rule(value.get(name), rule["value"], f"{path}[{name!r}]", config, fail)
+    else:
+        raise RuntimeError(f"view_contract.json: unknown rule type {kind!r} at {path}")
+
+
 def _check_config(view: str, model: str, config: dict) -> None:
-    """What ``checkConfig`` of ``mha_lib/web/mha_live.mjs`` needs, checked before the page is written
-    (``config`` is already rounded: lists, dicts, numbers, str). ValueError naming the key."""
+    """``config`` (already rounded: lists, dicts, numbers, str) and ``model`` against :func:`view_contract`,
+    before the page is written: what ``checkConfig`` of ``mha_lib/web/contract.mjs`` checks, with the
+    same words. ValueError naming the key path, e.g. ``'results'['ch1-h1']['attentions'][0][0]``."""
 
     def fail(what: str):
         raise ValueError(f"config of a {view!r} view: {what}")
 
-    def is_int(v) -> bool:
-        return isinstance(v, int) and not isinstance(v, bool)
-
-    def maps(attentions, n: int, where: str) -> None:
-        if not isinstance(attentions, list) or not attentions:
-            fail(f"{where} must be a non-empty [layer][head][query][key] list")
-        for i, layer in enumerate(attentions):
-            if not isinstance(layer, list) or not layer:
-                fail(f"{where}[{i}] must be a non-empty list of heads")
-            for j, m in enumerate(layer):
-                if (not isinstance(m, list) or len(m) != n
-                        or any(not isinstance(row, list) or len(row) != n for row in m)):
-                    fail(f"{where}[{i}][{j}] must be a {n} x {n} map (one row and column per token)")
-
-    if view in ("sentence", "prune"):
-        if model != MINILM_ID:
-            raise ValueError(f"a {view!r} view runs {MINILM_ID!r} (its tokenizer and file), got model={model!r}")
-        tokens = config.get("tokens")
-        if not isinstance(tokens, list) or not tokens or not all(isinstance(t, str) for t in tokens):
-            fail(f"'tokens' must be a non-empty list of str, got {tokens!r:.80}")
-        maps(config.get("attentions"), len(tokens), "'attentions'")
-    if view == "prune":
-        A, texts, mask = config.get("num_anchors"), config.get("texts"), config.get("mask")
-        if not is_int(A) or A < 1:
-            fail(f"'num_anchors' must be an integer >= 1, got {A!r}")
-        if not isinstance(texts, list) or len(texts) < 2 * A or not all(isinstance(t, str) for t in texts):
-            fail(f"'texts' must be a list of str with {A} anchors, their {A} paraphrases and any other candidates")
-        if (not isinstance(mask, list) or len(mask) != len(config["attentions"])
-                or any(not isinstance(row, list) or len(row) != len(heads)
-                       for row, heads in zip(mask, config["attentions"]))):
-            fail("'mask' must be [layer][head], one entry per head of 'attentions'")
-        for key in ("fidelity", "mrr", "mrr_all"):
-            if isinstance(config.get(key), bool) or not isinstance(config.get(key), (int, float)):
-                fail(f"{key!r} must be a number, got {config.get(key)!r}")
-    if view == "toy-compare":
-        models, task, ids, types = (config.get(k) for k in ("models", "task", "ids", "types"))
-        if not isinstance(models, list) or not models or not all(isinstance(m, str) for m in models):
-            fail(f"'models' must be a non-empty list of model ids, got {models!r:.80}")
-        if model not in models:
-            raise ValueError(f"model={model!r} is not one of the view's models {models}")
-        if not isinstance(task, dict) or not is_int(task.get("vocab_size")) or task.get("op") not in ("sub", "add"):
-            fail(f"'task' must give vocab_size and op ('sub' or 'add'), got {task!r:.80}")
-        if (not isinstance(ids, list) or not isinstance(types, list) or not ids or len(ids) != len(types)
-                or not all(is_int(v) for v in ids + types)):
-            fail("'ids' and 'types' must be non-empty lists of integers of one length")
-        results = config.get("results")
-        for name in models:
-            r = results.get(name) if isinstance(results, dict) else None
-            if not isinstance(r, dict):
-                fail(f"'results' has no entry for {name!r}")
-            maps(r.get("attentions"), len(ids), f"'results'[{name!r}]['attentions']")
+    spec = view_contract()["views"][view]
+    for key, rule in spec["keys"].items():
+        if not (rule.get("optional") and key not in config):
+            _check_rule(config.get(key), rule, f"{key!r}", config, fail)
+    if "equals" in spec["model"] and model != spec["model"]["equals"]:
+        fail(f"model must be {json.dumps(spec['model']['equals'])}, got {model!r}")
+    if "one_of" in spec["model"] and model not in config[spec["model"]["one_of"]]:
+        key = spec["model"]["one_of"]
+        fail(f"model must be one of '{key}' [{_quoted(config[key])}], got {model!r}")
 
 
 # ----------------------------------------------------------------------------- configurations
@@ -637,32 +703,61 @@ MAX_KERNEL_ROWS = 64
 #: Most positions (rows x length, padding included) one run message may hold: the prune view's 25
 #: texts at MiniLM's 256 tokens; a larger batch would hold the kernel for a minute.
 MAX_KERNEL_TOKENS = 25 * 256
-_WORDPIECE_IMPORT = 'import { WordPieceTokenizer } from "./wordpiece.mjs";\n'
+#: The browser code's modules in ``mha_lib/web/``, in the order :func:`widget_esm` joins them: each one
+#: imports only modules above it, and ``mha_live.mjs`` (the page's entry: mounting, ``render``) is last.
+WIDGET_MODULES = ("wordpiece.mjs", "checks.mjs", "contract.mjs", "layout.mjs", "text.mjs", "compute.mjs",
+                  "integrity.mjs", "runtime_browser.mjs", "runtime_kernel.mjs", "dom.mjs", "draw.mjs", "styles.mjs",
+                  "view.mjs", "layer_maps.mjs", "view_sentence.mjs", "view_toy_compare.mjs", "view_prune.mjs",
+                  "mha_live.mjs")
+_RELATIVE_IMPORT = re.compile(r'^import \{[^}]*\} from "\./([\w-]+\.mjs)";\n', re.M)
+#: The lines of the modules that read a file beside them; in the widget's module they hold its text.
+_INLINED = {"styles.mjs": ("const INLINE_CSS = null;", "mha_live.css"),
+            "contract.mjs": ("const INLINE_CONTRACT = null;", "view_contract.json")}
 _KERNEL_MODELS: Dict[str, Any] = {}  # model id -> loaded model, shared by every view of the kernel
 
 
 @functools.lru_cache(maxsize=1)
 def widget_esm() -> str:
-    """The ES module of :class:`LiveWidget`: ``mha_lib/web/wordpiece.mjs`` then ``mha_live.mjs``.
+    """The ES module of :class:`LiveWidget`: the modules of :data:`WIDGET_MODULES`, joined in that order.
 
-    anywidget loads a widget's module from a ``blob:`` URL, where ``mha_live.mjs``'s relative
-    import of ``./wordpiece.mjs`` cannot resolve, so the two files (package data, the same files
-    the book copies to ``_static/live/``) become one text: the tokenizer's module, then the
-    views' module without that import line. Their top-level names do not overlap.
+    anywidget loads a widget's module from a ``blob:`` URL, where relative imports (``./dom.mjs``)
+    cannot resolve and there is no folder to read ``mha_live.css`` or ``view_contract.json`` from, so
+    the modules (package data, the same files the book copies to ``_static/live/``) become one text:
+    each file without its ``import {...} from "./x.mjs";`` lines, and the stylesheet and the view
+    contract written into the lines that would read them (``const INLINE_CSS = null;``,
+    ``const INLINE_CONTRACT = null;``). No two modules define the same top-level name
+    (tests/test_web.py checks it), and every relative import names an earlier module.
 
     Returns:
         the module text (str); its default export ``{render}`` is anywidget's entry point.
 
     Raises:
-        RuntimeError: ``mha_live.mjs`` no longer imports the tokenizer by that exact line.
+        RuntimeError: a module imports one that is not above it in :data:`WIDGET_MODULES`, a module
+            of ``mha_lib/web/`` is not in the list, or a line to inline is not there exactly once.
     """
     web = resources.files("mha_lib") / "web"
-    wordpiece = (web / "wordpiece.mjs").read_text(encoding="utf-8")
-    views = (web / "mha_live.mjs").read_text(encoding="utf-8")
-    if views.count(_WORDPIECE_IMPORT) != 1:
-        raise RuntimeError(f"mha_live.mjs must import the tokenizer with the line {_WORDPIECE_IMPORT.strip()!r} "
-                           "(widget_esm joins the two files into one module)")
-    return wordpiece + "\n" + views.replace(_WORDPIECE_IMPORT, "")
+    present = {p.name for p in web.iterdir() if p.name.endswith(".mjs")}
+    if present != set(WIDGET_MODULES):
+        raise RuntimeError(f"mha_lib/web/ holds {sorted(present)}, WIDGET_MODULES lists {sorted(WIDGET_MODULES)}")
+    parts = []
+    for i, name in enumerate(WIDGET_MODULES):
+        text = (web / name).read_text(encoding="utf-8")
+        later = [m for m in _RELATIVE_IMPORT.findall(text) if m not in WIDGET_MODULES[:i]]
+        if later:
+            raise RuntimeError(f"{name} imports {later}, which widget_esm would join after it")
+        text = _RELATIVE_IMPORT.sub("", text)
+        if 'from "./' in text:
+            raise RuntimeError(f"{name} has a relative import that is not one line 'import {{...}} from \"./x.mjs\";'")
+        if name in _INLINED:
+            line, data = _INLINED[name]
+            if text.count(line) != 1:
+                raise RuntimeError(f"{name} must hold the line {line!r} once (widget_esm writes {data} there)")
+            value = (web / data).read_text(encoding="utf-8")
+            if data.endswith(".json"):
+                value = json.loads(value)
+            text = text.replace(line, f"{line.split(' = ')[0]} = {json.dumps(value, ensure_ascii=False)};")
+        parts.append(f"// ---- mha_lib/web/{name}\n{text}")
+    return "\n".join(parts)
 
 
 def _in_kernel() -> bool:

@@ -110,15 +110,15 @@ def test_numbers_are_rounded_and_tensors_become_lists():
     (dict(config={**minimal_config("x"), "n": -(2**53)}), "beyond 2\\*\\*53"),
     (dict(config=minimal_config("a\ud800b")), "lone surrogate"),
     (dict(config={"ok\udfff": 1, **minimal_config("x")}), "lone surrogate"),
-    # the keys each view draws (checkConfig of mha_lib/web/mha_live.mjs), and the model it runs
+    # the keys each view draws (mha_lib/web/view_contract.json, which contract.mjs checks too), and its model
     (dict(config={}), "'tokens' must be a non-empty list"),
     (dict(config={**minimal_config("x"), "tokens": ["a", "b"]}), r"must be a 2 x 2 map"),
     (dict(config={**minimal_config("x"), "attentions": []}), "'attentions' must be a non-empty"),
-    (dict(model="ch1-h1"), "runs 'all-MiniLM-L6-v2'"),
+    (dict(model="ch1-h1"), 'model must be "all-MiniLM-L6-v2"'),
     (dict(view="prune"), "'num_anchors' must be an integer"),
     (dict(view="prune", config={**minimal_config("x"), "num_anchors": 2, "texts": ["a", "b", "c"]}), "'texts' must"),
     (dict(view="prune", config={**minimal_config("x"), "num_anchors": 1, "texts": ["a", "b"], "mask": [[1, 1]],
-                                "fidelity": 1.0, "mrr": 1.0, "mrr_all": 1.0}), "'mask' must be"),
+                                "fidelity": 1.0, "mrr": 1.0, "mrr_all": 1.0}), r"'mask'\[0\] must be a list of 1 values"),
     (dict(view="prune", config={**minimal_config("x"), "num_anchors": 1, "texts": ["a", "b"], "mask": [[1]],
                                 "fidelity": 1.0, "mrr": True, "mrr_all": 1.0}), "'mrr' must be a number"),
     (dict(view="toy-compare", model="ch1-h1"), "'models' must be a non-empty list"),
@@ -132,21 +132,24 @@ def test_live_view_refuses_bad_arguments(kwargs, match):
 
 def _toy_view_config() -> dict:
     return {"models": ["ch1-h1"], "task": {"vocab_size": 8, "op": "sub"}, "ids": [1, 2], "types": [0, 1],
-            "results": {"ch1-h1": {"attentions": [[[[1.0, 0.0], [0.5, 0.5]]]]}}}
+            "results": {"ch1-h1": {"attentions": [[[[1.0, 0.0], [0.5, 0.5]]]], "predictions": [3, 1],
+                                   "confidence": [0.5, 0.9]}}}
 
 
 def test_live_view_checks_a_toy_compare_config():
     assert live.live_view("toy-compare", "ch1-h1", _toy_view_config()).model == "ch1-h1"
-    with pytest.raises(ValueError, match=r"model='ch1-h2' is not one of the view's models \['ch1-h1'\]"):
+    with pytest.raises(ValueError, match=r"model must be one of 'models' \[\"ch1-h1\"\], got 'ch1-h2'"):
         live.live_view("toy-compare", "ch1-h2", _toy_view_config())
-    with pytest.raises(ValueError, match="'task' must give vocab_size and op"):
+    with pytest.raises(ValueError, match=r"'task'\['op'\] must be one of \"sub\", \"add\""):
         live.live_view("toy-compare", "ch1-h1", {**_toy_view_config(), "task": {"vocab_size": 8, "op": "mul"}})
-    with pytest.raises(ValueError, match="'ids' and 'types' must be"):
+    with pytest.raises(ValueError, match=r"'types' must be a list of 2 items \(ids\)"):
         live.live_view("toy-compare", "ch1-h1", {**_toy_view_config(), "types": [0]})
-    with pytest.raises(ValueError, match="'results' has no entry for 'ch1-h1'"):
+    with pytest.raises(ValueError, match=r"'results'\['ch1-h1'\] must be an object"):
         live.live_view("toy-compare", "ch1-h1", {**_toy_view_config(), "results": {}})
     with pytest.raises(ValueError, match=r"\['attentions'\]\[0\]\[0\] must be a 2 x 2 map"):
-        live.live_view("toy-compare", "ch1-h1", {**_toy_view_config(), "results": {"ch1-h1": {"attentions": [[[1]]]}}})
+        live.live_view("toy-compare", "ch1-h1", {**_toy_view_config(), "results": {"ch1-h1": {"attentions": [[[1]]],
+                                                                                             "predictions": [0, 0],
+                                                                                             "confidence": [1, 1]}}})
 
 
 def test_fallback_needs_alt_text():

@@ -1,7 +1,10 @@
 """The browser code's own tests: ``node --test mha_lib/web/test/``, with fixtures computed here by mha_lib.
 
 ``mha_lib/web/wordpiece.mjs`` must give exactly the ids of :class:`mha_lib.pretrained.WordPieceTokenizer`,
-and ``mha_lib/web/mha_live.mjs`` must compute chapter 1's labels and chapter 4's scores as mha_lib does.
+and ``mha_lib/web/compute.mjs`` must compute chapter 1's labels and chapter 4's scores as mha_lib does.
+Below the node run: the modules that :func:`mha_lib.live.widget_esm` joins declare no name twice, the
+joined module needs no file beside it, and Python (``live_view``) and the page (``contract.mjs``) refuse
+the same configurations, naming the same key, since both read ``mha_lib/web/view_contract.json``.
 The expected values are never committed: this file tokenizes >= 200 texts with mha_lib (accents,
 CJK, emoji, punctuation, long words, empty and whitespace-only text, mixed scripts, special
 tokens, hostile HTML, text past 256 tokens), runs every code point through tokenizers'
@@ -19,6 +22,7 @@ from __future__ import annotations
 import json
 import os
 import random
+import re
 import shutil
 import subprocess
 import sys
@@ -213,6 +217,168 @@ def test_node_tests_of_web(tmp_path):
     assert "# fail 0" in proc.stdout and "# skipped" in proc.stdout
     skipped = int(proc.stdout.split("# skipped")[1].split()[0])
     assert skipped == 0, f"node skipped {skipped} tests:\n{proc.stdout[-3000:]}"
+
+
+# ----------------------------------------------------------------------------- the modules and their contract
+def _top_level_names(text: str) -> list:
+    """Names a module declares at its top level (column 0): functions, classes, const/let/var."""
+    pattern = r"^(?:export\s+)?(?:default\s+)?(?:async\s+)?(?:function\*?|class|const|let|var)\s+([A-Za-z_$][\w$]*)"
+    return re.findall(pattern, text, re.M)
+
+
+def test_the_widget_modules_are_every_module_and_declare_no_name_twice():
+    from mha_lib.live import WIDGET_MODULES
+
+    assert sorted(WIDGET_MODULES) == sorted(p.name for p in WEB.glob("*.mjs"))
+    assert WIDGET_MODULES[-1] == "mha_live.mjs"  # the page's entry: mounting and render
+    owner = {}
+    for name in WIDGET_MODULES:
+        for declared in _top_level_names((WEB / name).read_text(encoding="utf-8")):
+            assert declared not in owner, f"{declared} is declared by {owner[declared]} and {name}"
+            owner[declared] = name
+    assert {"checkConfig", "kernelBackend", "mount", "render", "WordPieceTokenizer"} <= set(owner)
+
+
+@pytest.mark.skipif(NODE is None, reason="node is not installed")
+def test_the_widget_module_is_one_text_with_the_css_and_the_contract_inlined(tmp_path):
+    from mha_lib import live
+
+    esm = live.widget_esm()
+    assert 'from "./' not in esm and "INLINE_CSS = null" not in esm and "INLINE_CONTRACT = null" not in esm
+    assert json.dumps((WEB / "mha_live.css").read_text(encoding="utf-8"), ensure_ascii=False) in esm
+    path = tmp_path / "widget.mjs"  # no view_contract.json beside it: the module must not need one
+    path.write_text(esm, encoding="utf-8")
+    script = (f"const m = await import({json.dumps(path.as_uri())});"
+              "console.log(JSON.stringify([m.VIEW_CONTRACT, typeof m.default.render, typeof m.mountAll]));")
+    out = subprocess.run([NODE, "--input-type=module", "-e", script], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr[-3000:]
+    contract, render, mount_all = json.loads(out.stdout)
+    assert contract == live.view_contract() and render == mount_all == "function"
+
+
+def _map(n):
+    return [[1.0 / n] * n for _ in range(n)]
+
+
+_SENTENCE = {"text": "a b", "tokens": ["[CLS]", "a", "[SEP]"], "attentions": [[_map(3), _map(3)]], "layer": 0}
+_PRUNE = {**_SENTENCE, "num_anchors": 1, "texts": ["a", "b", "c"], "mask": [[1, 0]], "fidelity": 0.9, "mrr": 1.0,
+          "mrr_all": 1.0, "token_ids": [0, 101, 102]}
+_TOY = {"models": ["ch1-h1", "ch1-h2"], "task": {"kind": "prev_marked", "vocab_size": 8, "op": "sub"}, "ids": [3, 5],
+        "types": [0, 1], "results": {m: {"attentions": [[_map(2)] * h], "predictions": [0, 2], "confidence": [0.5, 0.9]}
+                                     for m, h in (("ch1-h1", 1), ("ch1-h2", 2))}}
+_MINILM = "all-MiniLM-L6-v2"
+
+
+def _with(config, path, value):
+    """A deep copy of ``config`` with ``value`` at ``path`` (a tuple of keys and indices); REMOVE deletes it."""
+    out = json.loads(json.dumps(config))
+    node = out
+    for key in path[:-1]:
+        node = node[key]
+    if value is REMOVE:
+        del node[path[-1]]
+    else:
+        node[path[-1]] = value
+    return out
+
+
+REMOVE = object()
+#: (view, model, config, the key path both checkers must name; None: both accept it)
+CONTRACT_CASES = [
+    ("sentence", _MINILM, _SENTENCE, None),
+    ("sentence", _MINILM, _with(_SENTENCE, ("layer",), REMOVE), None),
+    ("prune", _MINILM, _PRUNE, None),
+    ("prune", _MINILM, _with(_PRUNE, ("mask",), [[True, False]]), None),
+    ("toy-compare", "ch1-h2", _TOY, None),
+    ("toy-compare", "ch1-h1", _with(_TOY, ("ids",), [3.0, 5.0]), None),  # JSON.parse reads 3.0 as the integer 3
+    ("sentence", _MINILM, {}, "'tokens'"),
+    ("sentence", _MINILM, _with(_SENTENCE, ("tokens",), ["a", "b"]), "'attentions'[0][0]"),
+    ("sentence", _MINILM, _with(_SENTENCE, ("tokens",), []), "'tokens'"),
+    ("sentence", _MINILM, _with(_SENTENCE, ("tokens", 1), 7), "'tokens'[1]"),
+    ("sentence", _MINILM, _with(_SENTENCE, ("attentions",), []), "'attentions'"),
+    ("sentence", _MINILM, _with(_SENTENCE, ("attentions",), [[]]), "'attentions'[0]"),
+    ("sentence", _MINILM, _with(_SENTENCE, ("attentions", 0, 1, 2), [0.5]), "'attentions'[0][1]"),
+    ("sentence", _MINILM, _with(_SENTENCE, ("layer",), 1), "'layer'"),
+    ("sentence", _MINILM, _with(_SENTENCE, ("layer",), -1), "'layer'"),
+    ("sentence", _MINILM, _with(_SENTENCE, ("layer",), 0.5), "'layer'"),
+    ("sentence", _MINILM, _with(_SENTENCE, ("text",), 3), "'text'"),
+    ("sentence", "ch1-h1", _SENTENCE, "model"),
+    ("prune", _MINILM, _with(_PRUNE, ("text",), REMOVE), "'text'"),
+    ("prune", _MINILM, _with(_PRUNE, ("num_anchors",), 0), "'num_anchors'"),
+    ("prune", _MINILM, _with(_PRUNE, ("num_anchors",), True), "'num_anchors'"),
+    ("prune", _MINILM, _with(_PRUNE, ("num_anchors",), 2), "'texts'"),
+    ("prune", _MINILM, _with(_PRUNE, ("texts", 0), 1), "'texts'[0]"),
+    ("prune", _MINILM, _with(_PRUNE, ("mask",), [[1, 1], [1, 1]]), "'mask'"),
+    ("prune", _MINILM, _with(_PRUNE, ("mask",), [[1]]), "'mask'[0]"),
+    ("prune", _MINILM, _with(_PRUNE, ("mask",), [[1, 2]]), "'mask'[0][1]"),
+    ("prune", _MINILM, _with(_PRUNE, ("mask",), [["1", 1]]), "'mask'[0][0]"),
+    ("prune", _MINILM, _with(_PRUNE, ("mrr",), True), "'mrr'"),
+    ("prune", _MINILM, _with(_PRUNE, ("fidelity",), "0.9"), "'fidelity'"),
+    ("prune", _MINILM, _with(_PRUNE, ("mrr_all",), REMOVE), "'mrr_all'"),
+    ("prune", _MINILM, _with(_PRUNE, ("token_ids", 1), -1), "'token_ids'[1]"),
+    ("toy-compare", "ch1-h1", _with(_TOY, ("models",), []), "'models'"),
+    ("toy-compare", "ch1-h4", _TOY, "model"),
+    ("toy-compare", "ch1-h1", _with(_TOY, ("task",), "sub"), "'task'"),
+    ("toy-compare", "ch1-h1", _with(_TOY, ("task", "vocab_size"), 0), "'task'['vocab_size']"),
+    ("toy-compare", "ch1-h1", _with(_TOY, ("task", "op"), "mul"), "'task'['op']"),
+    ("toy-compare", "ch1-h1", _with(_TOY, ("ids",), []), "'ids'"),
+    ("toy-compare", "ch1-h1", _with(_TOY, ("ids", 0), 1.5), "'ids'[0]"),
+    ("toy-compare", "ch1-h1", _with(_TOY, ("types",), [0]), "'types'"),
+    ("toy-compare", "ch1-h1", _with(_TOY, ("types", 1), 2), "'types'[1]"),
+    ("toy-compare", "ch1-h1", _with(_TOY, ("types",), [False, True]), "'types'[0]"),
+    ("toy-compare", "ch1-h1", _with(_TOY, ("results",), REMOVE), "'results'"),
+    ("toy-compare", "ch1-h1", _with(_TOY, ("results", "ch1-h2"), REMOVE), "'results'['ch1-h2']"),
+    ("toy-compare", "ch1-h1", _with(_TOY, ("results", "ch1-h2", "attentions", 0, 1), _map(3)),
+     "'results'['ch1-h2']['attentions'][0][1]"),
+    ("toy-compare", "ch1-h1", _with(_TOY, ("results", "ch1-h1", "predictions"), [1]), "'results'['ch1-h1']['predictions']"),
+    ("toy-compare", "ch1-h1", _with(_TOY, ("results", "ch1-h1", "confidence", 0), "x"),
+     "'results'['ch1-h1']['confidence'][0]"),
+]
+
+
+@pytest.fixture(scope="module")
+def js_contract_answers(tmp_path_factory):
+    """checkConfig of mha_lib/web/contract.mjs on every case, in one node run: {"ok": bool, "message": str}."""
+    from mha_lib import live
+
+    cases = [{"view": v, "model": m, "config": live._rounded(c, "config")} for v, m, c, _ in CONTRACT_CASES]
+    path = tmp_path_factory.mktemp("contract") / "cases.json"
+    path.write_text(json.dumps(cases), encoding="utf-8")
+    script = (f"import {{ checkConfig }} from {json.dumps((WEB / 'contract.mjs').as_uri())};"
+              "import fs from 'node:fs';"
+              f"const cases = JSON.parse(fs.readFileSync({json.dumps(str(path))}, 'utf8'));"
+              "console.log(JSON.stringify(cases.map(({view, model, config}) => {"
+              "  try { checkConfig(view, config, model); return {ok: true, message: ''}; }"
+              "  catch (err) { return {ok: false, message: err.message}; } })));")
+    out = subprocess.run([NODE, "--input-type=module", "-e", script], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr[-3000:]
+    return json.loads(out.stdout)
+
+
+def _core(message: str) -> str:
+    """A refusal without the language's prefix and its quoting of the value: "'texts' must be ..."."""
+    return re.sub(r"^(data-)?config of a ['\"][\w-]+['\"] view: ", "", message).split(", got ")[0]
+
+
+@pytest.mark.skipif(NODE is None, reason="node is not installed")
+@pytest.mark.parametrize("index", range(len(CONTRACT_CASES)),
+                         ids=[f"{v}-{p or 'valid'}-{i}" for i, (v, _, _, p) in enumerate(CONTRACT_CASES)])
+def test_python_and_the_page_refuse_the_same_configs_naming_the_same_key(index, js_contract_answers):
+    """mha_lib.live.live_view and contract.mjs's checkConfig read one view_contract.json: a config one
+    refuses, the other refuses too, with the same words and the same key path."""
+    from mha_lib import live
+
+    view, model, config, path = CONTRACT_CASES[index]
+    js = js_contract_answers[index]
+    if path is None:
+        live.live_view(view, model, config)
+        assert js["ok"], js["message"]
+        return
+    with pytest.raises(ValueError) as raised:
+        live.live_view(view, model, config)
+    assert not js["ok"], f"the page accepts what Python refuses: {raised.value}"
+    assert _core(str(raised.value)) == _core(js["message"]), (str(raised.value), js["message"])
+    assert _core(js["message"]).startswith(f"{path} must be "), js["message"]
 
 
 def print_unicode_table() -> None:

@@ -173,6 +173,13 @@ def test_views_draw_from_the_notebook_numbers_before_any_download(shared, config
         diff = (torch.tensor(state["result"]["attentions"]) - torch.tensor(expected)).abs().max().item()
         assert diff <= 5e-5 + 1e-6  # the notebook's numbers, rounded to 4 decimals in data-config
         assert state["canvases"] >= 2
+    # the look comes from the stylesheet beside the modules (mha_live.css), linked once; the view contract is read
+    style = page.evaluate("""() => { const s = document.querySelectorAll('#mha-live-style');
+        return {count: s.length, tag: s[0].tagName, href: s[0].href,
+                grid: getComputedStyle(document.querySelector('.mha-live-grid')).display}; }""")
+    assert style == {"count": 1, "tag": "LINK", "href": style["href"], "grid": "grid"}, style
+    assert style["href"].endswith("/_static/live/mha_live.css")
+    assert ("GET", "_static/live/view_contract.json") in visit.requests
     assert visit.console_errors == [] and visit.off_site == []
 
 
@@ -929,6 +936,10 @@ def test_kernel_widget_draws_what_the_kernel_computes(chromium_browser, book_url
         assert page.evaluate(f"{at % 'toy'}.mhaLive.lastResult") == before
         assert visit.console_errors == [] and visit.off_site == []
         assert [r for _, r in visit.requests] == [KERNEL_REL], "the kernel's views fetch no file"
+        # the stylesheet is inlined in the widget's module (widget_esm): a <style>, applied, nothing fetched
+        assert page.evaluate("""() => [document.querySelectorAll('#mha-live-style').length,
+            document.querySelector('#mha-live-style').tagName,
+            getComputedStyle(document.querySelector('.mha-live-grid')).display]""") == [1, "STYLE", "grid"]
         SCREENSHOTS.mkdir(parents=True, exist_ok=True)
         page.screenshot(path=str(SCREENSHOTS / "live_views_kernel.png"), full_page=True)
     finally:

@@ -1,16 +1,21 @@
-// Tests of the pure parts of mha_lib/web/mha_live.mjs (no DOM, no network). Run: node --test mha_lib/web/test/
+// Tests of the pure parts of the live views' modules in mha_lib/web/ (no DOM, no network). Run: node --test mha_lib/web/test/
 //
 // The cases marked "mha_lib" need MHA_WEB_FIXTURE (written by tests/test_web.py): chapter 1's
 // labels and chapter 4's scores as mha_lib computes them.
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import fs from "node:fs";
+import { KernelTensor, kernelBackend } from "../runtime_kernel.mjs";
+import { URLS, fetchTokenRows, getManifest, licenceParts } from "../runtime_browser.mjs";
+import { VIRIDIS, colourOf, greyOf, gridLayout, largestWeight, rowEnd, zoomLayout } from "../layout.mjs";
 import {
-  KernelTensor, URLS, VIRIDIS, argmaxRows, attentionsFromOutput, checkConfig, checkHeadMask, checkToyInput, colourOf, describeValue,
-  downloadText, formatMB, getManifest, greyOf, gridLayout, largestWeight, licenceParts, markedTokens, paraphraseScores,
-  kernelBackend, prevMarkedLabels, readoutText, rowEnd, setText, shortLabel, zoomLayout, fetchTokenRows, tokenRowFeeds,
-  arrayFlaw, checkArray, checkFinite, checkDigest, sha256Hex, sha256Of, truncationText,
-} from "../mha_live.mjs";
+  argmaxRows, attentionsFromOutput, checkFinite, markedTokens, paraphraseScores, prevMarkedLabels, tokenRowFeeds,
+} from "../compute.mjs";
+import { checkConfig } from "../contract.mjs";
+import { arrayFlaw, checkArray, checkHeadMask, checkToyInput, describeValue } from "../checks.mjs";
+import { downloadText, formatMB, readoutText, shortLabel, truncationText } from "../text.mjs";
+import { setText } from "../dom.mjs";
+import { checkDigest, sha256Hex, sha256Of } from "../integrity.mjs";
 import { createHash } from "node:crypto";
 
 const sha = (bytes) => createHash("sha256").update(bytes).digest("hex");
@@ -127,25 +132,36 @@ test("labels stay text: setText never parses HTML, labels keep the reader's char
 });
 
 test("the module never writes HTML: no innerHTML, outerHTML, insertAdjacentHTML or document.write", () => {
-  for (const file of ["../mha_live.mjs", "../wordpiece.mjs"]) {
+  const files = fs.readdirSync(new URL("..", import.meta.url)).filter((f) => f.endsWith(".mjs"));
+  assert.ok(files.length > 10, files.join(", "));
+  for (const file of files.map((f) => `../${f}`)) {
     const source = fs.readFileSync(new URL(file, import.meta.url), "utf8").replace(/\/\/.*$/gm, "");
     assert.doesNotMatch(source, /innerHTML|outerHTML|insertAdjacentHTML|document\.write/, file);
   }
 });
 
-test("configurations are checked before anything is drawn", () => {
+test("configurations are checked against view_contract.json before anything is drawn", () => {
   const map = [[1, 0], [0.5, 0.5]];
   const ok = { tokens: ["a", "b"], attentions: [[map]] };
   assert.equal(checkConfig("sentence", ok), ok);
-  assert.throws(() => checkConfig("sentence", { tokens: ["a"], attentions: [[map]] }), /1 x 1/);
-  assert.throws(() => checkConfig("sentence", { tokens: [], attentions: [] }), /tokens/);
-  assert.throws(() => checkConfig("prune", { ...ok, texts: ["a"], num_anchors: 1, mask: [[1]] }), /texts/);
-  assert.throws(() => checkConfig("prune", { ...ok, texts: ["a", "b"], num_anchors: 1, mask: [[1]], fidelity: 1, mrr: 1 }),
-    /mrr_all/);
+  assert.equal(checkConfig("sentence", ok, "all-MiniLM-L6-v2"), ok);
+  assert.throws(() => checkConfig("sentence", ok, "ch1-h1"), /model must be "all-MiniLM-L6-v2", got "ch1-h1"/);
+  assert.throws(() => checkConfig("sentence", { tokens: ["a"], attentions: [[map]] }), /'attentions'\[0\]\[0\] must be a 1 x 1 map/);
+  assert.throws(() => checkConfig("sentence", { tokens: [], attentions: [] }), /'tokens' must be a non-empty list/);
+  assert.throws(() => checkConfig("sentence", { ...ok, layer: 1 }), /'layer' must be an integer >= 0 and < 1/);
+  const prune = { ...ok, text: "a b", texts: ["a", "b"], num_anchors: 1, mask: [[1]], fidelity: 1, mrr: 1, mrr_all: 1 };
+  assert.equal(checkConfig("prune", prune), prune);
+  assert.throws(() => checkConfig("prune", { ...prune, texts: ["a"] }), /'texts' must be a list of at least 2 items \(2\*num_anchors\)/);
+  assert.throws(() => checkConfig("prune", { ...prune, mrr_all: undefined }), /'mrr_all' must be a number, got undefined/);
+  assert.throws(() => checkConfig("prune", { ...prune, mask: [[2]] }), /'mask'\[0\]\[0\] must be 0, 1 or a boolean, got 2/);
   const task = { vocab_size: 8, op: "sub" };
-  assert.throws(() => checkConfig("toy-compare", { models: ["m"], task, ids: [1, 2], types: [0, 1], results: {} }),
-    /no results for m/);
-  assert.throws(() => checkConfig("toy-compare", { models: ["m"], ids: [1, 2], types: [0, 1], results: {} }), /task/);
+  const toy = { models: ["m"], task, ids: [1, 2], types: [0, 1],
+    results: { m: { attentions: [[map]], predictions: [0, 1], confidence: [0.5, 0.5] } } };
+  assert.equal(checkConfig("toy-compare", toy, "m"), toy);
+  assert.throws(() => checkConfig("toy-compare", toy, "n"), /model must be one of 'models' \["m"\], got "n"/);
+  assert.throws(() => checkConfig("toy-compare", { ...toy, results: {} }), /'results'\['m'\] must be an object/);
+  assert.throws(() => checkConfig("toy-compare", { ...toy, task: undefined }), /'task' must be an object/);
+  assert.throws(() => checkConfig("toy-compare", { ...toy, task: { ...task, op: "mul" } }), /'task'\['op'\] must be one of "sub", "add"/);
   assert.throws(() => checkConfig("other", ok), /unknown view/);
   assert.throws(() => checkConfig("sentence", null), /JSON object/);
 });
@@ -380,9 +396,10 @@ test("lists: holes, extra properties and non-arrays are refused by one check, na
   row.x = 0;
   assert.throws(() => checkHeadMask([[1, 1, 1], row], 2, 3), /mask\[1\] .*extra property "x"/);
   const map = [[1, 0], [0.5, 0.5]];
-  assert.throws(() => checkConfig("sentence", { tokens: ["a", "b"], attentions: [new Array(1)] }), /layer/);
-  assert.throws(() => checkConfig("prune", { tokens: ["a", "b"], attentions: [[map]], texts: ["a", "b"], num_anchors: 1,
-    mask: [new Array(1)], fidelity: 1, mrr: 1, mrr_all: 1 }), /mask\[0\] must be a list of 1 values, got a sparse array/);
+  assert.throws(() => checkConfig("sentence", { tokens: ["a", "b"], attentions: [new Array(1)] }),
+    /'attentions'\[0\] must be a non-empty list of heads, got a sparse array/);
+  assert.throws(() => checkConfig("prune", { text: "a", tokens: ["a", "b"], attentions: [[map]], texts: ["a", "b"], num_anchors: 1,
+    mask: [new Array(1)], fidelity: 1, mrr: 1, mrr_all: 1 }), /'mask'\[0\] must be a list of 1 values.*, got a sparse array/);
 });
 
 test("backend results: NaN and ±Infinity are refused before drawing, naming the model and the output", () => {

@@ -1,0 +1,242 @@
+// compute.mjs -- running a model and reading its outputs, for either backend (no DOM, no network).
+//
+// Data shapes (every map is a plain nested array):
+//   attentions  [layer][head][query][key]  weights in [0, 1], each query's row sums to 1
+//   head mask   [layer][head]  1 = head on, 0 = off (its output is zeroed; its own weights are still computed)
+// A model is what a backend's load() gives (see view.mjs): its session runs one call at a time (queued).
+
+/**
+ * Per-layer, per-head maps of one batch row from onnxruntime's `attentions` output.
+ * @param {Float32Array} data  (num_layers, B, H, Lmax, Lmax), row-major
+ * @param {number[]} dims      [num_layers, B, H, Lmax, Lmax]
+ * @param {number} row         batch row b
+ * @param {number} n           real tokens of that row (<= Lmax): padding is cut off
+ * @returns {number[][][][]}   [layer][head][query][key], each map n x n
+ */
+export function attentionsFromOutput(data, dims, row, n) {
+  const [numLayers, B, H, L, S] = dims.map(Number);
+  if (L !== S || row < 0 || row >= B || n > L || data.length !== numLayers * B * H * L * S) {
+    throw new Error(`attentions of dims [${dims}] do not hold row ${row} with ${n} tokens`);
+  }
+  const out = [];
+  for (let l = 0; l < numLayers; l++) {
+    const heads = [];
+    for (let h = 0; h < H; h++) {
+      const base = ((l * B + row) * H + h) * L * L;
+      const map = [];
+      for (let q = 0; q < n; q++) map.push(Array.from(data.subarray(base + q * L, base + q * L + n)));
+      heads.push(map);
+    }
+    out.push(heads);
+  }
+  return out;
+}
+
+/**
+ * Chapter 1's labels (mha_lib.tasks.PrevMarkedTask): y_i = (x_{i-1} -/+ x_m) mod V for
+ * i >= 1, where m is the marked position; position 0 has no label (null).
+ * @param {number[]} ids    tokens x_0 .. x_{L-1}, in 0..V-1
+ * @param {number[]} types  1 at the marked position, 0 elsewhere (exactly one 1)
+ * @param {{vocab_size:number, op:string}} task
+ * @returns {(number|null)[]}
+ */
+export function prevMarkedLabels(ids, types, task) {
+  const m = types.indexOf(1);
+  if (m < 0 || types.lastIndexOf(1) !== m) throw new Error("exactly one position must be marked");
+  const V = task.vocab_size;
+  const sign = task.op === "add" ? 1 : -1;
+  return ids.map((_, i) => (i === 0 ? null : (((ids[i - 1] + sign * ids[m]) % V) + V) % V));
+}
+
+/** Token labels of a toy sequence, a star on the marked one (as mha_lib's task.tokens). */
+export function markedTokens(ids, types) {
+  return ids.map((t, i) => (types[i] === 1 ? "*" : "") + String(t));
+}
+
+/** Index of the largest value in each row of a (L, C) array given flat, and its softmax probability. */
+export function argmaxRows(logits, L, C) {
+  const predictions = [];
+  const confidence = [];
+  for (let i = 0; i < L; i++) {
+    const row = logits.subarray(i * C, (i + 1) * C);
+    let best = 0;
+    for (let c = 1; c < C; c++) if (row[c] > row[best]) best = c;
+    let sum = 0;
+    for (let c = 0; c < C; c++) sum += Math.exp(row[c] - row[best]);
+    predictions.push(best);
+    confidence.push(1 / sum);
+  }
+  return { predictions, confidence };
+}
+
+/**
+ * Fidelity and paraphrase ranking, as mha_lib.live.paraphrase_scores (chapter 4's evaluation).
+ * Texts are anchors (A), then candidates: anchor i's paraphrase is text A + i.
+ * @param {Float32Array} emb  (N, d) sentence embeddings, row-major
+ * @param {Float32Array} ref  (N, d) the unpruned model's
+ * @param {number} d
+ * @param {number} A          number of anchors
+ * @returns {{fidelity:number, mrr:number}} mean cosine to ref; mean 1 / rank of the paraphrase
+ */
+export function paraphraseScores(emb, ref, d, A) {
+  const N = emb.length / d;
+  if (!Number.isInteger(N) || ref.length !== emb.length || N < 2 * A || A < 1) {
+    throw new Error(`paraphraseScores: ${emb.length} and ${ref.length} values, d=${d}, A=${A} do not fit`);
+  }
+  const dot = (x, i, y, j) => {
+    let s = 0;
+    for (let k = 0; k < d; k++) s += x[i * d + k] * y[j * d + k];
+    return s;
+  };
+  let fidelity = 0;
+  for (let i = 0; i < N; i++) fidelity += dot(emb, i, ref, i) / Math.sqrt(dot(emb, i, emb, i) * dot(ref, i, ref, i));
+  let mrr = 0;
+  for (let a = 0; a < A; a++) {
+    const right = dot(emb, a, emb, A + a);
+    let rank = 1;
+    for (let c = A; c < N; c++) if (dot(emb, a, emb, c) > right) rank += 1;
+    mrr += 1 / rank;
+  }
+  return { fidelity: fidelity / N, mrr: mrr / A };
+}
+
+/**
+ * Refuse a backend's outputs holding NaN or ±Infinity, before anything is drawn from them (a damaged
+ * weight would draw as dark cells and count as wrong predictions).
+ * @param {string} modelId
+ * @param {Object<string, {data, dims}>} outputs  session.run's outputs; float arrays are checked
+ * @throws {Error} `the model ch1-h2 computed non-finite attentions: 2048 of 2048 values (2048 NaN), the first at index 0`
+ */
+export function checkFinite(modelId, outputs) {
+  for (const [name, tensor] of Object.entries(outputs)) {
+    const data = tensor && tensor.data;
+    if (!(data instanceof Float32Array || data instanceof Float64Array)) continue;
+    let bad = 0;
+    let nan = 0;
+    let first = -1;
+    for (let i = 0; i < data.length; i++) {
+      if (Number.isFinite(data[i])) continue;
+      if (first < 0) first = i;
+      bad += 1;
+      if (Number.isNaN(data[i])) nan += 1;
+    }
+    if (bad) {
+      const kinds = [nan ? `${nan} NaN` : "", bad > nan ? `${bad - nan} ±Infinity` : ""].filter((x) => x).join(", ");
+      throw new Error(`the model ${modelId} computed non-finite ${name}: ${bad} of ${data.length} values (${kinds}), ` +
+        `the first at index ${first}`);
+    }
+  }
+  return outputs;
+}
+/**
+ * Run `task` (async) after every earlier task of the model, in call order: onnxruntime-web runs one
+ * session call at a time, and a run that must first fetch word vectors may not be overtaken by a
+ * later one that needs none (the maps of an older text would land last).
+ */
+function queued(model, task) {
+  const next = model.queue.then(task);
+  model.queue = next.catch(() => {});
+  return next;
+}
+
+/** Run a session, one call at a time per model. */
+function runSession(model, feeds) {
+  return queued(model, () => model.session.run(feeds));
+}
+
+/** The head_mask input, (num_layers, H) float32, from [layer][head] 0/1. */
+function headMaskTensor(model, mask) {
+  const { num_layers: NL, num_heads: H } = model.info;
+  const data = new Float32Array(NL * H).fill(1);
+  if (mask) mask.forEach((row, l) => row.forEach((on, h) => { data[l * H + h] = on ? 1 : 0; }));
+  return new model.ort.Tensor("float32", data, [NL, H]);
+}
+/** The numbers of the row files holding `ids` (and row 0, the padding id), ascending. */
+export function rowFilesFor(spec, ids) {
+  const files = new Set([0]);
+  for (const id of ids) files.add(Math.floor(Number(id) / spec.rows_per_file));
+  return [...files].sort((a, b) => a - b);
+}
+
+/** token_rows (U, dim) float16 and token_index (B, L) for a (B * L) id array, rows from fetchTokenRows. */
+export function tokenRowFeeds(spec, rowFiles, ids, B, L, Tensor) {
+  const where = new Map(); // id -> its row in token_rows
+  const index = new BigInt64Array(B * L);
+  ids.forEach((id, i) => {
+    const n = Number(id);
+    if (!where.has(n)) where.set(n, where.size);
+    index[i] = BigInt(where.get(n));
+  });
+  const rows = new Uint16Array(where.size * spec.dim);
+  for (const [id, u] of where) {
+    const file = rowFiles.get(Math.floor(id / spec.rows_per_file));
+    if (!file) throw new Error(`the word vectors of token id ${id} were not fetched`);
+    const at = (id % spec.rows_per_file) * spec.dim;
+    rows.set(file.subarray(at, at + spec.dim), u * spec.dim);
+  }
+  return {
+    token_rows: new Tensor("float16", rows, [where.size, spec.dim]),
+    token_index: new Tensor("int64", index, [B, L]),
+  };
+}
+
+/** The feeds the model's file asks for (its inputs), from (B, L) token rows. */
+function feedsFor(model, rows, types, mask) {
+  const B = rows.length;
+  const L = Math.max(...rows.map((r) => r.length));
+  const ids = new BigInt64Array(B * L);
+  const typeIds = new BigInt64Array(B * L);
+  const padding = new Uint8Array(B * L).fill(1); // bool, true = padding (mha_lib's convention)
+  rows.forEach((row, b) => row.forEach((id, i) => {
+    ids[b * L + i] = BigInt(id);
+    typeIds[b * L + i] = BigInt(types ? types[b][i] : 0);
+    padding[b * L + i] = 0;
+  }));
+  const { Tensor } = model.ort;
+  const all = {
+    input_ids: new Tensor("int64", ids, [B, L]),
+    token_type_ids: new Tensor("int64", typeIds, [B, L]),
+    key_padding_mask: new Tensor("bool", padding, [B, L]),
+    head_mask: headMaskTensor(model, mask),
+  };
+  if (model.info.token_rows && model.session.inputNames.includes("token_rows")) {
+    Object.assign(all, tokenRowFeeds(model.info.token_rows, model.rowFiles || new Map(), ids, B, L, Tensor));
+  }
+  const feeds = {};
+  for (const name of model.session.inputNames) {
+    if (!(name in all)) throw new Error(`the model ${model.id} asks for an input "${name}" the page does not know`);
+    feeds[name] = all[name];
+  }
+  return feeds;
+}
+
+/**
+ * MiniLM on texts: tokens, maps of text 0, sentence embeddings of all.
+ * @returns {{encodings, attentions: [layer][head][q][k] of text 0, embeddings: Float32Array (N, d), d}}
+ */
+export async function runBert(model, texts, mask, onFetch) {
+  const encodings = texts.map((t) => model.tokenizer.encode(t));
+  const ids = encodings.map((e) => e.ids);
+  const out = await queued(model, async () => {
+    await model.prepare(ids, onFetch); // a split model: the word vectors of these tokens, in the queue
+    return checkFinite(model.id, await model.session.run(feedsFor(model, ids, null, mask)));
+  });
+  const att = out.attentions;
+  const emb = out.sentence_embedding;
+  return {
+    encodings,
+    attentions: attentionsFromOutput(att.data, att.dims, 0, encodings[0].ids.length),
+    embeddings: emb ? emb.data : null,
+    d: emb ? Number(emb.dims[1]) : 0,
+  };
+}
+
+/** A toy TokenClassifier on one sequence: maps, predictions per position. */
+export async function runToy(model, ids, types) {
+  const out = checkFinite(model.id, await runSession(model, feedsFor(model, [ids], [types], null)));
+  const [, L, C] = out.logits.dims.map(Number);
+  return {
+    attentions: attentionsFromOutput(out.attentions.data, out.attentions.dims, 0, ids.length),
+    ...argmaxRows(out.logits.data, L, C),
+  };
+}

@@ -1,0 +1,244 @@
+// draw.mjs -- drawing: maps on canvas, the grid of heads, the enlarged head, the colour scale.
+//
+// Data shapes: a map is [query][key] weights in [0, 1]; tokens are the L row and column labels; a
+// head is {label, map, off} (off: turned off by the head mask, drawn grey).
+
+import { colourOf, greyOf, gridLayout, rowEnd, zoomLayout } from "./layout.mjs";
+import { el, setText } from "./dom.mjs";
+import { readoutText, shortLabel } from "./text.mjs";
+
+/** Paint a map's cells into an L x L bitmap (one pixel a cell), then scale it onto `canvas`. */
+function paintMap(ctx, map, vmax, off, x, y, size) {
+  const n = map.length;
+  const image = new ImageData(n, n);
+  const colour = off ? greyOf : colourOf;
+  for (let q = 0; q < n; q++) {
+    for (let k = 0; k < n; k++) {
+      const [r, g, b] = colour(map[q][k], vmax);
+      const p = (q * n + k) * 4;
+      image.data[p] = r;
+      image.data[p + 1] = g;
+      image.data[p + 2] = b;
+      image.data[p + 3] = 255;
+    }
+  }
+  const bitmap = document.createElement("canvas");
+  bitmap.width = n;
+  bitmap.height = n;
+  bitmap.getContext("2d").putImageData(image, 0, 0);
+  ctx.imageSmoothingEnabled = false;
+  ctx.drawImage(bitmap, x, y, size, size);
+}
+
+/** Size a canvas for `css` px (square unless h given) at the screen's pixel density. */
+function sizeCanvas(canvas, w, h = w) {
+  const dpr = window.devicePixelRatio || 1;
+  canvas.width = Math.round(w * dpr);
+  canvas.height = Math.round(h * dpr);
+  canvas.style.width = `${w}px`;
+  canvas.style.height = `${h}px`;
+  const ctx = canvas.getContext("2d");
+  ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
+  return ctx;
+}
+
+/** The cell under a pointer event on a map drawn at `origin` with `cell` px cells, or null. */
+function cellAt(event, canvas, origin, cell, n) {
+  const box = canvas.getBoundingClientRect();
+  const k = Math.floor((event.clientX - box.left - origin) / cell);
+  const q = Math.floor((event.clientY - box.top - origin) / cell);
+  return q >= 0 && k >= 0 && q < n && k < n ? { q, k } : null;
+}
+
+/**
+ * A grid of head maps, one focusable button per head, and an enlarged view of one head.
+ * heads: [{label, map: [q][k], off}], tokens: [L].
+ */
+export class HeadGrid {
+  constructor({ readout, minMap = 110, sameSizeAs = null }) {
+    this.readout = readout;
+    this.minMap = minMap;
+    this.sameSizeAs = sameSizeAs; // lay out as if this many heads were shown (side-by-side models)
+    this.node = el("div", { class: "mha-live-grid" });
+    this.heads = [];
+    this.tokens = [];
+    this.vmax = 1;
+    this.buttons = []; // one per head; the grid may also hold the enlarged map (placeZoom)
+    this.columns = 1;
+    this.zoomed = null; // {node, index}: the enlarged map placed in this grid, under the row of head `index`
+  }
+
+  /** Put the enlarged map `node` in this grid, on a row of its own under the row of head `index`. */
+  placeZoom(node, index) {
+    this.zoomed = { node, index };
+    const anchor = this.buttons[rowEnd(Math.min(index, this.buttons.length - 1), this.columns, this.buttons.length)];
+    if (anchor.nextSibling !== node) anchor.after(node);
+  }
+
+  /** Draw `heads` (replacing what was there), colour scale 0 .. vmax. */
+  show(heads, tokens, vmax) {
+    this.heads = heads;
+    this.tokens = tokens;
+    this.vmax = vmax;
+    this.draw();
+  }
+
+  draw() {
+    const width = this.node.parentNode ? this.node.parentNode.clientWidth : 600;
+    const n = this.tokens.length;
+    if (!this.heads.length || !n) return;
+    const layout = gridLayout({ width, count: this.sameSizeAs || this.heads.length, length: n, minMap: this.minMap });
+    this.node.style.gridTemplateColumns = `repeat(${layout.columns}, ${layout.map}px)`;
+    this.columns = layout.columns;
+    // reuse the buttons: a redraw after typing must not lose the keyboard focus
+    while (this.buttons.length > this.heads.length) this.buttons.pop().remove();
+    this.heads.forEach((head, i) => {
+      let button = this.buttons[i];
+      if (!button) {
+        button = el("button", { type: "button", class: "mha-live-head" }, el("canvas"), el("span"));
+        this.wire(button, i);
+        if (i > 0) this.buttons[i - 1].after(button);
+        else this.node.prepend(button);
+        this.buttons.push(button);
+      }
+      const [canvas, caption] = button.children;
+      setText(caption, head.off ? `${head.label} (off)` : head.label);
+      button.setAttribute("aria-label", `${head.label}${head.off ? ", turned off" : ""}: attention map of ` +
+        `${n} tokens; Enter enlarges it`);
+      const ctx = sizeCanvas(canvas, layout.map);
+      paintMap(ctx, head.map, this.vmax, head.off, 0, 0, layout.map);
+      button.dataset.cell = String(layout.map / n);
+    });
+    // the enlarged map stays under its head's row (the number of columns may have changed)
+    if (this.zoomed && this.zoomed.node.parentNode === this.node) this.placeZoom(this.zoomed.node, this.zoomed.index);
+  }
+
+  wire(button, i) {
+    const canvas = button.firstChild;
+    const show = (event) => {
+      // on a touch screen a tap enlarges the map (click); its cells are read in the enlarged map
+      if (event.pointerType === "touch") return;
+      const head = this.heads[i];
+      const at = cellAt(event, canvas, 0, Number(button.dataset.cell), this.tokens.length);
+      if (head && at) setText(this.readout, readoutText(head.label, this.tokens, at.q, at.k, head.map[at.q][at.k]));
+    };
+    canvas.addEventListener("pointermove", show);
+    canvas.addEventListener("pointerdown", show); // a pen or mouse press (touch: see above)
+    button.addEventListener("click", () => this.onEnlarge && this.onEnlarge(i));
+  }
+}
+
+/** One head enlarged: token labels on both axes, a cursor cell moved by the arrow keys. */
+export class ZoomView {
+  constructor({ readout, onClose }) {
+    this.readout = readout;
+    this.title = el("p", { class: "mha-live-zoom-title" });
+    this.canvas = el("canvas", { tabindex: "0", role: "img" });
+    const close = el("button", { type: "button", class: "mha-live-button" }, "Close the enlarged map");
+    close.addEventListener("click", () => onClose());
+    this.node = el("div", { class: "mha-live-zoom", hidden: "" }, this.title, this.canvas, el("div", {}, close));
+    this.cursor = { q: 0, k: 0 };
+    this.canvas.addEventListener("keydown", (e) => this.key(e, onClose));
+    const point = (event) => {
+      if (!this.layout || !this.head) return;
+      const at = cellAt(event, this.canvas, this.layout.margin, this.layout.cell, this.tokens.length);
+      if (at) this.move(at.q, at.k);
+    };
+    this.canvas.addEventListener("pointermove", point);
+    this.canvas.addEventListener("pointerdown", point);
+  }
+
+  open(head, tokens, vmax) {
+    this.head = head;
+    this.tokens = tokens;
+    this.vmax = vmax;
+    this.node.hidden = false;
+    setText(this.title, `${head.label}${head.off ? " (turned off)" : ""}, enlarged: rows are queries, ` +
+      "columns are keys. Arrow keys move through the cells; Escape closes.");
+    this.cursor = { q: Math.min(this.cursor.q, tokens.length - 1), k: Math.min(this.cursor.k, tokens.length - 1) };
+    this.draw();
+  }
+
+  draw() {
+    if (this.node.hidden || !this.head) return;
+    const n = this.tokens.length;
+    const width = this.node.parentNode ? this.node.parentNode.clientWidth : 600;
+    const probe = this.canvas.getContext("2d");
+    probe.font = "12px sans-serif";
+    const labels = this.tokens.map((t) => shortLabel(t));
+    const labelWidth = Math.max(...labels.map((t) => probe.measureText(t).width));
+    const layout = zoomLayout(width, n, labelWidth);
+    this.layout = layout;
+    const ctx = sizeCanvas(this.canvas, layout.size);
+    ctx.clearRect(0, 0, layout.size, layout.size);
+    paintMap(ctx, this.head.map, this.vmax, this.head.off, layout.margin, layout.margin, layout.cell * n);
+    if (layout.labels) {
+      ctx.fillStyle = "#222";
+      ctx.font = "12px sans-serif";
+      ctx.textBaseline = "middle";
+      ctx.textAlign = "right";
+      labels.forEach((t, i) => ctx.fillText(t, layout.margin - 4, layout.margin + (i + 0.5) * layout.cell)); // queries
+      labels.forEach((t, i) => { // keys, written upwards
+        ctx.save();
+        ctx.translate(layout.margin + (i + 0.5) * layout.cell, layout.margin - 4);
+        ctx.rotate(-Math.PI / 2);
+        ctx.textAlign = "left";
+        ctx.fillText(t, 0, 0);
+        ctx.restore();
+      });
+    }
+    const { q, k } = this.cursor; // the cursor cell: a white-and-black frame, visible on any colour
+    ctx.lineWidth = 2;
+    ctx.strokeStyle = "#fff";
+    ctx.strokeRect(layout.margin + k * layout.cell, layout.margin + q * layout.cell, layout.cell, layout.cell);
+    ctx.lineWidth = 1;
+    ctx.strokeStyle = "#000";
+    ctx.strokeRect(layout.margin + k * layout.cell - 1, layout.margin + q * layout.cell - 1, layout.cell + 2, layout.cell + 2);
+    this.canvas.setAttribute("aria-label", `${this.head.label}: ` +
+      readoutText("cell", this.tokens, q, k, this.head.map[q][k]).replace(/^cell: /, ""));
+  }
+
+  move(q, k) {
+    this.cursor = { q, k };
+    setText(this.readout, readoutText(this.head.label, this.tokens, q, k, this.head.map[q][k]));
+    this.draw();
+  }
+
+  key(event, onClose) {
+    const n = this.tokens.length;
+    const { q, k } = this.cursor;
+    const moves = { ArrowUp: [-1, 0], ArrowDown: [1, 0], ArrowLeft: [0, -1], ArrowRight: [0, 1] };
+    if (event.key in moves) {
+      event.preventDefault();
+      const [dq, dk] = moves[event.key];
+      this.move(Math.min(n - 1, Math.max(0, q + dq)), Math.min(n - 1, Math.max(0, k + dk)));
+    } else if (event.key === "Escape") {
+      event.preventDefault();
+      onClose();
+    }
+  }
+}
+
+/** The colour scale: a gradient from 0 to vmax. */
+export class Legend {
+  constructor() {
+    this.canvas = el("canvas", { "aria-hidden": "true" });
+    this.low = el("span", {}, "0");
+    this.high = el("span");
+    this.node = el("div", { class: "mha-live-legend" }, el("span", {}, "weight "), this.low, this.canvas, this.high);
+  }
+
+  show(vmax) {
+    const ctx = sizeCanvas(this.canvas, 120, 10);
+    for (let x = 0; x < 120; x++) {
+      const [r, g, b] = colourOf((x / 119) * vmax, vmax);
+      ctx.fillStyle = `rgb(${r},${g},${b})`;
+      ctx.fillRect(x, 0, 1, 10);
+    }
+    setText(this.high, vmax.toFixed(2));
+    this.node.setAttribute("aria-label", `colour scale: dark purple 0 to yellow ${vmax.toFixed(2)}`);
+  }
+}
+
+// =============================================================================================
+// 4. The views

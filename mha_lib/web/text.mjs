@@ -1,0 +1,41 @@
+// text.mjs -- the texts the views show, as pure functions (sizes, labels, the readout).
+
+/** Bytes as megabytes for people: "22.4 MB" (one decimal), "0.3 MB". */
+export function formatMB(bytes) {
+  return `${(bytes / 1e6).toFixed(1)} MB`;
+}
+
+const NUMBER_WORDS = ["no", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten"];
+
+/**
+ * What the first action downloads, in words: "the model (22.4 MB) and the runtime (14.2 MB)",
+ * "the four models (0.9 MB)"; models or runtime already loaded by another view are left out.
+ * @param {number} models        how many model files are still to download (0 when all are loaded)
+ * @param {number} modelBytes    their total size in bytes
+ * @param {number|null} runtime  bytes of the runtime still to download; 0 or null when loaded or unknown
+ * @returns {string} "" when nothing is left to download
+ */
+export function downloadText(models, modelBytes, runtime) {
+  const parts = [];
+  if (models === 1) parts.push(`the model (${formatMB(modelBytes)})`);
+  else if (models > 1) parts.push(`the ${NUMBER_WORDS[models] || models} models (${formatMB(modelBytes)})`);
+  if (runtime) parts.push(`the runtime (${formatMB(runtime)})`);
+  return parts.join(" and ");
+}
+
+/** A token as a short label: long tokens are cut with "…" (the readout shows them whole). */
+export function shortLabel(token, max = 12) {
+  const chars = Array.from(String(token));
+  return chars.length <= max ? chars.join("") : chars.slice(0, max - 1).join("") + "…";
+}
+/** The readout of one cell: which head, which query and key token, the weight. */
+export function readoutText(label, tokens, query, key, weight) {
+  return `${label}: query “${tokens[query]}” (position ${query}) → key “${tokens[key]}” (position ${key}): ` +
+    `weight ${weight.toFixed(3)}`;
+}
+/** What the model reads of a text longer than its limit: the whole text stays in the box. */
+export function truncationText(text, fullLength, kept) {
+  const chars = Array.from(text).length.toLocaleString("en-US");
+  return `Your text (${chars} characters) has ${fullLength.toLocaleString("en-US")} tokens; the model reads at most ` +
+    `${kept}, so the maps are of its first ${kept} tokens only. The box keeps your whole text.`;
+}

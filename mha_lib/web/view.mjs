@@ -1,0 +1,288 @@
+// view.mjs -- what every live view shares: its status line, the download or load, the readout bar,
+// the enlarged map, the fallback figure, and element.mhaLive (the contract of the tests).
+//
+// A view talks to its backend through this interface only (runtime_browser.mjs: onnxruntime-web in the
+// page; runtime_kernel.mjs: the notebook's kernel):
+//   kind                      "browser" | "kernel": element.mhaLive.backend and lastResult.source
+//   where, who, madeWhen,     words of the view's texts: "in your browser", "The model",
+//   privacy                   "the book was built", what happens to typed text
+//   about(modelIds)           {lead, parts: [{label, detail, href}]}: the "what runs here" line
+//   firstTimeText(ids, note)  Promise<string>: what the first action fetches (note(info): a split
+//                             model's word vectors); rejects where the view cannot run here
+//   load(ids, show)           Promise<Model[]>, telling show.start(bytes, text), show.bytes(got, total, text)
+//   loadedText(ids, seconds), loadFailedText(message)
+//   onLoaded(listener)        listener() when another view loads something (what is left changes)
+// A Model is {id, info, tokenizer, session: {inputNames, run(feeds)}, ort: {Tensor}, queue,
+// prepare(ids, onFetch)}; compute.mjs runs it.
+
+import { browserBackend } from "./runtime_browser.mjs";
+import { Legend, ZoomView } from "./draw.mjs";
+import { debounce, el, setText } from "./dom.mjs";
+import { formatMB } from "./text.mjs";
+
+export const MINILM = "all-MiniLM-L6-v2";
+export const TYPING_DELAY_MS = 300; // debounce of the text box
+export const TOGGLE_DELAY_MS = 120; // debounce of head toggles and token edits
+
+/** What every view shares: status line, download, readout, fallback, the test contract. */
+export class View {
+  constructor(element, config, modelIds, backend = browserBackend) {
+    this.element = element;
+    this.config = config;
+    this.modelIds = modelIds;
+    this.backend = backend;
+    this.result = null;
+    this.fallback = element.querySelector(".mha-live-fallback");
+    this.root = el("div", { class: "mha-live", role: "group" });
+    this.status = el("p", { class: "mha-live-status", role: "status" });
+    this.about = el("p", { class: "mha-live-about" }); // which browsers, which model and runtime, their licences
+    this.progress = el("progress", { hidden: "", max: "1", value: "0", "aria-label": "download progress" });
+    this.readout = el("p", { class: "mha-live-readout", "aria-live": "polite" },
+      "Point at a cell to read its query token, key token and weight; click a map to enlarge it. " +
+      "On a touch screen, tap a map to enlarge it, then tap a cell.");
+    this.legend = new Legend();
+    // the colour scale and the readout stay in sight (sticky) while the reader points at the maps below
+    this.bar = el("div", { class: "mha-live-bar" }, this.legend.node, this.readout);
+    this.zoom = new ZoomView({ readout: this.readout, onClose: () => this.closeZoom() });
+    this.timings = {};
+    // runBert's progress callback: a split model fetching the word vectors of new words
+    this.onFetch = (n, bytes) => this.busy(`Fetching word vectors (${n} files, ${formatMB(bytes)}), then computing ` +
+      `${this.where}…`);
+  }
+
+  /**
+   * Put the view on the page: the line saying what runs here, its controls, then the status line (download size, progress,
+   * messages), the colour scale, the cell readout and the enlarged map, then the maps. The
+   * fallback figure is hidden while the live view works.
+   */
+  attach(controls, maps) {
+    // the "what runs here" line first: seen before trying, and its links do not sit, for the Tab key,
+    // between the controls and the maps
+    this.root.append(this.about, ...controls, this.status, this.progress, this.bar, this.zoom.node, ...maps);
+    this.element.append(this.root);
+    this.stickUnderHeader();
+    for (const note of this.element.querySelectorAll(".mha-live-noscript")) note.hidden = true;
+    if (this.fallback) this.fallback.hidden = true;
+    new ResizeObserver(debounce(() => this.redraw(), 100)).observe(this.root);
+    this.describeRuntime();
+    this.announceSize();
+    // another view of the page that loads the runtime or a model changes what this one will download
+    this.backend.onLoaded(() => {
+      if (this.mayAnnounce()) this.announceSize();
+    });
+  }
+
+  /**
+   * The "what runs here" line, always visible: in the book, the browsers that run the view (WebAssembly SIMD),
+   * the model(s) and the runtime with links to their licence notices (links once the manifest is read).
+   */
+  describeRuntime() {
+    const { lead, parts } = this.backend.about(this.modelIds);
+    const children = [lead];
+    parts.forEach((part, i) => {
+      if (i) children.push(" · ");
+      children.push(part.label);
+      const inner = [part.detail, part.href ? el("a", { href: part.href }, "licence") : ""].filter((x) => x);
+      if (inner.length) children.push(" (", ...inner.flatMap((x, j) => (j ? ["; ", x] : [x])), ")");
+    });
+    this.about.replaceChildren(...children);
+  }
+
+  /** Before any download: what the first action will fetch (the backend says, in megabytes). */
+  async announceSize() {
+    let text;
+    try {
+      text = await this.backend.firstTimeText(this.modelIds, (info) => this.wordVectorsNote(info));
+    } catch (err) {
+      this.fail(err); // this browser cannot run the view
+      return;
+    }
+    this.describeRuntime(); // the licence links, once the manifest is read
+    if (this.mayAnnounce()) setText(this.status, `${this.firstActionText} ${text}`);
+  }
+
+  /** Load every model of the view once, showing the bytes received. After a failure, only "Try again" retries. */
+  ensureModels() {
+    if (this.failed) return Promise.reject(this.error);
+    if (!this.loading) {
+      const started = performance.now();
+      const attempt = (this.attempt = (this.attempt || 0) + 1);
+      const show = {
+        start: (bytes, text) => {
+          this.describeRuntime(); // licence links, if they were missing
+          this.progress.hidden = bytes === 0;
+          setText(this.status, text);
+        },
+        bytes: (got, total, text) => {
+          if (this.failed || attempt !== this.attempt) return; // a file that failed stops the count
+          this.progress.max = total;
+          this.progress.value = got;
+          setText(this.status, text);
+        },
+      };
+      this.loading = this.backend.load(this.modelIds, show).then((models) => {
+        this.loadedModels(models, started);
+        setText(this.status, this.backend.loadedText(this.modelIds, this.timings.load_ms / 1000));
+        return models;
+      });
+      this.loading.catch((err) => {
+        this.loading = null;
+        this.fail(err, true);
+      });
+    }
+    return this.loading;
+  }
+
+  /** The models are loaded: the live maps replace the figure that a failure showed. */
+  loadedModels(models, started) {
+    this.models = models;
+    this.loaded = true;
+    this.failed = false;
+    this.status.classList.remove("mha-live-error");
+    this.progress.hidden = true;
+    if (this.fallback) this.fallback.hidden = true;
+    this.timings.load_ms = performance.now() - started;
+  }
+
+  /** A visible message, and the static figure comes back; `retry` offers a "Try again" button. */
+  fail(err, retry = false) {
+    this.failed = true;
+    this.error = err instanceof Error ? err : new Error(String(err));
+    this.progress.hidden = true;
+    this.status.classList.add("mha-live-error");
+    setText(this.status, `${this.backend.loadFailedText(this.error.message)} The maps shown are the ones computed ` +
+      `when ${this.backend.madeWhen}` + (this.fallback ? ", as is the figure below." : "."));
+    if (retry) {
+      const again = el("button", { type: "button", class: "mha-live-button" }, "Try again");
+      again.addEventListener("click", () => {
+        this.failed = false;
+        this.note("Trying again…");
+        this.ensureModels().catch(() => {});
+      });
+      this.status.append(" ", again);
+    }
+    if (this.fallback) this.fallback.hidden = false;
+  }
+
+  /** The download note may (re)write the status: nothing loads or failed yet, and no message of a run() is shown. */
+  mayAnnounce() {
+    return !this.loaded && !this.failed && !this.loading && !this.spoke;
+  }
+
+  /**
+   * An input run() refuses: a visible error naming the value; the maps and the state stay as they were.
+   * @returns {Error} err, for the caller to throw
+   */
+  refuse(err) {
+    this.spoke = true;
+    this.status.classList.add("mha-live-error");
+    setText(this.status, `This input was refused: ${err.message}. The maps show the last result.`);
+    return err;
+  }
+
+  /** A message that keeps the maps (empty text, truncation). */
+  note(text) {
+    this.spoke = true;
+    this.status.classList.remove("mha-live-error");
+    setText(this.status, text);
+  }
+
+  /**
+   * The theme's sticky header (sphinx-book-theme's article header) covers the top of the window: the
+   * readout bar sticks under it, and scrolling to the enlarged map leaves room for both (--mha-live-top).
+   */
+  stickUnderHeader() {
+    let top = 0;
+    for (const header of document.querySelectorAll(".bd-header-article, .bd-header")) {
+      const style = getComputedStyle(header);
+      if ((style.position === "sticky" || style.position === "fixed") && style.display !== "none") {
+        top = Math.max(top, header.getBoundingClientRect().height);
+      }
+    }
+    this.root.style.setProperty("--mha-live-top", `${Math.ceil(top)}px`);
+  }
+
+  /** Enlarge `head` under the row of the clicked map (grid.buttons[index]), keyboard focus in it. */
+  enlarge(head, tokens, vmax, grid, index) {
+    if (grid) grid.placeZoom(this.zoom.node, index);
+    this.zoom.open(head, tokens, vmax);
+    this.zoom.canvas.focus({ preventScroll: true });
+    this.zoom.node.scrollIntoView({ block: "nearest" });
+  }
+
+  closeZoom() {
+    this.zoom.node.hidden = true;
+    if (this.lastFocus) this.lastFocus.focus();
+  }
+
+  /**
+   * What a split model (token rows in files) fetches besides its file, for the download note:
+   * for each new text, the row files of its words (the range the build measured on its check texts).
+   */
+  wordVectorsNote(info) {
+    const files = (info.checked || {}).row_files_per_text;
+    if (!files) return ", then the word vectors of the words of each new text";
+    const bytes = info.token_rows.file_bytes;
+    return `, then the word vectors of the words of each new text (a median ${formatMB(files.median * bytes)} ` +
+      `over the build's test sentences, at most ${formatMB(files.max * bytes)})`;
+  }
+
+  /** While work runs: "Fetching the word vectors…" when rows download, else "Computing…" after a moment. */
+  busy(text) {
+    if (!this.status.classList.contains("mha-live-error")) setText(this.status, text);
+  }
+
+  /** Run `work` (a Promise-returning function) after the models load; keep the timings. */
+  async compute(work) {
+    await this.ensureModels();
+    this.status.classList.remove("mha-live-error"); // a refused input's message gives way to this run's
+    const t0 = performance.now();
+    let result;
+    const slow = setTimeout(() => this.busy(`Computing ${this.where}…`), 150); // no flicker for fast runs
+    this.running = (this.running || 0) + 1;
+    this.root.classList.add("mha-live-busy"); // the scores shown are the last run's until every run ends
+    const done = () => {
+      clearTimeout(slow);
+      this.running -= 1;
+      if (!this.running) this.root.classList.remove("mha-live-busy");
+    };
+    try {
+      result = await work();
+    } catch (err) {
+      done();
+      this.status.classList.add("mha-live-error");
+      setText(this.status, `${this.backend.who} could not compute this input ` +
+        `(${err && err.message ? err.message : err}). The maps show the last result.`);
+      throw err;
+    }
+    done();
+    this.timings.run_ms = performance.now() - t0;
+    return result;
+  }
+
+  /** Where the maps are computed, for the notes: "in your browser" or "by the notebook's kernel". */
+  get where() {
+    return this.backend.where;
+  }
+
+  /** element.mhaLive, the contract of the tests. */
+  api(view, model) {
+    const self = this;
+    return {
+      view,
+      model,
+      models: this.modelIds.slice(),
+      backend: this.backend.kind,
+      run: (input) => self.run(input),
+      get lastResult() {
+        return self.result;
+      },
+      get timings() {
+        return { ...self.timings };
+      },
+      get loaded() {
+        return !!self.loaded;
+      },
+    };
+  }
+}

@@ -1,0 +1,208 @@
+// view_prune.mjs -- the "prune" view: MiniLM with a 6 x 12 grid of head toggles (the model's head_mask
+// input): embedding fidelity and paraphrase ranking against the unpruned model.
+
+import { paraphraseScores, rowFilesFor, runBert } from "./compute.mjs";
+import { checkHeadMask, describeValue, isList } from "./checks.mjs";
+import { debounce, el, setText } from "./dom.mjs";
+import { formatMB } from "./text.mjs";
+import { LayerMaps } from "./layer_maps.mjs";
+import { MINILM, TOGGLE_DELAY_MS, View } from "./view.mjs";
+
+/** "prune": MiniLM with head toggles; fidelity and paraphrase ranking against all heads on. */
+export class PruneView extends View {
+  constructor(element, config, backend) {
+    super(element, config, [element.dataset.model || MINILM], backend);
+    this.firstActionText = "Turn heads off and on: the embeddings and the scores are recomputed.";
+    this.tokenIds = isList(config.token_ids) ? config.token_ids.filter(Number.isInteger) : null;
+    this.mask = config.mask.map((row) => row.map((v) => (v ? 1 : 0)));
+    this.text = config.text;
+    this.root.setAttribute("aria-label", "Turn MiniLM's heads off and watch the embeddings and the maps change");
+    this.scores = el("p", { class: "mha-live-scores", "aria-live": "polite" });
+    this.maps = new LayerMaps(this, config.attentions.length, config.layer || 0);
+    this.sentenceNote = el("p", { class: "mha-live-note" });
+    this.attach([this.buildToggles(), this.scores, this.sentenceNote, this.maps.control.node], [this.maps.node]);
+    // the download notice (sizes) before the toggles: read before the first click
+    this.root.insertBefore(this.progress, this.about.nextSibling);
+    this.root.insertBefore(this.status, this.progress);
+    this.describeSentence();
+    this.result = { tokens: config.tokens, attentions: config.attentions, mask: this.mask, fidelity: config.fidelity,
+      mrr: config.mrr, source: "config" };
+    this.showScores(config.fidelity, config.mrr);
+    this.maps.control.update();
+    this.maps.show(config.tokens, config.attentions, this.mask);
+    this.later = debounce(() => this.run({ mask: this.mask }).catch(() => {}), TOGGLE_DELAY_MS);
+  }
+
+  buildToggles() {
+    const [NL, H] = [this.mask.length, this.mask[0].length];
+    const grid = el("div", { class: "mha-live-toggles", role: "group",
+      "aria-label": `heads: ${NL} layers x ${H}; pressed = on; arrow keys move between heads` });
+    grid.append(el("span"));
+    for (let h = 0; h < H; h++) grid.append(el("span", { "aria-hidden": "true" }, `H${h}`));
+    this.toggles = [];
+    for (let l = 0; l < NL; l++) {
+      grid.append(el("span", { "aria-hidden": "true" }, `L${l}`));
+      const row = [];
+      for (let h = 0; h < H; h++) {
+        // one Tab stop for the whole grid (roving tabindex): the arrow keys move, Space or Enter toggles
+        const button = el("button", { type: "button", "aria-label": `layer ${l} head ${h}`, title: `L${l}.H${h}`,
+          tabindex: l === 0 && h === 0 ? "0" : "-1" }, String(h));
+        button.addEventListener("click", () => {
+          this.mask[l][h] = this.mask[l][h] ? 0 : 1;
+          this.rove(l, h, false);
+          this.toggled();
+        });
+        button.addEventListener("keydown", (event) => {
+          const moves = { ArrowUp: [-1, 0], ArrowDown: [1, 0], ArrowLeft: [0, -1], ArrowRight: [0, 1] };
+          let to = null;
+          if (event.key in moves) to = [l + moves[event.key][0], h + moves[event.key][1]];
+          else if (event.key === "Home") to = [event.ctrlKey ? 0 : l, 0];
+          else if (event.key === "End") to = [event.ctrlKey ? NL - 1 : l, H - 1];
+          if (!to) return;
+          event.preventDefault();
+          this.rove(Math.min(NL - 1, Math.max(0, to[0])), Math.min(H - 1, Math.max(0, to[1])), true);
+        });
+        row.push(button);
+        grid.append(button);
+      }
+      this.toggles.push(row);
+    }
+    const allOn = el("button", { type: "button", class: "mha-live-button" }, "All heads on");
+    allOn.addEventListener("click", () => {
+      this.mask = this.mask.map((row) => row.map(() => 1));
+      this.toggled();
+    });
+    this.refreshToggles();
+    return el("div", {}, el("p", { class: "mha-live-note" }, "Click a head to turn it off or on (pressed = on); " +
+      "with the keyboard, Tab into the grid, move with the arrow keys and toggle with Space."), grid, allOn);
+  }
+
+  /** Make toggle (l, h) the grid's one Tab stop; `focus` moves the keyboard focus there. */
+  rove(l, h, focus) {
+    this.toggles.flat().forEach((b) => b.setAttribute("tabindex", "-1"));
+    this.toggles[l][h].setAttribute("tabindex", "0");
+    if (focus) this.toggles[l][h].focus();
+  }
+
+  describeSentence(text = this.text) {
+    setText(this.sentenceNote, `The maps below are those of the sentence “${text}”: a head turned off still ` +
+      "computes its weights (drawn grey), but its output no longer reaches the next layer.");
+  }
+
+  refreshToggles() {
+    this.toggles.forEach((row, l) => row.forEach((b, h) => b.setAttribute("aria-pressed", this.mask[l][h] ? "true" : "false")));
+  }
+
+  toggled() {
+    this.refreshToggles();
+    this.maps.show(this.maps.tokens, this.maps.attentions, this.mask); // grey at once; new weights follow
+    this.ensureModels().catch(() => {});
+    this.later();
+  }
+
+  showScores(fidelity, mrr, mask = this.mask) {
+    const on = mask.flat().filter(Boolean).length;
+    const total = mask.flat().length;
+    this.scores.replaceChildren(
+      `${on} of ${total} heads on. Embedding fidelity (mean cosine to the unpruned embeddings): `,
+      el("strong", {}, fidelity.toFixed(3)),
+      `. Paraphrase ranking (mean reciprocal rank of each paraphrase, 1 = always first; all heads on: ` +
+      `${(this.reference ? this.reference.mrr : this.config.mrr_all).toFixed(3)}): `,
+      el("strong", {}, mrr.toFixed(3)), ".");
+  }
+
+  redraw() {
+    this.maps.draw();
+    this.zoom.draw();
+  }
+
+  /** Its texts are known: the word vectors of their words, exactly (row files from the config's token ids). */
+  wordVectorsNote(info) {
+    if (!this.tokenIds || !this.tokenIds.length) return super.wordVectorsNote(info);
+    const files = rowFilesFor(info.token_rows, this.tokenIds).length;
+    return `, and the word vectors of the words of its sentence and ${this.config.texts.length} texts ` +
+      `(${formatMB(files * info.token_rows.file_bytes)})`;
+  }
+
+  /** The embeddings with all heads on, once: the reference of fidelity. */
+  async referenceEmbeddings() {
+    if (!this.reference) {
+      const full = this.mask.map((row) => row.map(() => 1));
+      const r = await runBert(this.models[0], this.texts(), full, this.onFetch);
+      const texts = r.embeddings.subarray(r.d); // row 0 is the sentence of the maps
+      const scores = paraphraseScores(texts, texts, r.d, this.config.num_anchors);
+      this.reference = { embeddings: r.embeddings, d: r.d, mrr: scores.mrr };
+    }
+    return this.reference;
+  }
+
+  /** The sentence first (its maps), then the texts of the scores; stripped as mha_lib does. */
+  texts(text = this.text) {
+    return [text, ...this.config.texts.map((t) => t.trim())];
+  }
+
+  /** run()'s input as {mask?: [layer][head] of 0/1 (a copy), text?}; throws, naming the value, on anything else. */
+  checkInput(input) {
+    const spec = typeof input === "string" ? { text: input } : input;
+    if (!spec || typeof spec !== "object" || Array.isArray(spec)) {
+      throw new Error(`run() takes {mask, text} or a sentence, got ${describeValue(input)}`);
+    }
+    const unknown = Object.keys(spec).filter((k) => k !== "mask" && k !== "text");
+    if (unknown.length || (spec.mask === undefined && spec.text === undefined)) {
+      throw new Error(`run() takes {mask, text} (at least one), got the keys [${Object.keys(spec).join(", ")}]`);
+    }
+    if (spec.text !== undefined && typeof spec.text !== "string") {
+      throw new Error(`run({text}): the text must be a string, got ${describeValue(spec.text)}`);
+    }
+    const mask = spec.mask === undefined ? null : checkHeadMask(spec.mask, this.mask.length, this.mask[0].length);
+    return { mask, text: spec.text };
+  }
+
+  /**
+   * Recompute with a head mask. input: {mask?: [layer][head] of 0/1 or booleans, text?: sentence}
+   * (at least one of them) or a string (the sentence). Resolves to lastResult = {tokens, attentions,
+   * mask, fidelity, mrr}, of this call's mask and sentence. Rejects, state kept, on anything else:
+   * the message names the offending value.
+   */
+  async run(input) {
+    let spec;
+    try {
+      spec = this.checkInput(input);
+    } catch (err) {
+      throw this.refuse(err);
+    }
+    if (spec.text !== undefined && !spec.text.trim()) {
+      this.note("The text is empty: the maps show the last one.");
+      throw new Error("empty text");
+    }
+    const newMask = spec.mask;
+    // the input is valid: it becomes the state (the toggles show it), and this call keeps its own copy
+    if (spec.text !== undefined) this.text = spec.text;
+    if (newMask) {
+      this.mask = newMask;
+      this.refreshToggles();
+    }
+    const mask = this.mask.map((row) => row.slice());
+    const texts = this.texts();
+    const out = await this.compute(async () => {
+      const ref = await this.referenceEmbeddings();
+      const t0 = performance.now();
+      const r = await runBert(this.models[0], texts, mask, this.onFetch);
+      const n = r.embeddings.length / r.d;
+      const scores = paraphraseScores(r.embeddings.subarray(r.d), ref.embeddings.subarray(ref.d), r.d,
+        this.config.num_anchors);
+      const t1 = performance.now();
+      this.timings.infer_ms = t1 - t0;
+      this.maps.show(r.encodings[0].tokens, r.attentions, mask);
+      this.showScores(scores.fidelity, scores.mrr, mask);
+      this.describeSentence(texts[0]);
+      this.timings.draw_ms = performance.now() - t1;
+      return { tokens: r.encodings[0].tokens, attentions: r.attentions, mask, ...scores, texts: n - 1,
+        source: this.backend.kind };
+    });
+    this.result = out;
+    this.note(`Recomputed ${out.texts} embeddings and the maps ${this.where} in ${Math.round(this.timings.run_ms)} ms.`);
+    return out;
+  }
+}
+

@@ -1,0 +1,176 @@
+// view_toy_compare.mjs -- the "toy-compare" view: chapter 1's task read by the 1-, 2-, 4- and 8-head
+// models side by side; the reader changes tokens and moves the mark, and sees maps and predictions.
+
+import { markedTokens, prevMarkedLabels, runToy } from "./compute.mjs";
+import { checkToyInput } from "./checks.mjs";
+import { debounce, el, setText } from "./dom.mjs";
+import { HeadGrid } from "./draw.mjs";
+import { largestWeight } from "./layout.mjs";
+import { TOGGLE_DELAY_MS, View } from "./view.mjs";
+
+/** "toy-compare": chapter 1's task read by several toy models at once. */
+export class ToyCompareView extends View {
+  constructor(element, config, backend) {
+    super(element, config, config.models.slice(), backend);
+    this.primary = config.models.includes(element.dataset.model) ? element.dataset.model : config.models[0];
+    this.firstActionText = "Change a token or move the mark: every model reruns.";
+    this.task = config.task; // mha_lib's PrevMarkedTask.to_dict(): {kind, vocab_size, seq_len, op}
+    this.ids = config.ids.slice();
+    this.types = config.types.slice();
+    this.root.setAttribute("aria-label", "Live attention maps and predictions of the toy models on a sequence you edit");
+    this.editor = this.buildEditor();
+    this.sections = config.models.map((id) => this.buildSection(id));
+    const most = Math.max(...config.models.map((id) => config.results[id].attentions[0].length));
+    this.sections.forEach((s) => { s.grid.sameSizeAs = most; });
+    this.attach([this.editor], this.sections.map((s) => s.node));
+    this.requests = 0; // every run() and edit counts; only the latest one's result is drawn
+    this.showAll(this.describe(config.results, this.ids, this.types, "config"));
+    const later = debounce(() => this.run({ ids: this.ids, types: this.types }).catch(() => {}), TOGGLE_DELAY_MS);
+    this.changed = () => {
+      this.requests += 1; // a run in flight is now out of date: its result is not drawn
+      this.ensureModels().catch(() => {});
+      this.refreshEditor();
+      later();
+    };
+  }
+
+  buildEditor() {
+    const V = this.task.vocab_size;
+    const rows = el("div", { class: "mha-live-sequence", role: "group", "aria-label": "the sequence: tokens and the mark" });
+    this.selects = [];
+    this.marks = [];
+    const name = `mha-live-mark-${Math.random().toString(36).slice(2)}`;
+    this.ids.forEach((t, i) => {
+      const select = el("select", { "aria-label": `token at position ${i}` });
+      for (let v = 0; v < V; v++) select.append(el("option", { value: String(v) }, String(v)));
+      select.value = String(t);
+      select.addEventListener("change", () => {
+        this.ids[i] = Number(select.value);
+        this.changed();
+      });
+      const mark = el("input", { type: "radio", name, "aria-label": `mark position ${i}` });
+      mark.checked = this.types[i] === 1;
+      mark.addEventListener("change", () => {
+        this.types = this.types.map((_, j) => (j === i ? 1 : 0));
+        this.changed();
+      });
+      this.selects.push(select);
+      this.marks.push(mark);
+      rows.append(el("div", { class: "mha-live-position" }, el("span", {}, String(i)), select, mark));
+    });
+    this.rule = el("p", { class: "mha-live-note" });
+    const help = el("p", { class: "mha-live-note" },
+      "Pick a token at any position, and the marked position with the round buttons. " +
+      "Each model predicts every position's label; ✓ right, ✗ wrong.");
+    // on a narrow screen the positions scroll sideways: say so (redraw() shows it only then)
+    this.scrollHint = el("p", { class: "mha-live-note", hidden: "" },
+      `Scroll the row sideways for all ${this.ids.length} positions; the predictions below scroll the same way.`);
+    this.sequence = rows;
+    return el("div", {}, help, rows, this.scrollHint, this.rule);
+  }
+
+  refreshEditor() {
+    this.selects.forEach((s, i) => { s.value = String(this.ids[i]); });
+    this.marks.forEach((m, i) => { m.checked = this.types[i] === 1; });
+    const m = this.types.indexOf(1);
+    setText(this.rule, `Label at position i: (token i−1 ${this.task.op === "add" ? "+" : "−"} marked token) mod ` +
+      `${this.task.vocab_size}; the marked token is ${this.ids[m]}, at position ${m}.`);
+  }
+
+  buildSection(id) {
+    const title = el("p", { class: "mha-live-model-title" });
+    const grid = new HeadGrid({ readout: this.readout, minMap: 128 });
+    const captionId = `mha-live-strip-${Math.random().toString(36).slice(2)}`;
+    const caption = el("p", { class: "mha-live-strip-caption", id: captionId },
+      "prediction at each position (✓ right, ✗ wrong)");
+    // same columns as the sequence editor above: position i's prediction sits under token i
+    const strip = el("div", { class: "mha-live-strip", role: "list", "aria-labelledby": captionId });
+    const node = el("div", { class: "mha-live-model" }, title, grid.node, caption, strip);
+    grid.onEnlarge = (h) => {
+      this.lastFocus = grid.buttons[h];
+      this.enlarge(grid.heads[h], grid.tokens, grid.vmax, grid, h);
+    };
+    return { id, title, grid, strip, node };
+  }
+
+  /**
+   * The result of one input: every model's maps and predictions, with the task's labels.
+   * results: {id: {attentions, predictions, confidence}}; ids, types: the input they were computed on.
+   */
+  describe(results, ids, types, source) {
+    const tokens = markedTokens(ids, types);
+    const labels = prevMarkedLabels(ids, types, this.task);
+    const models = {};
+    for (const id of this.modelIds) {
+      const r = results[id];
+      const correct = r.predictions.map((p, i) => (labels[i] === null ? null : p === labels[i]));
+      models[id] = { tokens, attentions: r.attentions, predictions: r.predictions, confidence: r.confidence,
+        labels, correct };
+    }
+    return { tokens, attentions: models[this.primary].attentions, ids: ids.slice(), types: types.slice(), models, source };
+  }
+
+  /** Draw a result of describe() (every model's maps and predictions); it becomes lastResult. */
+  showAll(result) {
+    this.refreshEditor();
+    const vmax = largestWeight(this.sections.flatMap((s) => result.models[s.id].attentions.flat()));
+    this.legend.show(vmax);
+    for (const s of this.sections) {
+      const r = result.models[s.id];
+      const H = r.attentions[0].length;
+      const heads = r.attentions.flatMap((layer, l) => layer.map((map, h) => ({
+        label: `${s.id} ${r.attentions.length > 1 ? `L${l}.` : ""}H${h}`, map, off: false })));
+      s.grid.show(heads, result.tokens, vmax);
+      const right = r.correct.filter((c) => c === true).length;
+      const asked = r.correct.filter((c) => c !== null).length;
+      setText(s.title, `${s.id}: ${H} head${H > 1 ? "s" : ""}, ${right} of ${asked} positions right`);
+      s.strip.replaceChildren(...r.predictions.map((p, i) => {
+        const c = r.correct[i];
+        const cell = el("span", { role: "listitem", class: c === null ? "" : c ? "mha-live-right" : "mha-live-wrong" });
+        setText(cell, c === null ? "–" : `${p}${c ? "✓" : "✗"}`);
+        cell.setAttribute("aria-label", c === null ? `position ${i}: no label` :
+          `position ${i}: predicts ${p}, the label is ${r.labels[i]}, ${c ? "right" : "wrong"}`);
+        return cell;
+      }));
+    }
+    this.result = result;
+  }
+
+  redraw() {
+    for (const s of this.sections) s.grid.draw();
+    this.zoom.draw();
+    if (this.sequence) this.scrollHint.hidden = this.sequence.scrollWidth <= this.sequence.clientWidth + 1;
+  }
+
+  /**
+   * Run every model on {ids, types} (types: 1 at the marked position). Resolves with the result of
+   * THIS input; the page draws it only if no later run() or edit came meanwhile (the last one asked
+   * for is the one shown, and lastResult). Rejects, state kept, when the input does not fit (the
+   * message names the offending value).
+   */
+  async run(input) {
+    let checked;
+    try {
+      checked = checkToyInput(input, this.ids.length, this.task.vocab_size); // copies, kept by this call
+    } catch (err) {
+      throw this.refuse(err);
+    }
+    const { ids, types } = checked;
+    this.ids = ids.slice();
+    this.types = types.slice();
+    const request = (this.requests += 1);
+    const result = await this.compute(async () => {
+      const t0 = performance.now();
+      const out = {};
+      for (const model of this.models) out[model.id] = await runToy(model, ids, types);
+      const t1 = performance.now();
+      this.timings.infer_ms = t1 - t0;
+      const described = this.describe(out, ids, types, this.backend.kind);
+      if (request === this.requests) this.showAll(described);
+      this.timings.draw_ms = performance.now() - t1;
+      return described;
+    });
+    if (request === this.requests) this.note(`Recomputed ${this.where} in ${Math.round(this.timings.run_ms)} ms.`);
+    return result;
+  }
+}
