@@ -4,7 +4,8 @@
 import { paraphraseScores, rowFilesFor, runBert } from "./compute.mjs";
 import { checkHeadMask, describeValue, isList } from "./checks.mjs";
 import { debounce, el, setText } from "./dom.mjs";
-import { formatMB } from "./text.mjs";
+import { formatMB, truncationText } from "./text.mjs";
+import { hasWords } from "./wordpiece.mjs";
 import { LayerMaps } from "./layer_maps.mjs";
 import { MINILM, TOGGLE_DELAY_MS, View } from "./view.mjs";
 
@@ -171,8 +172,8 @@ export class PruneView extends View {
     } catch (err) {
       throw this.refuse(err);
     }
-    if (spec.text !== undefined && !spec.text.trim()) {
-      this.note("The text is empty: the maps show the last one.");
+    if (spec.text !== undefined && !hasWords(spec.text)) {
+      this.note("The text is empty (nothing the tokenizer keeps): the maps show the last one.");
       throw new Error("empty text");
     }
     const newMask = spec.mask;
@@ -197,11 +198,14 @@ export class PruneView extends View {
       this.showScores(scores.fidelity, scores.mrr, mask);
       this.describeSentence(texts[0]);
       this.timings.draw_ms = performance.now() - t1;
-      return { tokens: r.encodings[0].tokens, attentions: r.attentions, mask, ...scores, texts: n - 1,
-        source: this.backend.kind };
+      const enc = r.encodings[0];
+      return { tokens: enc.tokens, attentions: r.attentions, mask, ...scores, texts: n - 1,
+        truncated: enc.truncated, fullLength: enc.fullLength, source: this.backend.kind };
     });
     this.result = out;
-    this.note(`Recomputed ${out.texts} embeddings and the maps ${this.where} in ${Math.round(this.timings.run_ms)} ms.`);
+    const done = `Recomputed ${out.texts} embeddings and the maps ${this.where} in ${Math.round(this.timings.run_ms)} ms.`;
+    // a sentence past the model's limit: say so, as the sentence view does (the scores' texts are short)
+    this.note(out.truncated ? `${done} ${truncationText(texts[0], out.fullLength, out.tokens.length)}` : done);
     return out;
   }
 }

@@ -5,6 +5,7 @@ import { runBert } from "./compute.mjs";
 import { describeValue } from "./checks.mjs";
 import { debounce, el } from "./dom.mjs";
 import { truncationText } from "./text.mjs";
+import { hasWords } from "./wordpiece.mjs";
 import { LayerMaps } from "./layer_maps.mjs";
 import { MINILM, TYPING_DELAY_MS, View } from "./view.mjs";
 
@@ -40,8 +41,8 @@ export class SentenceView extends View {
   /** Run MiniLM on `text` and draw every map. Rejects on empty text (the maps stay). */
   async run(text) {
     if (typeof text !== "string") throw this.refuse(new Error(`run(text) takes a string, got ${describeValue(text)}`));
-    if (!text.trim()) {
-      this.note("The text is empty: type a sentence. The maps show the last one.");
+    if (!hasWords(text)) {
+      this.note("The text is empty (nothing the tokenizer keeps): type a sentence. The maps show the last one.");
       throw new Error("empty text");
     }
     if (this.text.value !== text) this.text.value = text; // the box shows the text of the maps

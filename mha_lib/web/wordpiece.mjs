@@ -132,6 +132,15 @@ export function preTokenize(text) {
   return words;
 }
 
+/**
+ * Whether `text` holds anything the tokenizer keeps: after its cleaning (controls, format characters
+ * such as U+200B and U+FEFF, NUL) and normalisation, at least one word. The views call a text
+ * without any empty, whichever invisible characters it is made of.
+ */
+export function hasWords(text) {
+  return preTokenize(normalize(text)).length > 0;
+}
+
 export class WordPieceTokenizer {
   /**
    * @param {string[]} vocab  the token strings, index = id (vocab.txt, one a line)

@@ -1091,6 +1091,33 @@ def test_a_long_pasted_text_is_kept_and_its_real_token_count_said(shared, bert):
     assert visit.console_errors == [] and visit.off_site == []
 
 
+def test_the_prune_view_says_when_it_reads_only_the_first_256_tokens(shared, bert):
+    """The prune view cut a 302-token sentence to 256 without a word, where the sentence view says so."""
+    page, visit = shared
+    text = "! " * 300
+    full = len(bert.tokenizer.tokenize(text)) + 2
+    r = _try_run(page, "prune", {"text": text})
+    assert r["ok"], r
+    assert r["result"]["truncated"] and r["result"]["fullLength"] == full and len(r["result"]["tokens"]) == 256
+    status, is_error = _status(page, "prune")
+    assert f"{full:,} tokens" in status and "first 256 tokens" in status and not is_error, status
+    assert visit.console_errors == [] and visit.off_site == []
+
+
+@pytest.mark.parametrize("view", ["sentence", "prune"])
+def test_a_text_of_invisible_characters_is_empty_in_both_views(shared, view):
+    """U+200B or NUL alone ran and drew a [CLS]/[SEP] map while U+FEFF alone was "empty": one rule now,
+    the tokenizer's (nothing it keeps = empty)."""
+    page, visit = shared
+    before = page.evaluate(f"{VIEW % view}.mhaLive.lastResult.tokens")
+    for text in ["\u200b\u200b", "\u0000", "\ufeff", " \u200b\t"]:
+        r = _try_run(page, view, text if view == "sentence" else {"text": text})
+        assert not r["ok"] and "empty" in r["error"], (text, r)
+        assert page.evaluate(f"{VIEW % view}.mhaLive.lastResult.tokens") == before
+        assert "empty" in _status(page, view)[0]
+    assert visit.console_errors == [] and visit.off_site == []
+
+
 def test_without_crypto_subtle_the_digests_are_checked_in_javascript(chromium_browser, book_url, page_html):
     """An http origin other than localhost has no crypto.subtle: the page's own SHA-256 checks the files."""
     _require_models()

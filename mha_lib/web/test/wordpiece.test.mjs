@@ -7,7 +7,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import fs from "node:fs";
-import { WordPieceTokenizer, normalize, preTokenize } from "../wordpiece.mjs";
+import { WordPieceTokenizer, hasWords, normalize, preTokenize } from "../wordpiece.mjs";
 
 const FIXTURE = process.env.MHA_WEB_FIXTURE;
 const fixture = FIXTURE ? JSON.parse(fs.readFileSync(FIXTURE, "utf8")) : null;
@@ -54,6 +54,13 @@ test("normalisation: controls dropped, whitespace kept as spaces, one code point
   assert.equal(normalize("a\u0000b\u200bc\td"), "abc d");
   assert.equal(normalize("ΟΔΟΣ"), "οδοσ"); // no final sigma
   assert.deepEqual(preTokenize("hi,there  you"), ["hi", ",", "there", "you"]);
+});
+
+test("hasWords: a text of invisible characters is empty, as the tokenizer sees it", () => {
+  for (const text of ["", "   ", "\u200b\u200b", "\u0000", "\ufeff", "\u200b \ufeff\t\n", "\u0301"]) {
+    assert.equal(hasWords(text), false, JSON.stringify(text));
+  }
+  for (const text of ["a", " . ", "\u200bcat", "日"]) assert.equal(hasWords(text), true, JSON.stringify(text));
 });
 
 test("bad arguments are refused", () => {
