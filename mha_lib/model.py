@@ -49,8 +49,8 @@ import torch.nn.functional as F
 from torch import nn
 
 from . import checks
-from .attention import MultiHeadAttention
-from .attention import _additive as _additive_mask  # bool or float mask -> 0 / -inf, attention's own rule
+from .core.multi_head import MultiHeadAttention
+from .core.masks import _additive as _additive_mask  # bool or float mask -> 0 / -inf, attention's own rule
 
 __all__ = [
     "EncoderConfig",

@@ -282,17 +282,16 @@ def test_no_large_fill_constants_in_code():
     import io
     import tokenize
 
-    # NOT ``import mha_lib.attention as mod``: the package rebinds ``mha_lib.attention`` to the
-    # function, so that would scan only the function's source.
-    mod = importlib.import_module("mha_lib.attention")
-    assert inspect.ismodule(mod)
-    source = inspect.getsource(mod)
-    assert "class MultiHeadAttention" in source and "def build_attention_mask" in source
-    tokens = list(tokenize.generate_tokens(io.StringIO(source).readline))
-    numbers = [float(t.string.replace("_", "")) for t in tokens if t.type == tokenize.NUMBER and "j" not in t.string]
-    assert numbers and max(abs(n) for n in numbers) < 1e4
-    names = [t.string for t in tokens if t.type == tokenize.NAME]
-    assert "finfo" not in names or "min" not in names
+    # Every module of the core (mha_lib.core.*), where the masks are built and applied.
+    sources = {name: inspect.getsource(importlib.import_module(f"mha_lib.core.{name}"))
+               for name in ("functional", "masks", "kv_cache", "multi_head")}
+    assert "class MultiHeadAttention" in sources["multi_head"] and "def build_attention_mask" in sources["masks"]
+    for source in sources.values():
+        tokens = list(tokenize.generate_tokens(io.StringIO(source).readline))
+        numbers = [float(t.string.replace("_", "")) for t in tokens if t.type == tokenize.NUMBER and "j" not in t.string]
+        assert numbers and max(abs(n) for n in numbers) < 1e4
+        names = [t.string for t in tokens if t.type == tokenize.NAME]
+        assert "finfo" not in names or "min" not in names
 
 
 @pytest.mark.parametrize(
