@@ -46,8 +46,3 @@ from .core.masks import build_attention_mask
 from .core.multi_head import MultiHeadAttention
 
 __all__ = ["attention", "build_attention_mask", "MultiHeadAttention", "KVCache"]
-
-# The API page documents this module: the re-exported names are its members.
-for _obj in (attention, build_attention_mask, MultiHeadAttention, KVCache):
-    _obj.__module__ = __name__
-del _obj

@@ -29,7 +29,7 @@ import torch
 
 __all__ = [
     "as_int", "positive_int", "nonnegative_int", "int_at_least", "head_sizes", "head_indices", "probability", "flag",
-    "finite_real", "heads_by_layer", "attention_weights", "tracing",
+    "finite_real", "heads_by_layer", "attention_weights", "attention_rows", "tracing",
 ]
 
 
@@ -227,6 +227,30 @@ def attention_weights(weights: Any, name: str = "weights", *, dims: int = 4) -> 
     if negative:
         raise ValueError(f"{name} holds {negative} negative value(s) (min {float(w.min()):.3g}): not attention weights")
     return weights
+
+
+def attention_rows(weights: Any, name: str = "weights") -> "torch.Tensor":
+    """One layer's (B, H, L, L) self-attention weights, checked: float, finite, >= 0, rows summing
+    to 1 (or to 0: a query with no allowed key), B, H >= 1 and L >= 2.
+
+    Returns them detached, as float32. Raises ValueError naming ``name`` and what is wrong."""
+    if not isinstance(weights, torch.Tensor) or weights.dim() != 4 or weights.shape[-1] != weights.shape[-2]:
+        raise ValueError(f"{name} must be one layer's (B, H, L, L) tensor, got "
+                         f"{tuple(weights.shape) if isinstance(weights, torch.Tensor) else type(weights).__name__}")
+    if not weights.is_floating_point():
+        raise ValueError(f"{name} must be floating point attention weights, got {weights.dtype}")
+    if weights.shape[0] == 0 or weights.shape[1] == 0:
+        raise ValueError(f"{name} has no sequence or no head: shape {tuple(weights.shape)}")
+    if weights.shape[-1] < 2:
+        raise ValueError(f"{name} needs L >= 2 positions, got L = {weights.shape[-1]}")
+    w = weights.detach().float()
+    if not bool(torch.isfinite(w).all()):
+        raise ValueError(f"{name} holds NaN or infinite values")
+    sums = w.sum(-1)
+    if not bool(((sums - 1).abs() < 1e-3).logical_or(sums.abs() < 1e-6).all()) or bool((w < 0).any()):
+        raise ValueError(f"{name} are not attention weights: rows must be >= 0 and sum to 1 (or 0), "
+                         f"got row sums from {float(sums.min()):.3g} to {float(sums.max()):.3g}")
+    return w
 
 
 def tracing() -> bool:

@@ -35,11 +35,11 @@ from typing import List, Optional, Sequence, Tuple, Union
 import torch
 import torch.nn.functional as F
 
-from .model import CONFIG_NAME as MHA_CONFIG_NAME
 from . import checks
-from .model import _LAYER_PATTERN as _MHA_LAYER_PATTERN
-from .model import Encoder, EncoderConfig, EncoderOutput, _config_sizes, _read_meta, build_checked, check_config_sizes
-from .model import read_json
+from .model import Encoder, EncoderConfig, EncoderOutput
+from .model.io import CONFIG_NAME as MHA_CONFIG_NAME
+from .model.io import _LAYER_PATTERN as _MHA_LAYER_PATTERN
+from .model.io import _config_sizes, _read_meta, build_checked, check_config_sizes, read_json
 
 __all__ = [
     "DEFAULT_MODEL",
