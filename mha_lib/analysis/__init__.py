@@ -57,8 +57,12 @@ from ..tasks.induction import induction_score, induction_targets, previous_token
 from .circuits import copying_score, full_ov_circuit, ov_circuit, qk_circuit
 from .maps import attention_rollout, offset_kernels
 from .norms import attention_contributions, encoder_norm_maps, norm_weighted_attention, value_norms
-from .relations import RELATIONS, HeadFinding, find_heads, head_label, relation_shares
+from . import relations as _relations
+from .relations import HeadFinding, find_heads, head_label, relation_shares
 from .statistics import HeadStats, attention_confidence, head_attention_stats, positional_offsets
+
+#: The relations of Clark et al. 2019's first analyses: positional offsets and special tokens.
+RELATIONS = _relations.RELATIONS
 
 __all__ = [
     "RELATIONS",

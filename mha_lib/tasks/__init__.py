@@ -67,16 +67,32 @@ The files
 from __future__ import annotations
 
 from .. import _deprecated
-from .batch import EVAL_SEED, IGNORE_INDEX, TaskBatch
+from . import batch as _batch
+from . import shipped as _shipped
+from .batch import TaskBatch
 from .digits import DigitsTask
 from .heads import attention_maps, best_heads, logits_and_attentions, target_shares
 from .induction import InductionTask
 from .kinds import task_from_dict
 from .metrics import accuracy, evaluate, logits, per_example_loss
 from .prev_marked import PrevMarkedTask
-from .shipped import SHIPPED, WEIGHTS_DIR, TrainedSpec, load_trained, load_trained_seeds, trained_info, weight_files
+from .shipped import WEIGHTS_DIR, TrainedSpec, load_trained, load_trained_seeds, trained_info, weight_files
 from .sweeps import BUDGET_SWEEP, budget_sweep
 from .translation import TranslationTask
+
+# The package's data, bound here with their doc comments (the API page reads them from this file).
+#: Label value of positions that do not count (position 0), as in ``torch.nn.CrossEntropyLoss``.
+IGNORE_INDEX = _batch.IGNORE_INDEX
+#: Seed of the fixed evaluation set of :func:`evaluate` (training streams use the run's seed).
+EVAL_SEED = _batch.EVAL_SEED
+#: Every shipped trained model family, by name (``make train`` walks it). Chapter 1:
+#: ``ch1-h{1,2,4,8}``; chapter 2: ``ch2-tied-h4``, ``ch2-narrow-h4``; chapter 3 adds
+#: ``ch1-h16``, ``ch1-h32`` and ``ch3-h8-kv{4,2,1}`` (same task, d_model and recipe);
+#: chapter 4 uses ``ch4-l3h8`` (3 layers x 8 heads); chapter 5 the attention-only causal models
+#: ``ch5-induction-l2`` (with training checkpoints), ``ch5-induction-l2-lr1e-3`` and ``ch5-induction-l1``
+#: on :class:`InductionTask`; chapter 6 the encoder-decoder ``ch6-translation`` on :class:`TranslationTask`;
+#: chapter 7 the Vision Transformers ``ch7-digits-h{1,2,4,8}`` on :class:`DigitsTask`.
+SHIPPED = _shipped.SHIPPED
 
 __all__ = [
     "IGNORE_INDEX",
