@@ -29,7 +29,8 @@ import torch
 
 __all__ = [
     "as_int", "positive_int", "nonnegative_int", "int_at_least", "head_sizes", "head_indices", "probability", "flag",
-    "finite_real", "heads_by_layer", "attention_weights", "attention_rows", "tracing",
+    "finite_real", "heads_by_layer", "attention_weights", "attention_rows", "padding_mask",
+    "tracing",
 ]
 
 
@@ -251,6 +252,19 @@ def attention_rows(weights: Any, name: str = "weights") -> "torch.Tensor":
         raise ValueError(f"{name} are not attention weights: rows must be >= 0 and sum to 1 (or 0), "
                          f"got row sums from {float(sums.min()):.3g} to {float(sums.max()):.3g}")
     return w
+
+
+def padding_mask(mask: Any, shape: tuple, name: str = "key_padding_mask", axes: str = "B, S") -> "torch.Tensor":
+    """``mask`` checked as a bool padding mask (True = padding) of exactly ``shape``.
+
+    The rule of every function that reads WHICH positions are padding (the statistics of
+    :mod:`mha_lib.analysis`, sentence pooling); attention itself also accepts float masks, added
+    to the scores (``mha_lib.core.masks``). Returns the mask unchanged. Raises ValueError naming
+    ``name``, the expected ``(axes) = shape`` and what was given."""
+    if not isinstance(mask, torch.Tensor) or mask.dtype != torch.bool or tuple(mask.shape) != tuple(shape):
+        raise ValueError(f"{name} must be a bool tensor of shape ({axes}) = {tuple(shape)}, True = padding; got "
+                         f"{getattr(mask, 'dtype', type(mask).__name__)} {tuple(getattr(mask, 'shape', ()))}")
+    return mask
 
 
 def tracing() -> bool:

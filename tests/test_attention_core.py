@@ -24,7 +24,7 @@ def make(d_model=32, num_heads=4, dtype=torch.float32, seed=0, **kw):
     return MultiHeadAttention(d_model, num_heads, **kw).to(dtype).eval()
 
 
-# ------------------------------------------------------------------ fp16 masks (cases.md 21)
+# ------------------------------------------------------------------ fp16 masks
 @BOTH_PATHS
 @pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16, torch.float32])
 def test_finfo_min_fill_blocks_like_minus_inf(dtype, need_weights):

@@ -25,11 +25,7 @@ def _real_queries(weights: Tensor, key_padding_mask: Optional[Tensor]) -> Tensor
     if key_padding_mask is None:
         real = torch.ones(B, L, dtype=torch.bool, device=weights.device)
     else:
-        if key_padding_mask.dtype != torch.bool or tuple(key_padding_mask.shape) != (B, S):
-            raise ValueError(
-                f"key_padding_mask must be bool (B, S) = ({B}, {S}), True = padding; got "
-                f"{key_padding_mask.dtype} {tuple(key_padding_mask.shape)}"
-            )
+        checks.padding_mask(key_padding_mask, (B, S))
         if L != S:
             raise ValueError(f"key_padding_mask marks padded queries only for self-attention (L == S), got L={L}, S={S}")
         real = ~key_padding_mask.to(weights.device)
@@ -72,8 +68,6 @@ def attention_confidence(weights: Tensor, key_padding_mask: Optional[Tensor] = N
     _check_map_weights(weights)
     if weights.shape[1] == 0:  # a layer with every head pruned
         return torch.zeros(0)
-    if key_padding_mask is not None and not isinstance(key_padding_mask, Tensor):
-        raise ValueError(f"key_padding_mask must be a bool tensor (B, S), got {type(key_padding_mask).__name__}")
     real = _real_queries(weights, key_padding_mask)  # (B, L)
     if not bool(real.any()):
         raise ValueError("attention_confidence: every query row is padding or fully blocked")
