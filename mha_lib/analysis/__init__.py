@@ -54,10 +54,10 @@ from __future__ import annotations
 
 from ..model.tied import merge_tied_heads, tie_heads
 from ..tasks.induction import induction_score, induction_targets, previous_token_score
+from . import relations as _relations
 from .circuits import copying_score, full_ov_circuit, ov_circuit, qk_circuit
 from .maps import attention_rollout, offset_kernels
 from .norms import attention_contributions, encoder_norm_maps, norm_weighted_attention, value_norms
-from . import relations as _relations
 from .relations import HeadFinding, find_heads, head_label, relation_shares
 from .statistics import HeadStats, attention_confidence, head_attention_stats, positional_offsets
 

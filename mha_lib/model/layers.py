@@ -163,7 +163,7 @@ class TransformerBlock(nn.Module):
         self.drop = nn.Dropout(config.dropout)
 
     @staticmethod
-    def _attend(attn: MultiHeadAttention, cache: Optional[dict], name: str, query, key, **kwargs):
+    def _attend_cached(attn: MultiHeadAttention, cache: Optional[dict], name: str, query, key, **kwargs):
         """attn(query, key) -> (out, weights); with a cache, read and update ``cache[name]``."""
         if cache is None:
             return attn(query, key, **kwargs)
@@ -232,12 +232,12 @@ class TransformerBlock(nn.Module):
         if cache is not None and memory is not None and cache.get("memory", memory) is not memory:
             raise ValueError("this cache holds another memory's keys and values: start a new cache ({}) "
                              "for every source")  # checked before anything is written to the cache
-        x, weights = self._residual(x, lambda h: self._attend(
+        x, weights = self._residual(x, lambda h: self._attend_cached(
             self.attn, cache, "self", h, h, key_padding_mask=key_padding_mask, attn_mask=attn_mask,
             is_causal=is_causal, head_mask=head_mask, need_weights=need_weights), self.norm1)  # (B, L, d_model)
         cross_weights = None
         if self.cross_attn is not None:
-            x, cross_weights = self._residual(x, lambda h: self._attend(
+            x, cross_weights = self._residual(x, lambda h: self._attend_cached(
                 self.cross_attn, cache, "cross", h, memory, key_padding_mask=memory_key_padding_mask,
                 head_mask=cross_head_mask, need_weights=need_weights), self.norm_cross)  # (B, H, L, S) weights
         if self.mlp is not None:

@@ -16,7 +16,7 @@ from torch.nn.utils import parametrize
 
 
 # ---------------------------------------------------------------------------------------------
-# 2. Tied heads: multi-head attention with the heads' independence taken away
+# Tied heads: multi-head attention with the heads' independence taken away
 # ---------------------------------------------------------------------------------------------
 
 

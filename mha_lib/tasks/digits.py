@@ -10,8 +10,8 @@ import torch
 from torch import Tensor
 
 from .. import checks
-from .batch import TaskBatch
 from ..model.layers import patchify
+from .batch import TaskBatch
 
 
 @dataclass(frozen=True)

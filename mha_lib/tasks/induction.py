@@ -135,7 +135,7 @@ class InductionTask(_SeededDataset):
 
 
 # ---------------------------------------------------------------------------------------------
-# 4. Heads that work together: previous-token heads, induction heads and their circuits
+# The scores of the heads that solve the task: previous-token and induction heads
 # ---------------------------------------------------------------------------------------------
 #
 # Elhage et al. 2021, "A Mathematical Framework for Transformer Circuits", and Olsson et al.

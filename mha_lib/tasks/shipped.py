@@ -15,13 +15,13 @@ from typing import Dict, Mapping, Optional, Tuple, Union
 import torch
 
 from .. import checks
+from ..model import EncoderConfig, EncoderDecoder, TokenClassifier, build_checked, read_json
+from ..model.tied import tie_heads
 from .digits import DigitsTask
 from .induction import InductionTask
 from .kinds import task_from_dict
 from .prev_marked import PrevMarkedTask
 from .translation import TranslationTask
-from ..model import EncoderConfig, EncoderDecoder, TokenClassifier, build_checked, read_json
-from ..model.tied import tie_heads
 
 
 # ----------------------------------------------------------------------------- shipped models
