@@ -24,6 +24,7 @@ from .layers import TransformerBlock, sinusoidal_positions
 HeadMask = Union[torch.Tensor, Sequence[Optional[torch.Tensor]], None]
 _ID_DTYPES = (torch.int64, torch.int32, torch.int16)  # token ids; bool and uint8 are refused
 
+
 # ----------------------------------------------------------------------------- outputs
 @dataclass
 class EncoderOutput:

@@ -19,6 +19,7 @@ from ..core.multi_head import MultiHeadAttention
 
 HeadsSpec = Union[Mapping[int, Iterable[int]], Tensor]
 
+
 # ----------------------------------------------------------------------------- the head grid
 def attention_layers(model: nn.Module) -> List[MultiHeadAttention]:
     """The model's attention modules, one per layer, in layer order.

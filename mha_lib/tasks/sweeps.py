@@ -8,7 +8,6 @@ from typing import List, Union
 from ..model.io import read_json
 
 
-
 BUDGET_SWEEP = Path(__file__).resolve().parent.parent / "data" / "ch1_budget_sweep.json"
 _SWEEP_KEYS = {"heads": int, "seed": int, "steps": int, "lr": float, "accuracy": float, "solved": bool}
 
