@@ -6,30 +6,30 @@ matplotlib and ipywidgets; ``mha_lib.pretrained`` needs transformers' tokenizers
 imported lazily, on first attribute access, and name the pip extra to install when
 something is missing.
 
-Modules, in the order data flows through them:
+Layers, from the ground up; a module imports only from its own layer or below
+(``tests/test_layers.py`` checks it, and that no import cycle exists):
 
-* ``checks``: the one argument-checking policy every public function uses;
-* ``attention``: scaled dot-product attention, ``MultiHeadAttention`` and its KV cache;
-* ``model``: one configurable Transformer block and the encoders built from it;
-* ``tasks``: synthetic tasks, and the trained toy models shipped with the package;
-* ``train``: the training loop, seeding and device choice;
-* ``pruning``: head importance scores and pruning schedules;
-* ``cost``: parameter, FLOP and memory formulas;
-* ``measure``: timing, peak memory and machine speed, to check the formulas;
-* ``pretrained``: BERT-family checkpoints as an mha_lib encoder;
-* ``analysis``: reading heads (relation shares, tied heads, norm-based maps, circuits, rollout,
-  Voita et al.'s statistics);
-* ``stats``: intervals for success rates over seeds;
-* ``viz``: per-head heatmaps, the attention explorer widget, the bertviz adapter;
-* ``export``: ONNX files of the encoders for onnxruntime and the book's live views (extra ``export``);
-* ``live``: the HTML of the book's live views (maps the reader's browser recomputes) and their data;
-* ``notebook``: small helpers the chapters share (glue, sig).
+1. ground: ``checks`` (the one argument policy), ``_runtime`` (seeding, device), ``stats``
+   (intervals for success rates over seeds), ``_deprecated`` (the one table of old names);
+2. ``core/``: attention itself: ``functional`` (``attention``), ``masks``, ``kv_cache``,
+   ``multi_head`` (``MultiHeadAttention``); ``attention`` re-exports it (the chapters' path);
+3. ``model/``: ``EncoderConfig``, the one ``TransformerBlock``, ``Encoder``, ``TokenClassifier``,
+   ``EncoderDecoder``, the head grid, tied heads, saving and the one loading path;
+4. ``tasks/`` (synthetic tasks, the loss/accuracy pair, the shipped trained models) and
+   ``pretrained`` (BERT-family checkpoints as an mha_lib encoder);
+5. ``train``: the training loop, seeding and the checkpoint cache;
+6. ``analysis/`` (reading heads) and ``cost`` (parameter, FLOP and memory formulas);
+7. ``measure/``: timing, peak memory and machine speed, to check the formulas;
+8. ``pruning/``: head importance, schedules, Hard-Concrete gates;
+9. the book-facing modules: ``viz`` (heatmaps, the attention explorer, the bertviz adapter),
+   ``live`` (the book's live views), ``export`` (ONNX files, extra ``export``), ``notebook``
+   (glue, sig).
 """
 from __future__ import annotations
 
 import importlib
 
-__version__ = "0.2.0"
+__version__ = "0.3.0"
 
 from ._runtime import default_device, set_seed  # noqa: E402
 
@@ -38,8 +38,8 @@ from ._runtime import default_device, set_seed  # noqa: E402
 # other submodule is imported later.
 from .attention import MultiHeadAttention, attention  # noqa: E402
 
-_SUBMODULES = ("checks", "attention", "model", "tasks", "train", "pruning", "cost", "measure", "pretrained", "viz", "analysis", "stats", "notebook",
-               "export", "live")
+_SUBMODULES = ("checks", "core", "attention", "model", "tasks", "train", "pruning", "cost", "measure", "pretrained", "viz",
+               "analysis", "stats", "notebook", "export", "live")
 # Public names re-exported at the top level, resolved lazily from their module.
 _EXPORTS = {
     "head_importance": "pruning",

@@ -3,11 +3,14 @@ from __future__ import annotations
 
 import os
 import random
+import sys
 
 import numpy as np
 import torch
 
 __all__ = ["set_seed", "default_device"]
+
+_PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep  # mha_lib/, every subpackage included
 
 
 def set_seed(seed: int = 0) -> None:
@@ -53,3 +56,16 @@ def default_device() -> torch.device:
     if mps is not None and mps.is_available():
         return torch.device("mps")
     return torch.device("cpu")
+
+
+def user_stacklevel() -> int:
+    """``stacklevel`` for a warning raised in mha_lib, pointing at the first caller outside mha_lib and torch.
+
+    Checks are reached through ``attention``, ``MultiHeadAttention.forward`` (via nn.Module's
+    call machinery), ``Encoder.forward`` and more, so no fixed number is right.
+    """
+    skip = (_PACKAGE_DIR, os.path.dirname(torch.__file__) + os.sep)
+    frame, level = sys._getframe(1), 1  # level 1 = the function that calls warnings.warn
+    while frame is not None and frame.f_code.co_filename.startswith(skip):
+        frame, level = frame.f_back, level + 1
+    return level

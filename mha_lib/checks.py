@@ -29,7 +29,8 @@ import torch
 
 __all__ = [
     "as_int", "positive_int", "nonnegative_int", "int_at_least", "head_sizes", "head_indices", "probability", "flag",
-    "finite_real", "heads_by_layer", "attention_weights", "tracing",
+    "finite_real", "heads_by_layer", "attention_weights", "attention_rows", "padding_mask",
+    "tracing",
 ]
 
 
@@ -227,6 +228,43 @@ def attention_weights(weights: Any, name: str = "weights", *, dims: int = 4) -> 
     if negative:
         raise ValueError(f"{name} holds {negative} negative value(s) (min {float(w.min()):.3g}): not attention weights")
     return weights
+
+
+def attention_rows(weights: Any, name: str = "weights") -> "torch.Tensor":
+    """One layer's (B, H, L, L) self-attention weights, checked: float, finite, >= 0, rows summing
+    to 1 (or to 0: a query with no allowed key), B, H >= 1 and L >= 2.
+
+    Returns them detached, as float32. Raises ValueError naming ``name`` and what is wrong."""
+    if not isinstance(weights, torch.Tensor) or weights.dim() != 4 or weights.shape[-1] != weights.shape[-2]:
+        raise ValueError(f"{name} must be one layer's (B, H, L, L) tensor, got "
+                         f"{tuple(weights.shape) if isinstance(weights, torch.Tensor) else type(weights).__name__}")
+    if not weights.is_floating_point():
+        raise ValueError(f"{name} must be floating point attention weights, got {weights.dtype}")
+    if weights.shape[0] == 0 or weights.shape[1] == 0:
+        raise ValueError(f"{name} has no sequence or no head: shape {tuple(weights.shape)}")
+    if weights.shape[-1] < 2:
+        raise ValueError(f"{name} needs L >= 2 positions, got L = {weights.shape[-1]}")
+    w = weights.detach().float()
+    if not bool(torch.isfinite(w).all()):
+        raise ValueError(f"{name} holds NaN or infinite values")
+    sums = w.sum(-1)
+    if not bool(((sums - 1).abs() < 1e-3).logical_or(sums.abs() < 1e-6).all()) or bool((w < 0).any()):
+        raise ValueError(f"{name} are not attention weights: rows must be >= 0 and sum to 1 (or 0), "
+                         f"got row sums from {float(sums.min()):.3g} to {float(sums.max()):.3g}")
+    return w
+
+
+def padding_mask(mask: Any, shape: tuple, name: str = "key_padding_mask", axes: str = "B, S") -> "torch.Tensor":
+    """``mask`` checked as a bool padding mask (True = padding) of exactly ``shape``.
+
+    The rule of every function that reads WHICH positions are padding (the statistics of
+    :mod:`mha_lib.analysis`, sentence pooling); attention itself also accepts float masks, added
+    to the scores (``mha_lib.core.masks``). Returns the mask unchanged. Raises ValueError naming
+    ``name``, the expected ``(axes) = shape`` and what was given."""
+    if not isinstance(mask, torch.Tensor) or mask.dtype != torch.bool or tuple(mask.shape) != tuple(shape):
+        raise ValueError(f"{name} must be a bool tensor of shape ({axes}) = {tuple(shape)}, True = padding; got "
+                         f"{getattr(mask, 'dtype', type(mask).__name__)} {tuple(getattr(mask, 'shape', ()))}")
+    return mask
 
 
 def tracing() -> bool:

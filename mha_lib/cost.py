@@ -8,10 +8,11 @@ Read this file top to bottom:
 2. Published model configurations as data, with their sources (``PUBLISHED_CONFIGS``,
    ``get_config``), so the formulas can be applied to real models.
 3. ``decode_traffic``: the bytes one decoding step reads (weights and KV cache).
+4. ``pruned_attention_flops``: the FLOPs left after pruning heads (chapter 4).
 
 The measurements that check these formulas on a machine (time, peak memory, matmul FLOP/s,
-memory bandwidth, the environment) are in :mod:`mha_lib.measure`; their old names here still
-work for one release, with a DeprecationWarning.
+memory bandwidth, the environment) are in :mod:`mha_lib.measure`; their old names here were
+removed in 0.3.0.
 
 Conventions:
     * FLOPs count matrix multiplications only, at **2 FLOPs per multiply-add** (an (m, k) @ (k, n)
@@ -44,6 +45,7 @@ import torch
 from . import checks
 
 __all__ = [
+    "pruned_attention_flops",
     "DecodeTraffic",
     "decode_traffic",
     "AttentionFlops",
@@ -543,19 +545,25 @@ def get_config(name: str) -> ModelConfig:
     raise ValueError(f"no published configuration named {name!r}; known: {sorted(PUBLISHED_CONFIGS)}")
 
 
+# ---------------------------------------------------------------------------------------------
+# 4. The cost of pruned heads (mha_lib.pruning re-exports it)
+# ---------------------------------------------------------------------------------------------
+def pruned_attention_flops(batch: int, seq_len: int, d_model: int, num_heads: int, kept_heads: int) -> int:
+    """Matmul FLOPs of one self-attention forward pass with ``kept_heads`` of ``num_heads`` left.
 
+    Pruning keeps head_dim = d_model // num_heads, so each of the five matmul terms of
+    :func:`mha_lib.cost.attention_flops` (Q, K, V and output projections, scores, weighted
+    sum; plain MHA, where a head's K and V rows go with it) shrinks in proportion to the heads
+    kept: FLOPs(kept) = FLOPs(all) * kept / num_heads. Pruning a fraction p of the heads
+    therefore ideally speeds attention up 1 / (1 - p) times.
 
-_MOVED_TO_MEASURE = frozenset(['AttentionBenchmark', 'DecodeBenchmark', 'benchmark_attention', 'compare_times', 'environment_string', 'measure_decode_step', 'measure_matmul_peak', 'measure_memory_bandwidth', 'measure_peak_memory', 'measure_time', 'sweep_decode', 'sweep_heads', 'timing_samples'])
+    Returns:
+        int FLOPs (2 per multiply-add).
 
-
-def __getattr__(name: str):
-    """Names moved to :mod:`mha_lib.measure` in 0.2.0 still resolve here, with a DeprecationWarning."""
-    if name in _MOVED_TO_MEASURE:
-        import warnings
-
-        from . import measure
-
-        warnings.warn(f"mha_lib.cost.{name} moved to mha_lib.measure.{name} in 0.2.0; the old name will be "
-                      "removed in 0.3.0", DeprecationWarning, stacklevel=2)
-        return getattr(measure, name)
-    raise AttributeError(f"module 'mha_lib.cost' has no attribute {name!r}")
+    Raises:
+        ValueError: ``kept_heads`` outside [0, num_heads], or sizes ``cost.attention_flops`` rejects.
+    """
+    if not 0 <= kept_heads <= num_heads:
+        raise ValueError(f"kept_heads={kept_heads} must lie in [0, num_heads={num_heads}]")
+    full = attention_flops(batch, seq_len, d_model=d_model, num_heads=num_heads).total
+    return full * kept_heads // num_heads

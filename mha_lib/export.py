@@ -70,6 +70,7 @@ from torch import nn
 
 from . import checks
 from .model import Encoder, TokenClassifier
+from .pretrained import BertEncoder  # needs only torch at import; the tokenizer came with the model
 
 __all__ = [
     "ExportInfo",
@@ -218,7 +219,6 @@ class _Patches(_Exported):
 
 def _describe(model) -> dict:
     """Kind, wrapper, names and sizes of an exportable model; ValueError for anything else."""
-    from .pretrained import BertEncoder  # needs only torch at import; the tokenizer came with the model
 
     if isinstance(model, BertEncoder):
         kind, encoder = "bert", model

@@ -56,6 +56,10 @@ import numpy as np
 import torch
 
 from . import checks
+from . import tasks
+from . import tasks as T
+from .model import TokenClassifier
+from .pretrained import BertEncoder, load_bert
 
 __all__ = ["VIEWS", "LiveView", "live_view", "sentence_config", "toy_compare_config", "prune_config",
            "paraphrase_scores", "DECIMALS", "KernelRunner", "widget_esm", "MAX_KERNEL_ROWS", "MAX_KERNEL_TOKENS"]
@@ -399,8 +403,6 @@ def _check_texts(texts: Any, name: str) -> list:
 
 
 def _check_bert(bert: Any) -> None:
-    from .pretrained import BertEncoder
-
     if not isinstance(bert, BertEncoder):
         raise ValueError(f"bert must be a mha_lib.pretrained.BertEncoder (e.g. load_bert()), got "
                          f"{type(bert).__name__}: {bert!r:.60}")
@@ -478,9 +480,6 @@ def toy_compare_config(spec_names: Sequence[str], batch, *, index: int = 0, seed
             ``index`` out of range; ``models`` not a mapping of names to TokenClassifiers whose
             configuration is the spec's (``num_heads``, ``num_layers``, ``vocab_size``, ...).
     """
-    from . import tasks as T
-    from .model import TokenClassifier
-
     if isinstance(spec_names, str):
         spec_names = [spec_names]
     try:
@@ -827,12 +826,8 @@ def _kernel_model(model_id: str):
     """The mha_lib model behind a site model id, loaded once per kernel, in eval mode."""
     if model_id not in _KERNEL_MODELS:
         if model_id == MINILM_ID:
-            from .pretrained import load_bert
-
             model, _ = load_bert(verbose=False)
         else:
-            from . import tasks
-
             model = tasks.load_trained(model_id)  # the spec's first seed: the site's model
         _KERNEL_MODELS[model_id] = model.eval()
     return _KERNEL_MODELS[model_id]
@@ -943,15 +938,11 @@ class KernelRunner:
 
 
 def _config_of(model):
-    from .pretrained import BertEncoder
-
     return model.config if isinstance(model, BertEncoder) else model.encoder.config
 
 
 def _model_info(model) -> dict:
     """What the view reads of a model (as the exported file's manifest entry says it)."""
-    from .pretrained import BertEncoder
-
     bert = isinstance(model, BertEncoder)
     cfg = _config_of(model)
     heads = (model if bert else model.encoder).heads_per_layer
@@ -968,8 +959,6 @@ def _model_info(model) -> dict:
 
 def _vocab_text(model) -> Optional[str]:
     """MiniLM's vocab.txt (one token a line, line number = id), for the view's tokenizer; None for a toy."""
-    from .pretrained import BertEncoder
-
     if not isinstance(model, BertEncoder):
         return None
     vocab = model.tokenizer.backend.get_vocab()  # token -> id

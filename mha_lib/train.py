@@ -24,16 +24,18 @@ import warnings
 import os
 import platform
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Dict, Iterable, List, Optional, Sequence, Union
 
 import torch
+from safetensors.torch import save_file
 from torch import nn
+from tqdm.auto import tqdm
 
-from . import checks
-
+from . import __version__, checks
 from ._runtime import default_device, set_seed
+from .model import build_checked, read_json
 from .tasks import (
     IGNORE_INDEX,
     SHIPPED,
@@ -214,8 +216,6 @@ def train(
     keep_at = set(checks.head_indices(checkpoint_steps, "checkpoint_steps", upper=steps + 1, upper_name="steps + 1"))
     if getattr(model, "num_classes", task.num_classes) != task.num_classes:
         raise ValueError(f"model has num_classes={model.num_classes}, the task has {task.num_classes}")
-    from tqdm.auto import tqdm
-
     device = torch.device(device) if device is not None else default_device()
     model = model.to(device).train()
     opt = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=weight_decay)
@@ -324,12 +324,6 @@ def train_spec(
             :data:`mha_lib.tasks.SHIPPED` (the message lists the known names), or a bad
             recipe value (as :func:`train`).
     """
-    from dataclasses import replace
-
-    from safetensors.torch import save_file
-
-    from .model import build_checked, read_json
-
     spec = _resolve_spec(spec)
     if steps is not None:
         spec = replace(spec, steps=steps)
@@ -407,10 +401,6 @@ def save_trained(
     Raises:
         ValueError: if the results' seeds differ from ``spec.seeds``.
     """
-    from safetensors.torch import save_file
-
-    from . import __version__
-
     seeds = [r.seed for r in results]
     if tuple(seeds) != tuple(spec.seeds):
         raise ValueError(f"results are for seeds {seeds}, spec {spec.name} has seeds {list(spec.seeds)}")

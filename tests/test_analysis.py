@@ -296,3 +296,10 @@ def test_wilson_interval_known_values_and_edges():
                 dict(successes=1, n=10, confidence=1.0)]:
         with pytest.raises(ValueError):
             wilson_interval(**bad)
+
+
+# ----------------------------------------------------------------- hostile inputs
+def test_attention_confidence_of_no_heads_is_empty():
+    from mha_lib.analysis import attention_confidence
+
+    assert attention_confidence(torch.zeros(1, 0, 3, 3)).shape == (0,)

@@ -1,5 +1,5 @@
 """Tests for mha_lib.attention: torch equality, masks, GQA/MQA, KV cache, head_mask, gradients,
-and cases 1-6 of shared/cases.md. Pruning (cases 7-8) is in test_attention_pruning.py; the
+and cases reported from the field. Pruning is in test_attention_pruning.py; the
 property-based comparison with a per-head loop is in test_attention_properties.py."""
 from __future__ import annotations
 
@@ -194,7 +194,7 @@ def test_functional_rejects_bad_shapes():
 
 
 # ------------------------------------------------------------------------------------------
-# Cases from the field (shared/cases.md), items 1-6
+# Cases from the field
 # ------------------------------------------------------------------------------------------
 
 
@@ -282,17 +282,16 @@ def test_no_large_fill_constants_in_code():
     import io
     import tokenize
 
-    # NOT ``import mha_lib.attention as mod``: the package rebinds ``mha_lib.attention`` to the
-    # function, so that would scan only the function's source.
-    mod = importlib.import_module("mha_lib.attention")
-    assert inspect.ismodule(mod)
-    source = inspect.getsource(mod)
-    assert "class MultiHeadAttention" in source and "def build_attention_mask" in source
-    tokens = list(tokenize.generate_tokens(io.StringIO(source).readline))
-    numbers = [float(t.string.replace("_", "")) for t in tokens if t.type == tokenize.NUMBER and "j" not in t.string]
-    assert numbers and max(abs(n) for n in numbers) < 1e4
-    names = [t.string for t in tokens if t.type == tokenize.NAME]
-    assert "finfo" not in names or "min" not in names
+    # Every module of the core (mha_lib.core.*), where the masks are built and applied.
+    sources = {name: inspect.getsource(importlib.import_module(f"mha_lib.core.{name}"))
+               for name in ("functional", "masks", "kv_cache", "multi_head")}
+    assert "class MultiHeadAttention" in sources["multi_head"] and "def build_attention_mask" in sources["masks"]
+    for source in sources.values():
+        tokens = list(tokenize.generate_tokens(io.StringIO(source).readline))
+        numbers = [float(t.string.replace("_", "")) for t in tokens if t.type == tokenize.NUMBER and "j" not in t.string]
+        assert numbers and max(abs(n) for n in numbers) < 1e4
+        names = [t.string for t in tokens if t.type == tokenize.NAME]
+        assert "finfo" not in names or "min" not in names
 
 
 @pytest.mark.parametrize(
@@ -753,3 +752,38 @@ def test_merge_heads_checks_its_input():
     m = make_mha(8, 2)
     with pytest.raises(ValueError, match=r"\(B, 2, L, 4\).*\(1, 3, 5, 4\)"):
         m.merge_heads(torch.zeros(1, 3, 5, 4))
+
+
+# ----------------------------------------------------------------- hostile inputs
+def test_second_pass_attention_cases():
+    from mha_lib.attention import KVCache, MultiHeadAttention, attention
+
+    q = torch.full((1, 1, 1, 4), 4.0, dtype=torch.half)
+    with pytest.raises(ValueError, match="more than half of torch.float16's max"):
+        attention(q, q, torch.ones_like(q), attn_mask=torch.full((1, 1), 65504.0, dtype=torch.half))
+    m = MultiHeadAttention(8, 2).half()
+    with pytest.raises(ValueError, match=r"head_mask holds NaN or inf \(in torch.float16\)"):
+        m(torch.randn(1, 3, 8).half(), head_mask=torch.tensor([1e5, 1.0]))
+    x = torch.randn(1, 1, 2, 4)
+    with pytest.raises(ValueError, match="scale=1e\\+300 is infinite in torch.float32"):
+        attention(x, x, x, scale=1e300)
+    cache = KVCache.empty(2, 1, 4, 8)
+    with pytest.raises(ValueError, match=r"KVCache.append: k must be \(2, 1, S_new, 4\)"):
+        cache.append(torch.randn(1, 1, 3, 1), torch.randn(1, 1, 3, 1))
+    for bad in (True, 2.0, -1):
+        with pytest.raises(ValueError):
+            KVCache.empty(bad, 1, 4, 8)
+    with pytest.raises(ValueError, match="floating-point"):
+        KVCache(torch.zeros(1, 1, 2, 4, dtype=torch.long), torch.zeros(1, 1, 2, 4, dtype=torch.long))
+    with pytest.raises(ValueError, match=r"got the single value \{1: 2\}"):
+        MultiHeadAttention(8, 2).prune_heads({1: 2})
+
+
+
+
+def test_build_attention_mask_names_its_bad_arguments():
+    for kwargs, match in [(dict(batch=True), "batch must be"), (dict(q_len=-1), "q_len must be"),
+                          (dict(dtype=torch.long), "floating-point torch.dtype")]:
+        args = dict(batch=1, heads=1, q_len=2, k_len=2, dtype=torch.float32, device=torch.device("cpu"), is_causal=True)
+        with pytest.raises(ValueError, match=match):
+            build_attention_mask(**{**args, **kwargs})

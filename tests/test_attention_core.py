@@ -11,7 +11,7 @@ import torch.nn.functional as F
 
 import importlib
 
-attention_module = importlib.import_module("mha_lib.attention")  # the module, not the function
+multi_head_module = importlib.import_module("mha_lib.core.multi_head")  # where the warning threshold lives
 from mha_lib import checks, cost, measure
 from mha_lib.attention import KVCache, MultiHeadAttention, attention
 
@@ -24,7 +24,7 @@ def make(d_model=32, num_heads=4, dtype=torch.float32, seed=0, **kw):
     return MultiHeadAttention(d_model, num_heads, **kw).to(dtype).eval()
 
 
-# ------------------------------------------------------------------ fp16 masks (cases.md 21)
+# ------------------------------------------------------------------ fp16 masks
 @BOTH_PATHS
 @pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16, torch.float32])
 def test_finfo_min_fill_blocks_like_minus_inf(dtype, need_weights):
@@ -184,7 +184,7 @@ def test_the_four_disagreements_are_gone():
 
 # ------------------------------------------------------------------ resource guard
 def test_need_weights_warns_with_the_size_in_bytes(monkeypatch):
-    monkeypatch.setattr(attention_module, "WEIGHTS_WARN_BYTES", 1000)
+    monkeypatch.setattr(multi_head_module, "WEIGHTS_WARN_BYTES", 1000)
     m = make()
     with pytest.warns(UserWarning, match=r"\(1, 4, 16, 16\): 4,096 bytes.*need_weights=False"):
         m(torch.randn(1, 16, 32), need_weights=True)

@@ -1,4 +1,4 @@
-"""Pruning and head masks (shared/cases.md items 7 and 8), with MHA, GQA and MQA, both paths."""
+"""Pruning and head masks, with MHA, GQA and MQA, both paths."""
 from __future__ import annotations
 
 import pytest

@@ -217,7 +217,9 @@ def test_package_is_listed_explicitly_with_loose_dependencies():
     import tomllib
 
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())
-    assert project["tool"]["setuptools"]["packages"] == ["mha_lib"]
+    packages = project["tool"]["setuptools"]["packages"]
+    on_disk = sorted(".".join(p.parent.relative_to(ROOT).parts) for p in (ROOT / "mha_lib").rglob("__init__.py"))
+    assert sorted(packages) == on_disk and packages[0] == "mha_lib"  # mha_lib and its subpackages, nothing else
     for dep in project["project"]["dependencies"]:
         assert "==" not in dep and "<" not in dep, f"{dep!r} must be a loose lower bound"
     assert {"viz", "pretrained", "book"} <= set(project["project"]["optional-dependencies"])

@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 from torch.utils.flop_counter import FlopCounterMode
 
 from mha_lib import cost, measure
+from mha_lib.measure import machine as measure_machine
 from mha_lib.attention import MultiHeadAttention
 
 MiB = 2**20
@@ -397,8 +398,8 @@ def test_cpu_peak_fallback_through_chrome_trace_agrees():
         def export_chrome_trace(self, path):
             prof.export_chrome_trace(path)
 
-    direct = measure._cpu_peak_from_profile(prof)
-    fallback = measure._cpu_peak_from_profile(NoKineto())
+    direct = measure_machine._cpu_peak_from_profile(prof)
+    fallback = measure_machine._cpu_peak_from_profile(NoKineto())
     assert direct == fallback >= MiB
 
 
@@ -429,12 +430,12 @@ def test_decode_traffic_has_weights_and_cache_and_their_crossover():
         cost.decode_traffic(cost.get_config("all-MiniLM-L6-v2"), context=1)
 
 
-def test_measurements_moved_to_measure_keep_their_old_names_for_one_release():
+def test_measurements_moved_to_measure_lost_their_old_names_in_0_3_0():
     import mha_lib.measure
 
-    with pytest.warns(DeprecationWarning, match="moved to mha_lib.measure.measure_time"):
-        old = cost.measure_time
-    assert old is mha_lib.measure.measure_time
+    assert mha_lib.measure.measure_time  # the new name
+    with pytest.raises(AttributeError, match="measure_time"):
+        cost.measure_time  # announced for removal in 0.3.0, removed
     with pytest.raises(AttributeError):
         cost.no_such_name
 

@@ -254,7 +254,7 @@ def test_web_minilm_is_not_quantised_twice_and_checks_its_inputs(minilm_web, tmp
 
 
 # ----------------------------------------------------------------------------- the split web copy (what the book serves)
-SPLIT_ATTENTION_TOL = 0.01  # issue 17: within 0.01 of fp32 mha_lib
+SPLIT_ATTENTION_TOL = 0.01  # the web copy stays within 0.01 of fp32 mha_lib
 
 
 def test_split_minilm_is_float16_under_25_mb_with_its_rows_outside(minilm_split):

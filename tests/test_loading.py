@@ -1,6 +1,6 @@
 """Every loader refuses before it allocates, refuses NaN/inf and non-float weights, and raises
 ValueError naming the file (never SafetensorError, KeyError or TypeError); load_bert computes
-the sentence embeddings sentence-transformers computes, or refuses (cases.md 22, 23)."""
+the sentence embeddings sentence-transformers computes, or refuses."""
 from __future__ import annotations
 
 import json
@@ -307,3 +307,41 @@ def test_unknown_pooling_mode_is_named(ckpt):
     (ckpt / "1_Pooling" / "config.json").write_text(json.dumps({"pooling_mode": "median"}))
     with pytest.raises(ValueError, match=r"1_Pooling/config\.json: pooling mode\(s\) \['median'\]"):
         load_bert(ckpt, verbose=False)
+
+
+# ----------------------------------------------------------------- hostile inputs
+def test_second_pass_loader_cases(tmp_path):
+    import json
+
+    from safetensors.torch import load_file, save_file
+
+    from mha_lib import model as mha_model
+    from mha_lib.model import Encoder, EncoderConfig
+
+    enc = Encoder(EncoderConfig(vocab_size=11, d_model=8, num_heads=2, num_layers=1, d_ff=16, max_len=10))
+    folder = tmp_path / "m"
+    enc.save_pretrained(folder)
+    meta_path = folder / mha_model.CONFIG_NAME
+    meta = json.loads(meta_path.read_text())
+    meta_path.write_text(json.dumps({**meta, "config": {**meta["config"], "max_len": 10**12}}))
+    with pytest.raises(ValueError, match="max_len"):  # past any real model's size: refused by the bounds
+        mha_model.load(folder)
+    # within the bounds, but a (max_len, d_model) position table of 1 GiB: refused before allocating it
+    meta_path.write_text(json.dumps({**meta, "config": {**meta["config"], "max_len": 2**20, "d_model": 256}}))
+    with pytest.raises(ValueError, match="derived buffers"):
+        mha_model.load(folder)
+    for change in ({"format_version": "2"}, {"model_class": ["Encoder"]}):
+        meta_path.write_text(json.dumps({**meta, **change}))
+        with pytest.raises(ValueError):
+            mha_model.load(folder)
+    meta_path.write_text(json.dumps(meta))
+    weights = folder / mha_model.WEIGHTS_NAME
+    state = {k: v.double() for k, v in load_file(weights).items()}
+    state["blocks.0.attn.q_proj.weight"][0, 0] = 1e300  # finite in fp64, inf in fp32
+    save_file(state, weights)
+    with pytest.raises(ValueError, match=r"q_proj\.weight.* NaN or inf values \(in torch.float32\)"):
+        mha_model.load(folder)
+    with pytest.raises(ValueError, match="input_ids must be an integer tensor"):
+        enc(torch.ones(1, 3, dtype=torch.bool))
+    with pytest.raises(ValueError, match="head_mask must be a tensor or a list"):
+        enc(torch.ones(1, 3, dtype=torch.long), head_mask=5)

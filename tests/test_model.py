@@ -508,3 +508,9 @@ def test_mean_pooling_skips_padding():
 def test_new_config_fields_are_checked(bad, match):
     with pytest.raises(ValueError, match=match):
         EncoderConfig(**{**TINY, **bad})
+
+
+# ----------------------------------------------------------------- hostile inputs
+def test_config_refuses_a_list_activation():
+    with pytest.raises(ValueError, match="activation"):
+        EncoderConfig(vocab_size=5, d_model=8, num_heads=2, num_layers=1, d_ff=8, max_len=4, activation=["gelu"])

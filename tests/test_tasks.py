@@ -325,3 +325,20 @@ def test_accuracy_and_loss_refuse_non_finite_logits_saying_how_many(bad):
         tasks.per_example_loss(model, batch)
     with pytest.raises(ValueError, match="non-finite"):
         tasks.evaluate(model, spec.make_task(), num_sequences=8)
+
+
+# ----------------------------------------------------------------- hostile inputs
+def test_broken_sweep_records_and_a_bool_seed_are_refused(tmp_path):
+    import json
+
+    from mha_lib import tasks
+
+    good = {"heads": 1, "seed": 0, "steps": 10, "lr": 0.003, "accuracy": 0.5, "solved": False, "steps_to_solve": None}
+    for bad in ({**good, "accuracy": float("nan")}, {**good, "accuracy": 7.5}, {**good, "steps": 0},
+                {**good, "steps_to_solve": "x"}):
+        path = tmp_path / "s.json"
+        path.write_text(json.dumps({"solved_threshold": 0.99, "runs": [bad]}))
+        with pytest.raises(ValueError):
+            tasks.budget_sweep(path)
+    with pytest.raises(ValueError, match="seed must be a non-negative integer, got True"):
+        tasks.load_trained("ch1-h1", True)

@@ -212,3 +212,13 @@ def test_checkpoint_steps_are_checked():
         train(model, task, steps=3, batch_size=2, lr=1e-3, checkpoint_steps=[4], progress=False)
     with pytest.raises(ValueError, match="checkpoint_steps"):
         train(model, task, steps=3, batch_size=2, lr=1e-3, checkpoint_steps=[1.5], progress=False)
+
+
+# ----------------------------------------------------------------- hostile inputs
+def test_a_broken_cache_entry_is_retrained_with_a_warning(tmp_path):
+    spec = replace(SHIPPED["ch1-h2"], name="tiny", steps=2, eval_every=1, eval_sequences=4, seeds=(0,))
+    train.train_spec(spec, 0, device="cpu", progress=False, cache_dir=tmp_path)
+    meta = next(tmp_path.glob("*.json"))
+    meta.write_text('{"curve": null, "accuracy": "high", "seconds": NaN}')
+    with pytest.warns(UserWarning, match="broken cache entry"):
+        assert not train.train_spec(spec, 0, device="cpu", progress=False, cache_dir=tmp_path).cached

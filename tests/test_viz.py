@@ -14,6 +14,7 @@ import re
 from pathlib import Path
 import subprocess
 import sys
+import threading
 
 import numpy as np
 import pytest
@@ -146,7 +147,7 @@ def test_frames_are_pngs_whose_pixels_follow_the_weights():
     w[0, :, 0] = 1.0
     png = viz.render_heads_png(w, TOKENS, cell=10)
     img = np.asarray(Image.open(io.BytesIO(png)).convert("RGB"))
-    lut = viz._lut("viridis")
+    lut = viz.png._lut("viridis")
     # above the colour bar (the bottom 30 px): column 0 is the brightest colour, the rest the darkest
     above_bar = img[:-30]
     ys, xs = np.nonzero((above_bar == lut[255]).all(-1))
@@ -455,4 +456,61 @@ def test_bertviz_model_view_is_laid_out_to_its_box():
 
 def test_bertviz_patches_refuse_an_unknown_bertviz_layout():
     with pytest.raises(RuntimeError, match="bertviz 1.4"):
-        viz._patch_bertviz_js("requirejs(['d3'], function (d3) {});", "head")
+        viz.bertviz_adapter._patch_bertviz_js("requirejs(['d3'], function (d3) {});", "head")
+
+
+# ----------------------------------------------------------------- hostile inputs
+def frames_for(sentence: str):
+    g = torch.Generator().manual_seed(abs(hash(sentence)) % 2**31)
+    return {h: (torch.rand(h, 5, 5, generator=g).softmax(-1), TOKENS) for h in (1, 2, 4)}
+
+
+# the explorer never shows a frame of the old sentence
+def test_slider_moving_during_recompute_leaves_no_stale_frame():
+    first = frames_for("one")
+    ex = None
+
+    def compute(value, sentence):
+        if value == 2 and ex.slider.value == 1:
+            ex.slider.value = 4  # the reader moves the slider while we compute
+        return frames_for(sentence)[value]
+
+    ex = viz.attention_explorer(first, compute=compute, sentence="one")
+    expected = viz.AttentionExplorer(frames_for("two")).pngs
+    assert ex.set_sentence("two") is True
+    assert ex.pngs == expected
+    assert [img.value for img in ex.images] == [expected[v] for v in ex.values]
+
+
+def test_threads_calling_set_sentence_leave_a_coherent_explorer():
+    ex = viz.attention_explorer(frames_for("start"), compute=lambda v, s: frames_for(s)[v], sentence="start")
+    sentences = [f"sentence {i}" for i in range(6)]
+    threads = [threading.Thread(target=ex.set_sentence, args=(s,)) for s in sentences]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    expected = viz.AttentionExplorer(frames_for(ex.sentence)).pngs
+    assert ex.sentence in sentences and ex.pngs == expected
+    assert [img.value for img in ex.images] == [expected[v] for v in ex.values]
+
+
+def test_set_sentence_refuses_a_non_string():
+    ex = viz.attention_explorer(frames_for("a"), compute=lambda v, s: frames_for(s)[v], sentence="a")
+    with pytest.raises(ValueError, match="sentence must be a str, got int"):
+        ex.set_sentence(3)
+
+
+# a token with a newline
+def test_control_characters_in_tokens_are_drawn_escaped():
+    w = torch.rand(2, 3, 3).softmax(-1)
+    png = viz.render_heads_png(w, ["a", "b\nc", "tab\there"])
+    assert png.startswith(b"\x89PNG")
+
+
+
+def test_bertviz_view_layer_takes_integers_only():
+    w = torch.rand(1, 2, 3, 3).softmax(-1)
+    with pytest.raises(ValueError, match="layer must be an integer"):
+        viz.bertviz_view([w], ["a", "b", "c"], layer=True)
+    assert viz.bertviz_view([w, w], ["a", "b", "c"], layer=np.int64(1)) is not None

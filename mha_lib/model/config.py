@@ -1,0 +1,148 @@
+"""EncoderConfig: every model of the book is a configuration, never a new class.
+
+See :mod:`mha_lib.model` for the table of settings (toy models vs BERT).
+"""
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field, fields
+from typing import Mapping, Optional
+
+import torch.nn.functional as F
+
+from .. import checks
+
+
+_ACTIVATIONS = {
+    "gelu": lambda x: F.gelu(x),  # exact, erf-based: BERT's "gelu"
+    "gelu_tanh": lambda x: F.gelu(x, approximate="tanh"),  # GPT-2's "gelu_new"
+    "relu": F.relu,
+    "silu": F.silu,
+}
+_POSITIONALS = ("learned", "sinusoidal", "none")
+
+
+# ----------------------------------------------------------------------------- config
+@dataclass
+class EncoderConfig:
+    """Everything that defines an :class:`Encoder`; JSON-able through ``to_dict``/``from_dict``.
+
+    The fields cover the encoder of Vaswani et al. 2017 ("Attention Is All You Need"), BERT's
+    variant (Devlin et al. 2019, "BERT: Pre-training of Deep Bidirectional Transformers for
+    Language Understanding": post-LN, learned positions, token types, embedding LayerNorm)
+    and the pre-LN placement of Xiong et al. 2020 ("On Layer Normalization in the Transformer
+    Architecture"). Integer fields accept Python and numpy integers (stored as int); bools,
+    floats and strings are rejected rather than converted.
+
+    Raises:
+        ValueError: on any out-of-range or wrongly typed field, naming the field and its
+            value (e.g. ``d_model=10`` with ``num_heads=3``, an unknown ``activation``, a
+            pruned head index outside ``range(num_heads)`` or not an integer, ``pad_token_id``
+            outside [0, vocab_size), a non-bool ``norm_first``, a ``layer_norm_eps`` that is
+            not finite and > 0, a ``dropout`` that is not a number in [0, 1)).
+    """
+
+    vocab_size: int  # number of token ids; input_ids must lie in [0, vocab_size); 0 with a patch front-end
+    d_model: int  # width of the residual stream
+    num_heads: int  # query heads per layer before pruning; d_model % num_heads == 0
+    num_layers: int  # number of TransformerBlocks
+    d_ff: int  # hidden width of each block's MLP (4 * d_model is usual); 0 = attention-only (no MLP)
+    max_len: int  # longest sequence; size of the learned position table
+    num_kv_heads: Optional[int] = None  # GQA/MQA key/value heads; None = num_heads (plain MHA)
+    dropout: float = 0.0  # dropout on embeddings and on each residual branch
+    attention_dropout: Optional[float] = None  # dropout on attention weights; None = `dropout`
+    norm_first: bool = True  # True: pre-LN (x + f(LN(x))); False: post-LN (LN(x + f(x))), as BERT
+    activation: str = "gelu"  # MLP nonlinearity: "gelu" (exact erf), "gelu_tanh", "relu", "silu"
+    layer_norm_eps: float = 1e-5  # LayerNorm epsilon (BERT: 1e-12)
+    positional: str = "sinusoidal"  # "learned" table, fixed "sinusoidal" (Vaswani et al.), or "none"
+    type_vocab_size: int = 0  # token-type (segment) embeddings; 0 = none, BERT: 2
+    embedding_norm: bool = False  # LayerNorm after summing embeddings, as BERT
+    final_norm: bool = True  # LayerNorm after the last block (pre-LN stacks need it; BERT: False)
+    pad_token_id: Optional[int] = 0  # id of the padding token (its embedding gets no gradient)
+    bias: bool = True  # biases in attention projections
+    pruned_heads: dict = field(default_factory=dict)  # {layer: [original head ids]} removed by pruning
+    is_causal: bool = False  # default of forward's is_causal: position i sees only j <= i (a decoder)
+    cross_attention: bool = False  # each block also attends to a `memory` sequence (encoder-decoder)
+    patch_dim: int = 0  # 0: inputs are token ids; > 0: (B, N, patch_dim) float vectors (image patches)
+    cls_token: bool = False  # prepend a learned [CLS] vector to patch inputs (ViT); patch front-end only
+
+    def __post_init__(self):
+        for name in ("num_layers", "max_len"):
+            setattr(self, name, checks.positive_int(getattr(self, name), f"EncoderConfig.{name}"))
+        for name in ("vocab_size", "d_ff", "patch_dim"):
+            setattr(self, name, checks.nonnegative_int(getattr(self, name), f"EncoderConfig.{name}"))
+        if self.patch_dim == 0 and self.vocab_size == 0:
+            raise ValueError("EncoderConfig.vocab_size=0: a token front-end needs vocab_size >= 1")
+        if self.patch_dim > 0 and self.vocab_size != 0:
+            raise ValueError(
+                f"EncoderConfig.vocab_size={self.vocab_size} with patch_dim={self.patch_dim}: a patch front-end "
+                f"has no vocabulary, set vocab_size=0"
+            )
+        try:
+            self.d_model, self.num_heads, kv, _ = checks.head_sizes(self.d_model, self.num_heads, self.num_kv_heads)
+        except ValueError as err:
+            raise ValueError(f"EncoderConfig: {err}") from None
+        self.num_kv_heads = None if self.num_kv_heads is None else kv
+        for name in ("dropout", "attention_dropout"):
+            value = getattr(self, name)
+            if value is not None or name == "dropout":
+                setattr(self, name, checks.probability(value, f"EncoderConfig.{name}"))
+        for name in ("norm_first", "embedding_norm", "final_norm", "bias", "is_causal", "cross_attention",
+                     "cls_token"):
+            setattr(self, name, checks.flag(getattr(self, name), f"EncoderConfig.{name}"))
+        if not isinstance(self.activation, str) or self.activation not in _ACTIVATIONS:
+            raise ValueError(
+                f"EncoderConfig.activation={self.activation!r} is not one of {sorted(_ACTIVATIONS)}"
+            )
+        if not isinstance(self.positional, str) or self.positional not in _POSITIONALS:
+            raise ValueError(
+                f"EncoderConfig.positional={self.positional!r} is not one of {list(_POSITIONALS)}"
+            )
+        self.layer_norm_eps = checks.finite_real(self.layer_norm_eps, "EncoderConfig.layer_norm_eps", positive=True)
+        self.type_vocab_size = checks.nonnegative_int(self.type_vocab_size, "EncoderConfig.type_vocab_size")
+        if self.patch_dim > 0 and (self.type_vocab_size or self.pad_token_id is not None):
+            raise ValueError(
+                f"EncoderConfig: a patch front-end (patch_dim={self.patch_dim}) takes no token types or padding "
+                f"id; got type_vocab_size={self.type_vocab_size}, pad_token_id={self.pad_token_id!r}"
+            )
+        if self.cls_token and self.patch_dim == 0:
+            raise ValueError("EncoderConfig.cls_token=True needs a patch front-end (patch_dim > 0); token inputs "
+                             "carry their own [CLS] id")
+        if self.pad_token_id is not None:
+            pad = checks.as_int(self.pad_token_id, "EncoderConfig.pad_token_id")
+            if not 0 <= pad < self.vocab_size:
+                raise ValueError(
+                    f"EncoderConfig.pad_token_id={pad!r} is outside [0, vocab_size={self.vocab_size})"
+                )
+            self.pad_token_id = pad
+        self.pruned_heads = self._normalise_pruned(self.pruned_heads)
+
+    def _checked_heads_to_prune(self, pruned, where: str) -> dict:
+        """Validate ``{layer: [heads]}`` completely (``checks.heads_by_layer``); change nothing."""
+        return checks.heads_by_layer(pruned, where, num_layers=self.num_layers, num_heads=self.num_heads)
+
+    def _normalise_pruned(self, pruned) -> dict:
+        # JSON turns int keys into strings: only here, digit strings are read back as layers.
+        if isinstance(pruned, Mapping):
+            pruned = {int(k) if isinstance(k, str) and k.isdigit() else k: v for k, v in pruned.items()}
+        out = self._checked_heads_to_prune(pruned, "EncoderConfig.pruned_heads")
+        return dict(sorted((k, v) for k, v in out.items() if v))
+
+    @property
+    def head_dim(self) -> int:
+        """d_k = d_model // num_heads."""
+        return self.d_model // self.num_heads
+
+    def to_dict(self) -> dict:
+        """A JSON-able dict (pruned-head layer keys become strings)."""
+        d = asdict(self)
+        d["pruned_heads"] = {str(k): list(v) for k, v in self.pruned_heads.items()}
+        return d
+
+    @classmethod
+    def from_dict(cls, d: Mapping) -> "EncoderConfig":
+        """Inverse of :meth:`to_dict`. Raises ValueError naming unknown keys."""
+        known = {f.name for f in fields(cls)}
+        unknown = sorted(set(d) - known)
+        if unknown:
+            raise ValueError(f"EncoderConfig.from_dict: unknown keys {unknown}")
+        return cls(**dict(d))

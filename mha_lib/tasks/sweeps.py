@@ -1,0 +1,60 @@
+"""Training sweeps shipped as JSON records under ``mha_lib/data/`` (chapter 1's budget sweep).
+"""
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import List, Union
+from ..model.io import read_json
+
+
+BUDGET_SWEEP = Path(__file__).resolve().parent.parent / "data" / "ch1_budget_sweep.json"
+_SWEEP_KEYS = {"heads": int, "seed": int, "steps": int, "lr": float, "accuracy": float, "solved": bool}
+
+
+def budget_sweep(path: Union[str, Path, None] = None) -> List[dict]:
+    """Chapter 1's training-budget sweep: one record per run (``scripts/train_ch1_budget.py``).
+
+    Each record has ``heads``, ``seed``, ``steps`` (the budget, with the cosine schedule ending
+    there), ``lr``, ``accuracy`` (:func:`evaluate`, 2048 fixed sequences), ``solved``
+    (accuracy >= the file's ``solved_threshold``), ``steps_to_solve`` (first learning-curve point
+    at >= the threshold, or None) and ``cpu_seconds``.
+
+    Args:
+        path: the JSON file (default: the one shipped in ``mha_lib/data``).
+
+    Returns:
+        The list of records (dicts).
+
+    Raises:
+        ValueError: the file is not valid JSON, or a record lacks a key, has a value of the wrong
+            type, or is listed twice (same heads, seed, steps, lr).
+    """
+    path = BUDGET_SWEEP if path is None else Path(path)
+    data = read_json(path)
+    runs = data.get("runs")
+    if not isinstance(runs, list):
+        raise ValueError(f"{path}: expected a 'runs' list")
+    seen = set()
+    threshold = data.get("solved_threshold", 0.99)
+    if isinstance(threshold, bool) or not isinstance(threshold, (int, float)) or not 0 < threshold <= 1:
+        raise ValueError(f"{path}: solved_threshold must be a number in (0, 1], got {threshold!r}")
+    for r in runs:
+        for key, kind in _SWEEP_KEYS.items():
+            value = r.get(key) if isinstance(r, dict) else None
+            if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
+                raise ValueError(f"{path}: run {r!r} has {key}={value!r}, expected {kind.__name__}")
+        if not (math.isfinite(r["accuracy"]) and 0.0 <= r["accuracy"] <= 1.0 and r["heads"] >= 1 and r["seed"] >= 0
+                and r["steps"] >= 1 and math.isfinite(r["lr"]) and r["lr"] > 0):
+            raise ValueError(f"{path}: run {r!r} has a value out of range")
+        solved_at = r.get("steps_to_solve")
+        if solved_at is not None and (not isinstance(solved_at, int) or isinstance(solved_at, bool)
+                                      or not 1 <= solved_at <= r["steps"]):
+            raise ValueError(f"{path}: run {r!r} has steps_to_solve={solved_at!r}")
+        if r["solved"] != (r["accuracy"] >= threshold):
+            raise ValueError(f"{path}: run {r!r}: 'solved' disagrees with its accuracy")
+        key = (r["heads"], r["seed"], r["steps"], r["lr"])
+        if key in seen:
+            raise ValueError(f"{path}: run {key} is listed twice")
+        seen.add(key)
+    return runs

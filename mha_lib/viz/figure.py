@@ -1,0 +1,145 @@
+"""The static grid of per-head heat maps (:func:`plot_heads`), a matplotlib figure with alt text.
+"""
+from __future__ import annotations
+
+import base64
+import html
+import io
+from typing import Any, Optional, Sequence
+
+import numpy as np
+
+from ._extras import Figure
+from .panels import DEFAULT_CMAP, _alt_text, _panels, _value_range
+
+
+# ---------------------------------------------------------------------------------------------
+# plot_heads: the static matplotlib grid
+# ---------------------------------------------------------------------------------------------
+
+
+class HeadsFigure(Figure):
+    """A matplotlib Figure that carries its alt text into notebooks and the HTML book.
+
+    What :func:`plot_heads` returns: one (L, S) heat-map Axes per head, drawn from float
+    weights (float64 after conversion), in rows of heads per layer, plus a colour bar.
+    ``fig.alt_text`` (a str) describes it; :meth:`to_png` gives PNG bytes.
+
+    ``fig.alt_text`` holds the description. Displayed in a notebook, the figure is an
+    ``<img alt="...">`` (text/html, what Jupyter Book, JupyterLab, Colab and VS Code show),
+    plus image/png, plus the alt text as text/plain (no memory address, so nbval-stable).
+    Everything else is a normal Figure: ``fig.savefig(...)``, ``fig.axes``...
+    """
+
+    alt_text: str = ""
+
+    def to_png(self, dpi: int = 100) -> bytes:
+        """The figure as PNG bytes (metadata stripped, so equal figures give equal bytes)."""
+        buf = io.BytesIO()
+        self.savefig(buf, format="png", dpi=dpi, metadata={"Software": None})
+        return buf.getvalue()
+
+    def _repr_mimebundle_(self, include=None, exclude=None):
+        png = base64.b64encode(self.to_png()).decode("ascii")
+        alt = html.escape(self.alt_text, quote=True)
+        img = (f'<img class="mha-heads-figure" src="data:image/png;base64,{png}" alt="{alt}" '
+               f'style="max-width:100%;height:auto">')
+        return {"text/html": img, "image/png": png, "text/plain": self.alt_text}
+
+
+def plot_heads(
+    weights: Any,
+    tokens: Sequence[str],
+    key_tokens: Optional[Sequence[str]] = None,
+    *,
+    layer: int = 0,
+    head_labels: Optional[Sequence[str]] = None,
+    ncols: Optional[int] = None,
+    cmap: str = DEFAULT_CMAP,
+    vmin: float = 0.0,
+    vmax: Optional[float] = None,
+    title: Optional[str] = None,
+    panel_inches: Optional[float] = None,
+) -> HeadsFigure:
+    """A static grid of per-head attention heat maps, with token labels and alt text.
+
+    Args:
+        weights: attention probabilities, float, as a torch tensor or NumPy array of shape
+            (H, L, S) for one layer, or (layers, H, L, S), or a sequence of per-layer
+            (H_l, L, S) / (1, H_l, L, S) tensors (ragged after pruning). A 4-D tensor is
+            ALWAYS read as (layers, H, L, S): the (B, H, L, S) weights of one batched layer
+            must be indexed first, ``weights[b]``, or each batch row would be drawn as a layer.
+        tokens: L query token strings (row labels).
+        key_tokens: S key token strings (column labels); default ``tokens`` when S == L.
+        layer: index of the first layer, used only for labels (0-based).
+        head_labels: one label per head, in order, replacing "L{layer}.H{head}" (e.g. the
+            original indices of the heads that survived pruning).
+        ncols: heads per row for a single layer (default 4, or 8 above 16 heads).
+            Several layers always give one row per layer.
+        cmap: a matplotlib colormap name; the default viridis is colourblind-safe.
+        vmin, vmax: colour range, finite numbers; ``vmax=None`` uses the largest weight shown.
+        title: figure title.
+        panel_inches: size of one panel in inches (default grows with L: 1.7 to 3.2 for up to
+            4 columns, 1.1 to 2.0 for more).
+
+    Returns:
+        a :class:`HeadsFigure` (a matplotlib Figure, not attached to pyplot, so it shows
+        once); ``fig.alt_text`` describes it. Each panel's title is its head label.
+
+    Raises:
+        ValueError: wrong rank, layers with different (L, S), 0 heads, non-finite weights,
+            ``tokens``/``key_tokens`` whose length is not L/S, a bad ``layer``/``ncols``, or
+            a NaN or infinite ``vmin``/``vmax``.
+
+    Example:
+        >>> fig = plot_heads(torch.rand(4, 5, 5).softmax(-1), list("abcde"))  # doctest: +SKIP
+        >>> fig.axes[0].get_title()                                          # doctest: +SKIP
+        'L0.H0'
+    """
+    rows, tokens, key_tokens = _panels(weights, tokens, key_tokens, layer=layer,
+                                       head_labels=head_labels, ncols=ncols)
+    vmin, vmax = _value_range(rows, vmin, vmax)
+    n_rows, n_cols = len(rows), max(len(r) for r in rows)
+    L, S = rows[0][0][1].shape
+    if panel_inches is None:  # big panels for a few heads, smaller ones for a whole model
+        n = max(L, S)
+        panel_inches = float(np.clip(0.15 * n, 1.7, 3.2) if n_cols <= 4 else np.clip(0.1 * n, 1.1, 2.0))
+    # Everything is placed by hand, in inches: constrained layout takes ~10 s for 72 panels.
+    tick_size = float(np.clip(panel_inches * 72 / max(L, S) * 0.75, 4.5, 9))
+    char_in = tick_size * 0.7 / 72
+    title_in = (max(tick_size + 1, 7) + 4) / 72
+    left_in = max(len(t) for t in tokens) * char_in + 0.15
+    bottom_in = max(len(t) for t in key_tokens) * char_in + 0.15
+    top_in = 0.1 + (0.4 if title else 0.0)
+    gap_x, gap_y = 0.12, 0.12
+    cbar_in = 0.15 + 0.12 + 0.7
+    panel_w, panel_h = panel_inches * S / max(L, S), panel_inches * L / max(L, S)
+    width = left_in + n_cols * panel_w + (n_cols - 1) * gap_x + cbar_in
+    height = top_in + n_rows * (title_in + panel_h) + (n_rows - 1) * gap_y + bottom_in
+    fig = HeadsFigure(figsize=(width, height))
+    image = None
+    for r, row in enumerate(rows):
+        y_top = top_in + r * (title_in + panel_h + gap_y) + title_in
+        for c, (label, arr) in enumerate(row):
+            x_left = left_in + c * (panel_w + gap_x)
+            ax = fig.add_axes((x_left / width, 1 - (y_top + panel_h) / height, panel_w / width, panel_h / height))
+            image = ax.imshow(arr, cmap=cmap, vmin=vmin, vmax=vmax, interpolation="nearest", aspect="auto")
+            ax.set_title(label, fontsize=max(tick_size + 1, 7), pad=2)
+            bottom_of_column = r == n_rows - 1 or c >= len(rows[r + 1])
+            if bottom_of_column:
+                ax.set_xticks(range(S), key_tokens, rotation=90, fontsize=tick_size)
+            else:
+                ax.set_xticks([])
+            if c == 0:
+                ax.set_yticks(range(L), tokens, fontsize=tick_size)
+            else:
+                ax.set_yticks([])
+            ax.tick_params(length=0, pad=1)
+    grid_top, grid_bottom = top_in + title_in, height - bottom_in
+    cb_h = min(grid_bottom - grid_top, max(1.5, 0.6 * (grid_bottom - grid_top)))
+    cax = fig.add_axes(((width - cbar_in + 0.12) / width, 1 - (grid_top + cb_h) / height, 0.15 / width, cb_h / height))
+    fig.colorbar(image, cax=cax, label="attention weight")
+    if title:
+        fig.suptitle(title, y=1 - 0.08 / height, va="top")
+    fig.alt_text = _alt_text(rows, tokens, key_tokens, vmin, vmax, cmap)
+    return fig
