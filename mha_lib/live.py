@@ -11,8 +11,9 @@ without its token table; the page fetches the rows of each text's tokens from
 ``_static/models/all-MiniLM-L6-v2.rows/`` (:func:`mha_lib.export.split_for_web`).
 
 In a kernel (Jupyter, Colab, VS Code) with ``anywidget`` installed (the ``viz`` extra), the same
-output is also a widget, :class:`LiveWidget`: its ES module is the same ``mha_live.mjs`` (with
-``wordpiece.mjs``), the view looks the same, and the kernel computes the maps -- the module sends
+output is also a widget, :class:`LiveWidget`: its ES module is the book's modules of
+``mha_lib/web/`` joined in the order of :data:`WIDGET_MODULES` (:func:`widget_esm`), the view
+looks the same, and the kernel computes the maps -- the module sends
 the model's inputs (token ids, token types, padding mask, head mask) as a widget message and
 :meth:`KernelRunner.answer` runs mha_lib's own model on them (all-MiniLM-L6-v2 from
 :func:`mha_lib.pretrained.load_bert`, the toy models from :func:`mha_lib.tasks.load_trained`).
