@@ -181,6 +181,8 @@ def test_bisection_reaches_the_target_count(toy):
     (dict(num_layers=2, num_heads=2, limits=(-0.1, 1.0)), "limits"),
     (dict(num_layers=2, num_heads=2, limits=(-0.1,)), "limits"),
     (dict(num_layers=2, num_heads=2, init_log_alpha=float("nan")), "init_log_alpha"),
+    (dict(num_layers=2, num_heads=2, init_log_alpha=1e39), "init_log_alpha must be a float32"),
+    (dict(num_layers=2, num_heads=2, temperature=1e-46), r"temperature must be a float32-representable number in \[1\.1755e-38"),
     (dict(num_layers=2, num_heads=2, exists=torch.ones(3, 2)), "exists"),
 ])
 def test_gate_module_bad_arguments(kwargs, match):
@@ -199,6 +201,9 @@ def test_sample_bad_batch_size():
     (dict(penalty=True), "penalty"),
     (dict(steps=0), "steps"),
     (dict(lr=0.0), "lr"),
+    (dict(lr=2e38), r"lr must be in \["),  # Adam's first step 2e39 overflows float32
+    (dict(lr=1e39), "lr must be a float32"),
+    (dict(init_log_alpha=1e39), "init_log_alpha must be a float32-representable"),
     (dict(seed=-1), "seed"),
     (dict(batches=[]), "non-empty list"),
     (dict(batches=iter(tiny_batches())), "non-empty list"),

@@ -51,9 +51,10 @@ class HardConcreteGates(nn.Module):
     Args:
         num_layers: layers of the head grid (> 0).
         num_heads: H, heads per layer of the grid (> 0).
-        temperature: beta > 0 (default 2/3, Louizos et al.'s; Voita et al.'s code uses 0.33).
+        temperature: beta, a float32 number in [1.2e-38, 3.4e38] (default 2/3, Louizos et al.'s;
+            Voita et al.'s code uses 0.33).
         limits: ``(l, r)`` with l < 0 and r > 1 (default (-0.1, 1.1)).
-        init_log_alpha: starting log_alpha of every gate (finite). The default 3.0 starts
+        init_log_alpha: starting log_alpha of every gate (finite, |x| <= 3.4e38: float32). The default 3.0 starts
             every gate almost surely open (deterministic gate 1): pruning starts from the full
             model, the penalty closes heads.
         exists: optional (num_layers, H) grid mask of the heads that exist (0 = already pruned
@@ -79,14 +80,14 @@ class HardConcreteGates(nn.Module):
         super().__init__()
         n = checks.positive_int(num_layers, "num_layers")
         H = checks.positive_int(num_heads, "num_heads")
-        self.temperature = checks.finite_real(temperature, "temperature", positive=True)
+        self.temperature = checks.finite_real(temperature, "temperature", positive=True, float32=True)
         if not isinstance(limits, (tuple, list)) or len(limits) != 2:
             raise ValueError(f"limits must be a pair (l, r) with l < 0 < 1 < r, got {limits!r}")
         low, high = (checks.finite_real(v, "limits") for v in limits)
         if not (low < 0.0 and high > 1.0):
             raise ValueError(f"limits must satisfy l < 0 and r > 1 (the stretch of Louizos et al.), got {limits!r}")
         self.limits = (low, high)
-        init = checks.finite_real(init_log_alpha, "init_log_alpha")
+        init = checks.finite_real(init_log_alpha, "init_log_alpha", float32=True)
         self.log_alpha = nn.Parameter(torch.full((n, H), init))
         mask = torch.ones(n, H) if exists is None else _grid_values(exists, (n, H), "exists")
         self.register_buffer("exists", (mask != 0).float())
@@ -208,7 +209,7 @@ def train_head_gates(
         penalty: lambda >= 0, the weight of the expected L0 norm (the expected number of
             open heads); 0 trains the gates on the loss alone.
         steps: optimiser steps (> 0).
-        lr: Adam's learning rate for ``log_alpha`` (> 0).
+        lr: Adam's learning rate for ``log_alpha``, in [1.2e-38, 3.4e37] (``checks.learning_rate``).
         seed: seeds the gates' noise (a ``torch.Generator``); the same seed, batches and
             penalty give the same gates.
         temperature, limits, init_log_alpha: see :class:`HardConcreteGates`.
@@ -227,7 +228,7 @@ def train_head_gates(
     if penalty < 0:
         raise ValueError(f"penalty must be >= 0, got {penalty!r}")
     steps = checks.positive_int(steps, "steps")
-    lr = checks.finite_real(lr, "lr", positive=True)
+    lr = checks.learning_rate(lr, "lr")  # Adam below, beta1 = 0.9
     seed = checks.nonnegative_int(seed, "seed")
     n, H = num_heads_grid(model)
     param = next(model.parameters())
