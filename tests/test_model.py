@@ -514,3 +514,17 @@ def test_new_config_fields_are_checked(bad, match):
 def test_config_refuses_a_list_activation():
     with pytest.raises(ValueError, match="activation"):
         EncoderConfig(vocab_size=5, d_model=8, num_heads=2, num_layers=1, d_ff=8, max_len=4, activation=["gelu"])
+
+
+@pytest.mark.parametrize("which", ["input_ids", "attn_mask", "key_padding_mask", "token_type_ids"])
+def test_meta_device_inputs_are_refused_naming_the_argument(which):
+    from mha_lib.model import TokenClassifier
+
+    torch.manual_seed(0)
+    m = TokenClassifier(EncoderConfig(vocab_size=10, d_model=8, num_heads=2, num_layers=2, d_ff=16, max_len=20,
+                                      type_vocab_size=2), 3)
+    args = dict(input_ids=torch.zeros(2, 5, dtype=torch.long), attn_mask=torch.zeros(5, 5, dtype=torch.bool),
+                key_padding_mask=torch.zeros(2, 5, dtype=torch.bool), token_type_ids=torch.zeros(2, 5, dtype=torch.long))
+    args[which] = args[which].to("meta")
+    with pytest.raises(ValueError, match=f"{which} is on the meta device"):
+        m(args.pop("input_ids"), **args)
