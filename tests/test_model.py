@@ -495,6 +495,23 @@ def test_mean_pooling_skips_padding():
         TokenClassifier(EncoderConfig(**TINY), 3, pooling="max")
 
 
+def test_mean_pooling_reads_a_float_mask_as_attention_does_and_refuses_an_all_padded_row():
+    torch.manual_seed(0)
+    model = TokenClassifier(EncoderConfig(**TINY), 3, pooling="mean").eval()
+    x = ids(B=2, L=6)
+    kpm = torch.tensor([[False, False, False, False, True, True]] * 2)
+    as_bool = model(x, key_padding_mask=kpm).logits
+    for fill in (float("-inf"), torch.finfo(torch.float32).min):  # blocked, for attention and for the mean
+        torch.testing.assert_close(model(x, key_padding_mask=torch.zeros(2, 6).masked_fill(kpm, fill)).logits,
+                                   as_bool)
+    bias = torch.full((2, 6), -1e-30)  # a bias of the scores, not padding: every position counts
+    torch.testing.assert_close(model(x, key_padding_mask=bias).logits, model(x).logits, atol=1e-6, rtol=1e-5)
+    for mask in (kpm.clone().index_fill_(0, torch.tensor([1]), True),
+                 torch.zeros(2, 6).index_fill_(0, torch.tensor([1]), float("-inf"))):
+        with pytest.raises(ValueError, match=r"row\(s\) \[1\] are all padding; pooling='mean'"):
+            model(x, key_padding_mask=mask)
+
+
 @pytest.mark.parametrize("bad, match", [
     (dict(vocab_size=0), "vocab_size=0"),
     (dict(patch_dim=4), "set vocab_size=0"),
