@@ -9,7 +9,12 @@ the value in a canonical Python type. The policy:
   never truncated as ``int()`` would.
 * **Probabilities** (dropout): a real number in [0, 1); bools and NaN are refused.
 * **Flags**: ``True`` or ``False`` only (``is_causal="no"`` is refused, not counted as True).
-* **Finite reals** (scales, epsilons): int or float, finite; bools refused.
+* **Finite reals** (scales, epsilons): int or float, finite; bools refused. A value that becomes
+  a float32 tensor or scalar (a learning rate, a gate's start, a temperature) must also fit
+  float32 (``float32=True``): magnitude <= 3.4e38, and a positive one >= 1.2e-38 (the smallest
+  normal float32), so that it neither overflows to inf nor rounds to 0 (``learning_rate``).
+* **Tensors** whose values a check reads are refused on the meta device (``has_values``): it
+  holds shapes, no values.
 * **Attention weights** handed to an analysis: a floating-point tensor of the stated rank,
   finite and >= 0 (a NaN weight is refused, never averaged into a NaN statistic).
 
@@ -29,8 +34,8 @@ import torch
 
 __all__ = [
     "as_int", "positive_int", "nonnegative_int", "int_at_least", "head_sizes", "head_indices", "probability", "flag",
-    "finite_real", "heads_by_layer", "attention_weights", "attention_rows", "padding_mask",
-    "tracing",
+    "finite_real", "learning_rate", "heads_by_layer", "attention_weights", "attention_rows", "padding_mask",
+    "has_values", "tracing",
 ]
 
 
@@ -199,13 +204,46 @@ def flag(value: Any, name: str) -> bool:
     raise ValueError(f"{name} must be True or False, got {value!r}")
 
 
-def finite_real(value: Any, name: str, *, positive: bool = False) -> float:
-    """A finite int or float (``> 0`` when ``positive``), as float. ValueError for NaN, inf, bools."""
+_F32 = torch.finfo(torch.float32)
+
+
+def finite_real(value: Any, name: str, *, positive: bool = False, float32: bool = False) -> float:
+    """A finite int or float (``> 0`` when ``positive``), as float. ValueError for NaN, inf, bools.
+
+    With ``float32``, the value must also be representable as a float32 number: ``|value| <=
+    3.4028e38`` (finfo.max), and when ``positive``, ``value >= 1.1755e-38`` (finfo.tiny, the
+    smallest normal float32; smaller values lose their precision or round to 0). The message says
+    the range."""
     if _is_bool(value) or not isinstance(value, numbers.Real) or not math.isfinite(float(value)):
         raise ValueError(f"{name} must be a finite number, got {value!r}")
     if positive and not float(value) > 0:
         raise ValueError(f"{name} must be > 0, got {value!r}")
+    if float32 and (abs(float(value)) > _F32.max or (positive and float(value) < _F32.tiny)):
+        bounds = (f"[{_F32.tiny:.5g}, {_F32.max:.5g}]" if positive else f"[-{_F32.max:.5g}, {_F32.max:.5g}]")
+        raise ValueError(f"{name} must be a float32-representable number in {bounds}, got {value!r}")
     return float(value)
+
+
+def learning_rate(value: Any, name: str = "lr", *, beta1: float = 0.9) -> float:
+    """An Adam/AdamW learning rate: positive, float32-representable (:func:`finite_real`), and
+    with ``value / (1 - beta1) <= 3.4e38``: Adam's first step size is ``lr / (1 - beta1)``
+    (its bias correction), a float32 scalar, which must not overflow (torch would raise a bare
+    RuntimeError). For beta1 = 0.9 the largest learning rate is 3.4e37. ValueError naming
+    ``name`` and the range otherwise."""
+    lr = finite_real(value, name, positive=True, float32=True)
+    if lr / (1.0 - beta1) > _F32.max:
+        raise ValueError(f"{name} must be in [{_F32.tiny:.5g}, {_F32.max * (1.0 - beta1):.5g}]: Adam's first step "
+                         f"{name} / (1 - beta1={beta1}) must fit float32; got {value!r}")
+    return lr
+
+
+def has_values(tensor: Any, name: str) -> Any:
+    """``tensor`` unchanged, unless it is a tensor on the meta device (shapes, no values), which a
+    check cannot read and a model cannot compute with: ValueError naming ``name``."""
+    if isinstance(tensor, torch.Tensor) and tensor.device.type == "meta":
+        raise ValueError(f"{name} is on the meta device (a shape without values, {tuple(tensor.shape)} "
+                         f"{tensor.dtype}): move it to a real device first")
+    return tensor
 
 
 def attention_weights(weights: Any, name: str = "weights", *, dims: int = 4) -> "torch.Tensor":

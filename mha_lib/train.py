@@ -181,8 +181,9 @@ def train(
         task: the task.
         steps: number of optimiser steps, >= 1.
         batch_size: sequences per step, >= 1.
-        lr: peak learning rate (> 0); schedule :func:`lr_at`.
-        weight_decay: AdamW weight decay (>= 0), applied to every parameter.
+        lr: peak learning rate, in [1.2e-38, 3.4e37] (``checks.learning_rate``: Adam's first
+            step lr / (1 - 0.9) must fit float32); schedule :func:`lr_at`.
+        weight_decay: AdamW weight decay (>= 0, lr * weight_decay <= 3.4e38), applied to every parameter.
         warmup: fraction of the steps spent warming up, in [0, 1).
         seed: seed of the training stream (``DATA_SEED_OFFSET + seed``).
         device: where to train; default :func:`mha_lib.default_device`.
@@ -209,9 +210,12 @@ def train(
     for name, value in (("steps", steps), ("batch_size", batch_size), ("eval_every", eval_every),
                         ("eval_sequences", eval_sequences)):
         checks.positive_int(value, name)
-    checks.finite_real(lr, "lr", positive=True)
+    checks.learning_rate(lr, "lr")  # AdamW below, beta1 = 0.9
     if checks.finite_real(weight_decay, "weight_decay") < 0:
         raise ValueError(f"weight_decay must be >= 0, got {weight_decay!r}")
+    if lr * weight_decay > torch.finfo(torch.float32).max:  # AdamW multiplies by 1 - lr * weight_decay
+        raise ValueError(f"weight_decay={weight_decay!r} times lr={lr!r} must fit float32 (<= 3.4e38): "
+                         f"AdamW scales the weights by 1 - lr * weight_decay")
     checks.probability(warmup, "warmup")  # a fraction of the steps, in [0, 1)
     keep_at = set(checks.head_indices(checkpoint_steps, "checkpoint_steps", upper=steps + 1, upper_name="steps + 1"))
     if getattr(model, "num_classes", task.num_classes) != task.num_classes:

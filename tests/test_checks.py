@@ -43,3 +43,21 @@ def test_attention_rows_refuses_what_is_not_one_layer_of_weights():
         checks.attention_rows(w * 2)
     with pytest.raises(ValueError, match="NaN or infinite"):
         checks.attention_rows(w.masked_fill(w == 0, float("nan")))
+
+
+def test_float32_reals_and_learning_rates_must_fit_float32():
+    assert checks.finite_real(3e38, "x", float32=True) == 3e38
+    assert checks.finite_real(1e-30, "t", positive=True, float32=True) == 1e-30
+    with pytest.raises(ValueError, match=r"x must be a float32-representable number in \[-3.4028e\+38, 3.4028e\+38\], got 1e\+39"):
+        checks.finite_real(1e39, "x", float32=True)
+    with pytest.raises(ValueError, match=r"t must be a float32-representable number in \[1.1755e-38"):
+        checks.finite_real(1e-46, "t", positive=True, float32=True)  # rounds to 0 in float32
+    assert checks.learning_rate(3e37) == 3e37
+    with pytest.raises(ValueError, match=r"lr must be in \[1.1755e-38, 3.4028e\+37\]: Adam's first step"):
+        checks.learning_rate(1e38)  # fits float32, but 1e38 / (1 - 0.9) does not
+
+
+def test_meta_tensors_are_refused_by_name():
+    assert checks.has_values(torch.ones(2), "x") is not None
+    with pytest.raises(ValueError, match="attn_mask is on the meta device"):
+        checks.has_values(torch.ones(2, device="meta"), "attn_mask")

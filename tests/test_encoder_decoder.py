@@ -204,3 +204,21 @@ def test_an_empty_source_is_refused_with_or_without_a_pad_id(pad_token_id):
         model.generate(empty, src_key_padding_mask=torch.zeros(2, 0), bos_id=1, max_new_tokens=2)
     with pytest.raises(ValueError, match=r"\(or empty\)"):
         model(torch.ones(2, 2, dtype=torch.long), src_ids=empty)
+
+
+@pytest.mark.parametrize("cls_token", [False, True])
+@pytest.mark.parametrize("form", ["bool", "float -inf"])
+def test_a_patch_source_that_is_all_padding_is_refused_like_a_token_source(form, cls_token):
+    torch.manual_seed(0)
+    src_cfg = EncoderConfig(vocab_size=0, d_model=16, num_heads=4, num_layers=1, d_ff=16, max_len=20, patch_dim=4, pad_token_id=None,
+                            cls_token=cls_token)
+    model = EncoderDecoder(src_cfg, EncoderConfig(**ENC, is_causal=True, cross_attention=True), 15).eval()
+    patches = torch.randn(2, 3, 4)
+    blocked = torch.zeros(2, 3 + int(cls_token), dtype=torch.bool)
+    blocked[1] = True
+    mask = blocked if form == "bool" else torch.zeros(blocked.shape).masked_fill(blocked, float("-inf"))
+    with pytest.raises(ValueError, match=r"source row\(s\) \[1\] of src_ids \(2, 3, 4\) are all padding"):
+        model.generate(patches, src_key_padding_mask=mask, bos_id=1, max_new_tokens=2)
+    with pytest.raises(ValueError, match=r"source row\(s\) \[1\]"):
+        model(torch.ones(2, 2, dtype=torch.long), src_ids=patches, src_key_padding_mask=mask)
+    assert model.generate(patches, bos_id=1, max_new_tokens=2).shape[0] == 2  # no mask: every patch is real

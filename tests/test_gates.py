@@ -181,7 +181,11 @@ def test_bisection_reaches_the_target_count(toy):
     (dict(num_layers=2, num_heads=2, limits=(-0.1, 1.0)), "limits"),
     (dict(num_layers=2, num_heads=2, limits=(-0.1,)), "limits"),
     (dict(num_layers=2, num_heads=2, init_log_alpha=float("nan")), "init_log_alpha"),
+    (dict(num_layers=2, num_heads=2, init_log_alpha=1e39), "init_log_alpha must be a float32"),
+    (dict(num_layers=2, num_heads=2, temperature=1e-46), r"temperature must be a float32-representable number in \[1\.1755e-38"),
     (dict(num_layers=2, num_heads=2, exists=torch.ones(3, 2)), "exists"),
+    (dict(num_layers=2, num_heads=2, exists=torch.full((2, 2), float("nan"))), "exists must hold only 0/1"),
+    (dict(num_layers=2, num_heads=2, exists=torch.full((2, 2), 0.5)), r"exists must hold only 0/1.*0\.5"),
 ])
 def test_gate_module_bad_arguments(kwargs, match):
     with pytest.raises(ValueError, match=match):
@@ -199,6 +203,9 @@ def test_sample_bad_batch_size():
     (dict(penalty=True), "penalty"),
     (dict(steps=0), "steps"),
     (dict(lr=0.0), "lr"),
+    (dict(lr=2e38), r"lr must be in \["),  # Adam's first step 2e39 overflows float32
+    (dict(lr=1e39), "lr must be a float32"),
+    (dict(init_log_alpha=1e39), "init_log_alpha must be a float32-representable"),
     (dict(seed=-1), "seed"),
     (dict(batches=[]), "non-empty list"),
     (dict(batches=iter(tiny_batches())), "non-empty list"),
@@ -210,6 +217,22 @@ def test_train_head_gates_bad_arguments(kwargs, match):
     args.update(kwargs)
     with pytest.raises(ValueError, match=match):
         P.train_head_gates(tiny(), args.pop("batches"), args.pop("loss_fn"), args.pop("penalty"), **args)
+
+
+def _nan_gradient_loss(m, b, g):
+    loss = tasks.per_example_loss(m, b, g)
+    return loss + 0 * torch.sqrt(loss - loss)  # finite value, NaN gradient (d sqrt(x)/dx at 0)
+
+
+@pytest.mark.parametrize("steps", [1, 3])
+def test_a_nan_gradient_stops_gate_training_naming_the_step_never_nan_gates(steps):
+    with pytest.raises(ValueError, match=r"stopped at step 0: the gradient of the objective holds \d+ NaN"):
+        P.train_head_gates(tiny(), tiny_batches(), _nan_gradient_loss, 0.1, steps=steps)
+
+
+def test_exists_accepts_bool_and_0_1():
+    g = P.HardConcreteGates(1, 2, exists=torch.tensor([[True, False]]))
+    assert g.exists.tolist() == [[1.0, 0.0]] and g.num_pruned == 1
 
 
 @pytest.mark.parametrize("kwargs, match", [

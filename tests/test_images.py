@@ -1,4 +1,5 @@
 """Tests for chapter 7's pieces: the digits task, pooled classifiers, rollout and offset kernels."""
+import re
 import pytest
 import torch
 
@@ -149,7 +150,7 @@ def test_pooled_labels_and_causal_cls_are_checked():
         accuracy(model, (x, y[:, None]))
     with pytest.raises(ValueError, match=r"lie in \[0, 10\)"):
         per_example_loss(model, (x, torch.full_like(y, 10)))
-    with pytest.raises(ValueError, match="integer labels"):
+    with pytest.raises(ValueError, match="labels must be an integer tensor"):
         per_example_loss(model, (x, y.float()))
     with pytest.raises(ValueError, match="causal"):
         model(x, is_causal=True)
@@ -160,3 +161,19 @@ def test_offset_kernels_average_each_offset_over_the_queries_that_have_it():
     uniform = torch.full((1, 1, L, L), 1.0 / L)
     kernel = offset_kernels(uniform, g)  # every query, every offset that exists
     assert torch.allclose(kernel[kernel > 0], torch.tensor(1.0 / L))  # flat: far offsets are not shrunk
+
+
+@pytest.mark.parametrize("value", [1e20, -1e7])
+def test_patch_values_beyond_patch_max_are_refused_not_turned_into_nan(value):
+    from mha_lib.model.encoder import PATCH_MAX
+
+    model = _tiny_vit()
+    x = DigitsTask().dataset(2, seed=0).input_ids
+    with pytest.raises(ValueError, match=re.escape(f"magnitude {abs(value):.3g}, beyond PATCH_MAX=1e+06")):
+        model(x.clone().fill_(value))  # 1e20: LayerNorm's variance overflows float32, all logits NaN
+    assert torch.isfinite(model(x.clone().fill_(PATCH_MAX)).logits).all()  # the bound itself is fine
+
+
+def test_meta_patches_are_refused_by_name():
+    with pytest.raises(ValueError, match="patch inputs is on the meta device"):
+        _tiny_vit()(torch.zeros(2, 64, 1, device="meta"))

@@ -495,6 +495,23 @@ def test_mean_pooling_skips_padding():
         TokenClassifier(EncoderConfig(**TINY), 3, pooling="max")
 
 
+def test_mean_pooling_reads_a_float_mask_as_attention_does_and_refuses_an_all_padded_row():
+    torch.manual_seed(0)
+    model = TokenClassifier(EncoderConfig(**TINY), 3, pooling="mean").eval()
+    x = ids(B=2, L=6)
+    kpm = torch.tensor([[False, False, False, False, True, True]] * 2)
+    as_bool = model(x, key_padding_mask=kpm).logits
+    for fill in (float("-inf"), torch.finfo(torch.float32).min):  # blocked, for attention and for the mean
+        torch.testing.assert_close(model(x, key_padding_mask=torch.zeros(2, 6).masked_fill(kpm, fill)).logits,
+                                   as_bool)
+    bias = torch.full((2, 6), -1e-30)  # a bias of the scores, not padding: every position counts
+    torch.testing.assert_close(model(x, key_padding_mask=bias).logits, model(x).logits, atol=1e-6, rtol=1e-5)
+    for mask in (kpm.clone().index_fill_(0, torch.tensor([1]), True),
+                 torch.zeros(2, 6).index_fill_(0, torch.tensor([1]), float("-inf"))):
+        with pytest.raises(ValueError, match=r"row\(s\) \[1\] are all padding; pooling='mean'"):
+            model(x, key_padding_mask=mask)
+
+
 @pytest.mark.parametrize("bad, match", [
     (dict(vocab_size=0), "vocab_size=0"),
     (dict(patch_dim=4), "set vocab_size=0"),
@@ -514,3 +531,17 @@ def test_new_config_fields_are_checked(bad, match):
 def test_config_refuses_a_list_activation():
     with pytest.raises(ValueError, match="activation"):
         EncoderConfig(vocab_size=5, d_model=8, num_heads=2, num_layers=1, d_ff=8, max_len=4, activation=["gelu"])
+
+
+@pytest.mark.parametrize("which", ["input_ids", "attn_mask", "key_padding_mask", "token_type_ids"])
+def test_meta_device_inputs_are_refused_naming_the_argument(which):
+    from mha_lib.model import TokenClassifier
+
+    torch.manual_seed(0)
+    m = TokenClassifier(EncoderConfig(vocab_size=10, d_model=8, num_heads=2, num_layers=2, d_ff=16, max_len=20,
+                                      type_vocab_size=2), 3)
+    args = dict(input_ids=torch.zeros(2, 5, dtype=torch.long), attn_mask=torch.zeros(5, 5, dtype=torch.bool),
+                key_padding_mask=torch.zeros(2, 5, dtype=torch.bool), token_type_ids=torch.zeros(2, 5, dtype=torch.long))
+    args[which] = args[which].to("meta")
+    with pytest.raises(ValueError, match=f"{which} is on the meta device"):
+        m(args.pop("input_ids"), **args)

@@ -409,3 +409,37 @@ def test_sentence_embeddings_with_grad_and_per_example_gates():
     assert not model.sentence_embeddings(texts).requires_grad
     one_by_one = torch.stack([model.sentence_embeddings([t])[0] for t in texts])
     torch.testing.assert_close(plain, one_by_one, atol=1e-5, rtol=1e-5)
+
+
+@pytest.mark.parametrize("key", ["hidden_act", "model_type", "position_embedding_type"])
+@pytest.mark.parametrize("value", [["gelu"], {"a": 1}, 3])
+def test_a_string_field_that_is_not_a_string_names_the_file_and_field(tmp_path, key, value):
+    d = _copy_checkpoint(tmp_path)
+    cfg = json.loads((d / "config.json").read_text())
+    (d / "config.json").write_text(json.dumps({**cfg, key: value}))
+    with pytest.raises(ValueError, match=rf"config\.json: {key}=.* must be a string"):
+        load_bert(d, verbose=False)
+
+
+def test_tokenizer_special_tokens_are_checked_at_load(tmp_path):
+    d = _copy_checkpoint(tmp_path)
+    os.remove(d / "tokenizer.json")
+    vocab = [w for w in (d / "vocab.txt").read_text(encoding="utf-8").splitlines() if w != "[UNK]"]
+    (d / "vocab.txt").write_text("\n".join(vocab) + "\n", encoding="utf-8")
+    with pytest.raises(ValueError, match=r"vocab\.txt: the unknown-word token '\[UNK\]' is not in the vocabulary"):
+        load_bert(d, verbose=False)
+    d = _copy_checkpoint(tmp_path, "cls")
+    tj = json.loads((d / "tokenizer.json").read_text(encoding="utf-8"))
+    tj["post_processor"]["special_tokens"]["[CLS]"]["ids"] = [99999999]
+    (d / "tokenizer.json").write_text(json.dumps(tj), encoding="utf-8")
+    with pytest.raises(ValueError, match=r"tokenizer\.json: token\(s\) \[\('\[CLS\]', 99999999\)\] have ids outside"):
+        load_bert(d, verbose=False)
+
+
+def test_a_lone_surrogate_is_refused_naming_its_position(bert):
+    model, tok = bert
+    with pytest.raises(ValueError, match=r"text 1: lone surrogate '\\ud800' at position 3"):
+        tok(["fine", "ok \ud800 lone"])
+    with pytest.raises(ValueError, match="position 0"):
+        tok.tokenize("\udfff")
+    assert tok(["\ufffd ok"]).tokens[0][1:-1] == tok(["ok"]).tokens[0][1:-1]  # U+FFFD is dropped, as BERT does

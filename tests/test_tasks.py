@@ -342,3 +342,46 @@ def test_broken_sweep_records_and_a_bool_seed_are_refused(tmp_path):
             tasks.budget_sweep(path)
     with pytest.raises(ValueError, match="seed must be a non-negative integer, got True"):
         tasks.load_trained("ch1-h1", True)
+
+
+# ----------------------------------------------------------------------------- labels of the loss/accuracy pair
+def _probe(pooling="token"):
+    from mha_lib.model import TokenClassifier
+    torch.manual_seed(0)
+    cfg = EncoderConfig(vocab_size=10, d_model=8, num_heads=2, num_layers=2, d_ff=16, max_len=20)
+    return TokenClassifier(cfg, 3, pooling=pooling).eval()
+
+
+IDS = torch.randint(0, 10, (4, 6), generator=torch.Generator().manual_seed(0))
+
+
+@pytest.mark.parametrize("labels, match", [
+    (torch.zeros(4, 1, dtype=torch.long), r"shape \(B, L\) = \(4, 6\).*\(4, 1\)"),  # broadcast: accuracy 3.0
+    (torch.zeros(6, dtype=torch.long), r"shape \(B, L\) = \(4, 6\).*\(6,\)"),  # broadcast: 2.0
+    (torch.full((4, 6), 7), r"lie in \[0, 3\) or IGNORE_INDEX=-100; got 24 other value\(s\), e.g. \[7\]"),
+    (torch.full((4, 6), -5), r"e.g. \[-5\]"),
+    (torch.zeros(4, 6), "integer tensor.*torch.float32"),
+    (torch.zeros(4, 6, dtype=torch.bool), "integer tensor.*torch.bool"),
+])
+@pytest.mark.parametrize("fn", [tasks.accuracy, tasks.per_example_loss])
+def test_labels_of_the_wrong_shape_dtype_or_range_are_refused(labels, match, fn):
+    with pytest.raises(ValueError, match=fn.__name__ + ": labels must .*" + match):
+        fn(_probe(), (IDS, labels))
+
+
+def test_ignored_positions_still_count_as_labels_and_pooled_labels_are_one_per_sequence():
+    labels = torch.zeros(4, 6, dtype=torch.long)
+    labels[:, 0] = IGNORE_INDEX
+    assert 0.0 <= tasks.accuracy(_probe(), (IDS, labels)) <= 1.0
+    pooled = _probe("cls")
+    assert tasks.per_example_loss(pooled, (IDS, torch.tensor([0, 1, 2, 0]))).shape == (4,)
+    with pytest.raises(ValueError, match=r"lie in \[0, 3\);"):  # no ignore index for one label per sequence
+        tasks.accuracy(pooled, (IDS, torch.tensor([0, 1, 2, IGNORE_INDEX])))
+    with pytest.raises(ValueError, match=r"shape \(B,\) = \(4,\)"):
+        tasks.accuracy(pooled, (IDS, labels))
+
+
+@pytest.mark.parametrize("batch_size", [0, -1, 1.5])
+def test_accuracy_batch_size_is_checked(batch_size):
+    with pytest.raises(ValueError, match="batch_size must be a positive integer"):
+        tasks.accuracy(_probe(), PrevMarkedTask(vocab_size=10).dataset(4, seed=0), batch_size=batch_size)

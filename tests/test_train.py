@@ -46,7 +46,10 @@ def test_lr_schedule():
 @pytest.mark.parametrize(
     "kwargs, match",
     [(dict(steps=0), "steps"), (dict(batch_size=1.5), "batch_size"), (dict(lr=0.0), "lr"),
-     (dict(lr=float("nan")), "lr"), (dict(warmup=1.0), "warmup"), (dict(eval_every=0), "eval_every")],
+     (dict(lr=float("nan")), "lr"), (dict(warmup=1.0), "warmup"), (dict(eval_every=0), "eval_every"),
+     # beyond float32 (Adam's first step lr / (1 - beta1) too): a ValueError, not a bare RuntimeError
+     (dict(lr=1e38), r"lr must be in \[.*3\.4\d*e\+37\]"), (dict(lr=1e39), "lr must be a float32"),
+     (dict(lr=1e-3, weight_decay=1e42), "weight_decay")],
 )
 def test_train_rejects_bad_arguments(kwargs, match):
     task = PrevMarkedTask(vocab_size=8)

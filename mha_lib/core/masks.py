@@ -69,7 +69,7 @@ def build_attention_mask(
         constant (which overflows to -inf in fp16).
 
     Raises:
-        ValueError: a mask of the wrong shape; a dtype that is neither bool nor floating; a float
+        ValueError: a mask of the wrong shape or on the meta device; a dtype that is neither bool nor floating; a float
             mask holding NaN or +inf (also +inf after the cast to ``dtype``, e.g. 1e5 in fp16,
             or when the two float masks add up past ``dtype``'s range).
 
@@ -139,6 +139,7 @@ def _check_masks(key_padding_mask, attn_mask, B: int, H: int, L: int, S: int, dt
             continue
         if not isinstance(mask, Tensor):
             raise ValueError(f"{name} must be a bool or float tensor, got {type(mask).__name__}")
+        checks.has_values(mask, name)
         shape = tuple(mask.shape)
         if name == "key_padding_mask" and shape != (B, S):
             raise ValueError(f"key_padding_mask must have shape (B, S) = ({B}, {S}), got {shape}")

@@ -11,6 +11,7 @@ import torch
 from torch import nn
 
 from .. import checks
+from ..core.masks import _additive as _additive_mask
 from .config import EncoderConfig
 from .encoder import Encoder, HeadMask, TokenClassifierOutput
 from .io import _SaveLoadMixin, saved_class
@@ -74,10 +75,19 @@ class TokenClassifier(_SaveLoadMixin, nn.Module):
         Returns:
             :class:`TokenClassifierOutput` with logits (B, L, C) float.
 
+        With ``pooling="mean"`` the mean runs over the positions that ``key_padding_mask``
+        leaves to attention: bool True, or a float value attention treats as blocked (-inf, or
+        at most -finfo.max / 2, as ``core.masks``), is padding; any other float value is a bias
+        of the scores and its position counts.
+
         Raises:
             ValueError: as :meth:`Encoder.forward`: ids out of range, L > max_len, a non-bool
-                or wrongly shaped key_padding_mask, a bad attn_mask or head_mask.
+                or wrongly shaped key_padding_mask, a bad attn_mask or head_mask; with
+                ``pooling="mean"``, a row whose every position is padding (naming the rows):
+                its mean has no word and its logits would be the readout's bias.
         """
+        if self.pooling == "mean" and not checks.tracing():
+            self._check_mean_rows(key_padding_mask)
         enc = self.encoder(
             input_ids,
             token_type_ids=token_type_ids,
@@ -99,12 +109,29 @@ class TokenClassifier(_SaveLoadMixin, nn.Module):
             h = h[:, 0]  # (B, d_model)
         elif self.pooling == "mean":
             keep = torch.ones(h.shape[:2], dtype=h.dtype, device=h.device) if key_padding_mask is None else (
-                (~key_padding_mask).to(h.dtype) if key_padding_mask.dtype == torch.bool
-                else (key_padding_mask == 0).to(h.dtype))  # (B, L), 1 = real position
+                ~self._blocked(key_padding_mask, h.dtype)).to(h.dtype)  # (B, L), 1 = real position
             h = (h * keep[..., None]).sum(1) / keep.sum(1, keepdim=True).clamp(min=1)  # (B, d_model)
         logits = self.readout(h)  # (B, L, C), or (B, C) pooled
         return TokenClassifierOutput(logits, enc.last_hidden_state, enc.hidden_states, enc.attentions,
                                      enc.cross_attentions)
+
+    @staticmethod
+    def _blocked(key_padding_mask: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
+        """(B, L) bool, True = padding, read as attention reads the mask (the one rule of core.masks)."""
+        return torch.isneginf(_additive_mask(key_padding_mask, dtype))
+
+    def _check_mean_rows(self, key_padding_mask) -> None:
+        """Refuse rows that are all padding (mean pooling over no position). Malformed masks are
+        left to the encoder's checks, which name them."""
+        if not (isinstance(key_padding_mask, torch.Tensor) and key_padding_mask.dim() == 2
+                and (key_padding_mask.dtype == torch.bool or key_padding_mask.is_floating_point())):
+            return
+        checks.has_values(key_padding_mask, "key_padding_mask")
+        dtype = next(self.parameters()).dtype
+        empty = self._blocked(key_padding_mask, dtype).all(-1).nonzero().flatten().tolist()
+        if empty:
+            raise ValueError(f"key_padding_mask: row(s) {empty[:10]}{' ...' if len(empty) > 10 else ''} are all "
+                             f"padding; pooling='mean' has no position to average there")
 
     @property
     def heads_per_layer(self) -> list:

@@ -23,6 +23,12 @@ from .layers import TransformerBlock, sinusoidal_positions
 
 HeadMask = Union[torch.Tensor, Sequence[Optional[torch.Tensor]], None]
 _ID_DTYPES = (torch.int64, torch.int32, torch.int16)  # token ids; bool and uint8 are refused
+# The largest patch value accepted. Images are normalised to a few units (patchify's pixels in
+# [0, 1], ImageNet's mean/std normalisation to about [-2.2, 2.7]); 1e6 leaves a margin of
+# millions. Values near 1e19 and beyond square to more than float32's 3.4e38 in LayerNorm's
+# variance (after the patch embedding), so torch gives NaN where an exporter's fused LayerNorm may
+# not: one documented bound instead of two diverging answers.
+PATCH_MAX = 1e6
 
 
 # ----------------------------------------------------------------------------- outputs
@@ -156,6 +162,8 @@ class Encoder(_SaveLoadMixin, nn.Module):
 
     def _check_inputs(self, input_ids, token_type_ids, position_offset: int = 0) -> None:
         cfg = self.config
+        checks.has_values(input_ids, "input_ids" if not cfg.patch_dim else "patch inputs")
+        checks.has_values(token_type_ids, "token_type_ids")
         offset = checks.nonnegative_int(position_offset, "position_offset")
         if cfg.patch_dim:
             if not (isinstance(input_ids, torch.Tensor) and input_ids.dim() == 3 and input_ids.is_floating_point()
@@ -178,6 +186,12 @@ class Encoder(_SaveLoadMixin, nn.Module):
                 raise ValueError(f"{L} positions (patches{' + [CLS]' if cfg.cls_token else ''}) exceed max_len={cfg.max_len}")
             if not bool(torch.isfinite(input_ids).all()):
                 raise ValueError("patch inputs hold NaN or infinite values")
+            largest = float(input_ids.detach().abs().max())
+            if largest > PATCH_MAX:
+                raise ValueError(
+                    f"patch inputs hold a value of magnitude {largest:.3g}, beyond PATCH_MAX={PATCH_MAX:g}: images "
+                    f"are normalised to a few units (see patchify); much larger values overflow LayerNorm's "
+                    f"float32 variance into NaN")
             if token_type_ids is not None:
                 raise ValueError("token_type_ids given, but this encoder has a patch front-end")
             return
@@ -288,8 +302,9 @@ class Encoder(_SaveLoadMixin, nn.Module):
         Raises:
             ValueError: on ids out of range, L > max_len, a non-bool key_padding_mask,
                 a head_mask of the wrong shape, or ``memory`` given without cross-attention
-                (or missing with it); patch inputs with no patch (N = 0), holding NaN or inf, or
-                of another dtype than the parameters (naming both).
+                (or missing with it); patch inputs with no patch (N = 0), holding NaN or inf or a
+                value beyond ``PATCH_MAX`` (1e6) in magnitude, or of another dtype than the
+                parameters (naming both); inputs or masks on the meta device (naming them).
         """
         layer_masks = self._layer_head_masks(head_mask)
         cross_masks = self._layer_head_masks(cross_head_mask)

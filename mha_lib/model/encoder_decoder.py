@@ -100,11 +100,15 @@ class EncoderDecoder(nn.Module):
         Every form of mask reaches the same refusal: bool (True = padding) and float (added to
         the scores; -inf, or anything attention treats as blocked, is padding), and an empty
         source (S = 0), which has no real position whatever the mask. Masks of the wrong shape
-        or dtype are left to the encoder's checks, which name them."""
-        if mask is None and self.source_encoder.config.pad_token_id is not None and isinstance(src_ids, torch.Tensor):
-            mask = src_ids == self.source_encoder.config.pad_token_id
-        if not checks.tracing() and isinstance(src_ids, torch.Tensor) and src_ids.dim() == 2:
-            blocked = self._blocked_source(src_ids, mask)  # (B, S) bool, True = no real token there
+        or dtype are left to the encoder's checks, which name them. A patch source (ViT,
+        ``patch_dim > 0``: (B, N, patch_dim), positions N, or N + 1 with [CLS]) gets the same
+        refusal; it has no padding id."""
+        cfg = self.source_encoder.config
+        if mask is None and cfg.pad_token_id is not None and isinstance(src_ids, torch.Tensor) and not cfg.patch_dim:
+            mask = src_ids == cfg.pad_token_id
+        if not checks.tracing() and isinstance(src_ids, torch.Tensor) and src_ids.dim() == (3 if cfg.patch_dim else 2):
+            checks.has_values(mask, "src_key_padding_mask")
+            blocked = self._blocked_source(self._source_positions(src_ids), src_ids.device, mask)  # (B, S) bool, True = no real token there
             empty = blocked.all(-1).nonzero().flatten().tolist()  # rows with no real position (all of them if S = 0)
             if empty:
                 raise ValueError(
@@ -113,12 +117,19 @@ class EncoderDecoder(nn.Module):
                 )
         return mask
 
-    def _blocked_source(self, src_ids: torch.Tensor, mask) -> torch.Tensor:
-        """(B, S) bool, True where the source has no real token: ``mask``'s blocked positions
+    def _source_positions(self, src_ids: torch.Tensor) -> tuple:
+        """(B, S): the source encoder's positions, S = L for tokens, N (+ 1 with [CLS]) for patches."""
+        cfg = self.source_encoder.config
+        if cfg.patch_dim:
+            return (src_ids.shape[0], src_ids.shape[1] + int(cfg.cls_token))
+        return tuple(src_ids.shape)
+
+    def _blocked_source(self, shape: tuple, device, mask) -> torch.Tensor:
+        """(B, S) bool, True where the source has no real position: ``mask``'s blocked positions
         (as attention reads it, in the encoder's dtype), or none when there is no usable mask."""
-        if not (isinstance(mask, torch.Tensor) and tuple(mask.shape) == tuple(src_ids.shape)
+        if not (isinstance(mask, torch.Tensor) and tuple(mask.shape) == tuple(shape)
                 and (mask.dtype == torch.bool or mask.is_floating_point())):
-            return torch.zeros(src_ids.shape, dtype=torch.bool, device=src_ids.device)
+            return torch.zeros(shape, dtype=torch.bool, device=device)
         dtype = next(self.source_encoder.parameters()).dtype
         return torch.isneginf(_additive_mask(mask, dtype))  # the one rule of what a mask blocks
 

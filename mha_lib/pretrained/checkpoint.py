@@ -120,6 +120,9 @@ _BERT_FIELDS = {"vocab_size": "vocab_size", "hidden_size": "d_model", "num_atten
                 "type_vocab_size": "type_vocab_size"}  # config.json's names -> EncoderConfig's
 
 
+_STRING_FIELDS = ("model_type", "hidden_act", "position_embedding_type")  # config.json's string fields read here
+
+
 def bert_config_to_encoder_config(hf: dict, source: str = "config.json") -> EncoderConfig:
     """Translate a transformers ``BertConfig`` dict into an :class:`EncoderConfig`.
 
@@ -142,11 +145,15 @@ def bert_config_to_encoder_config(hf: dict, source: str = "config.json") -> Enco
             any real checkpoint); a model_type other than
             "bert"; ``is_decoder: true`` (this encoder is bidirectional, it has no causal
             self-attention or cross-attention); relative position embeddings; an activation
-            mha_lib does not have; or a value EncoderConfig rejects. The message names
+            mha_lib does not have; a string field (``model_type``, ``hidden_act``,
+            ``position_embedding_type``) that is not a string; or a value EncoderConfig rejects. The message names
             ``source`` and what was found.
     """
     if not isinstance(hf, dict):
         raise ValueError(f"{source}: expected a JSON object, got {type(hf).__name__}")
+    for key in _STRING_FIELDS:  # a list or dict there would reach a dict lookup (TypeError: unhashable)
+        if key in hf and not isinstance(hf[key], str):
+            raise ValueError(f"{source}: {key}={hf[key]!r} must be a string")
     model_type = hf.get("model_type")
     if model_type != "bert":
         raise ValueError(

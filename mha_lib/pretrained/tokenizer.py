@@ -49,6 +49,19 @@ class TokenBatch:
                           self.key_padding_mask.to(device), self.tokens, self.truncated)
 
 
+def _check_text(text: str, where: str) -> None:
+    """Refuse a lone surrogate (U+D800..U+DFFF alone, e.g. ``"\\ud800"`` from a broken decode),
+    naming its position: it is not a character, has no UTF-8 form, and the Rust tokenizer raises a
+    bare TypeError on it. This differs, on purpose, from the page's tokenizer (``wordpiece.mjs``),
+    which sees a JavaScript string's lone surrogate as one unknown word, [UNK]: Python refuses
+    text that is not valid Unicode rather than guess a token for it."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as err:
+        raise ValueError(f"{where}: lone surrogate {text[err.start]!r} at position {err.start} is not a "
+                         f"character (no UTF-8 form); fix the text's decoding") from None
+
+
 class WordPieceTokenizer:
     """BERT's WordPiece tokenizer (the checkpoint's ``tokenizer.json``, via ``tokenizers``).
 
@@ -64,7 +77,7 @@ class WordPieceTokenizer:
         pad_token_id: id used for padding.
     """
 
-    def __init__(self, backend, max_length: int, pad_token_id: int = 0):
+    def __init__(self, backend, max_length: int, pad_token_id: int = 0, *, source: str = "the tokenizer"):
         self.backend = backend
         self.max_length = checks.positive_int(max_length, "max_length")
         if self.max_length < 3:  # [CLS] text [SEP], or [CLS] a [SEP] b [SEP] for a pair
@@ -76,13 +89,37 @@ class WordPieceTokenizer:
         self.backend.enable_truncation(self.max_length, strategy="longest_first")
         self._untruncated = type(backend).from_str(backend.to_str())  # to report full lengths
         self._untruncated.no_truncation()
+        self._check_special_tokens(source)
+
+    def _check_special_tokens(self, source: str) -> None:
+        """Refuse at load what would fail only on some text later: the special tokens the encoder
+        uses ([CLS], [SEP] from the post-processor, [UNK] for unknown words, the padding id) must
+        exist and have ids in [0, vocab_size) (``load_bert`` also checks vocab_size against the
+        embedding table). A probe pair with an unknown character exercises all of them."""
+        n = self.vocab_size
+        if self.pad_token_id >= n:
+            raise ValueError(f"{source}: pad_token_id={self.pad_token_id} is outside the vocabulary [0, {n})")
+        unk = getattr(getattr(self.backend, "model", None), "unk_token", None)
+        if unk is None or self.backend.token_to_id(unk) is None:
+            raise ValueError(f"{source}: the unknown-word token {unk!r} is not in the vocabulary: an unknown "
+                             f"word would fail to tokenize")
+        try:
+            probe = self._untruncated.encode("a \u0378", "b")  # U+0378 is unassigned: [UNK]
+        except Exception as err:  # tokenizers raises plain Exception (e.g. "Missing [UNK] token")
+            raise ValueError(f"{source}: the tokenizer fails on a probe pair: {type(err).__name__}: {err}") from None
+        bad = [(t, i) for t, i in zip(probe.tokens, probe.ids) if not 0 <= i < n]
+        if bad:
+            raise ValueError(f"{source}: token(s) {bad[:3]} have ids outside the vocabulary [0, {n}) (the "
+                             f"post-processor's special tokens?); the embedding table has no row for them")
 
     @classmethod
     def from_folder(cls, folder: str, max_length: int, pad_token_id: int = 0) -> "WordPieceTokenizer":
         """Load ``tokenizer.json`` (or build one from ``vocab.txt``) in ``folder``.
 
         Raises:
-            ValueError: neither file present (naming what was found).
+            ValueError: neither file present (naming what was found); a file that does not load,
+                or whose special tokens ([UNK], the post-processor's [CLS]/[SEP], padding) are
+                missing or have ids outside the vocabulary (naming the file).
             ImportError: ``tokenizers`` missing (names the pip extra).
         """
         tokenizers = _require("tokenizers")
@@ -90,11 +127,11 @@ class WordPieceTokenizer:
         vocab = os.path.join(folder, "vocab.txt")
         try:
             if os.path.isfile(path):
-                return cls(tokenizers.Tokenizer.from_file(path), max_length, pad_token_id)
+                return cls(tokenizers.Tokenizer.from_file(path), max_length, pad_token_id, source=path)
             if os.path.isfile(vocab):
                 lower = (_read_json(os.path.join(folder, "tokenizer_config.json")) or {}).get("do_lower_case", True)
                 wp = tokenizers.implementations.BertWordPieceTokenizer(vocab, lowercase=checks.flag(lower, "do_lower_case"))
-                return cls(wp._tokenizer, max_length, pad_token_id)
+                return cls(wp._tokenizer, max_length, pad_token_id, source=vocab)
         except ValueError:
             raise
         except Exception as err:  # tokenizers raises plain Exception / TypeError on broken files
@@ -120,10 +157,11 @@ class WordPieceTokenizer:
             The word pieces as a list of str, e.g. ``["the", "cat", "##s"]``.
 
         Raises:
-            ValueError: ``text`` is not a str (naming its type).
+            ValueError: ``text`` is not a str (naming its type), or holds a lone surrogate.
         """
         if not isinstance(text, str):
             raise ValueError(f"tokenize takes one str, got {type(text).__name__}: {text!r}"[:200])
+        _check_text(text, "tokenize: text")
         return self._untruncated.encode(text, add_special_tokens=False).tokens
 
     def convert_ids_to_tokens(self, ids) -> List[str]:
@@ -162,7 +200,8 @@ class WordPieceTokenizer:
             :class:`TokenBatch` (tensors on CPU).
 
         Raises:
-            ValueError: an empty batch, a non-string text, or ``text_pairs`` of another length.
+            ValueError: an empty batch, a non-string text, a text holding a lone surrogate
+                (naming the text and position), or ``text_pairs`` of another length.
         """
         if isinstance(texts, str):
             texts = [texts]
@@ -180,6 +219,9 @@ class WordPieceTokenizer:
             parts = item if isinstance(item, tuple) else (item,)
             if len(parts) not in (1, 2) or not all(isinstance(p, str) for p in parts):
                 raise ValueError(f"each input must be a str or a (str, str) pair, got {item!r}")
+        for b, item in enumerate(inputs):
+            for part in item if isinstance(item, tuple) else (item,):
+                _check_text(part, f"text {b}")
         encodings = self.backend.encode_batch(inputs)
         truncated = [len(e.overflowing) > 0 for e in encodings]
         if warn and any(truncated):

@@ -51,14 +51,15 @@ class HardConcreteGates(nn.Module):
     Args:
         num_layers: layers of the head grid (> 0).
         num_heads: H, heads per layer of the grid (> 0).
-        temperature: beta > 0 (default 2/3, Louizos et al.'s; Voita et al.'s code uses 0.33).
+        temperature: beta, a float32 number in [1.2e-38, 3.4e38] (default 2/3, Louizos et al.'s;
+            Voita et al.'s code uses 0.33).
         limits: ``(l, r)`` with l < 0 and r > 1 (default (-0.1, 1.1)).
-        init_log_alpha: starting log_alpha of every gate (finite). The default 3.0 starts
+        init_log_alpha: starting log_alpha of every gate (finite, |x| <= 3.4e38: float32). The default 3.0 starts
             every gate almost surely open (deterministic gate 1): pruning starts from the full
             model, the penalty closes heads.
         exists: optional (num_layers, H) grid mask of the heads that exist (0 = already pruned
             structurally, see :func:`kept_mask`): their gates are always 0 and do not count in
-            the L0 norm.
+            the L0 norm. Only 0/1 values (or bool) are accepted.
 
     Attributes:
         log_alpha: ``nn.Parameter`` (num_layers, H) float32, the gates' locations.
@@ -69,8 +70,9 @@ class HardConcreteGates(nn.Module):
 
     Raises:
         ValueError: a size that is not a positive integer, a non-positive or non-finite
-            temperature, limits with l >= 0 or r <= 1, a non-finite ``init_log_alpha``, an
-            ``exists`` mask of the wrong shape.
+            or non-float32 temperature, limits with l >= 0 or r <= 1, an ``init_log_alpha`` that is
+            not a finite float32 number, an ``exists`` mask of the wrong shape or with values
+            other than 0/1.
     """
 
     def __init__(self, num_layers: int, num_heads: int, *, temperature: float = HARD_CONCRETE_TEMPERATURE,
@@ -79,17 +81,21 @@ class HardConcreteGates(nn.Module):
         super().__init__()
         n = checks.positive_int(num_layers, "num_layers")
         H = checks.positive_int(num_heads, "num_heads")
-        self.temperature = checks.finite_real(temperature, "temperature", positive=True)
+        self.temperature = checks.finite_real(temperature, "temperature", positive=True, float32=True)
         if not isinstance(limits, (tuple, list)) or len(limits) != 2:
             raise ValueError(f"limits must be a pair (l, r) with l < 0 < 1 < r, got {limits!r}")
         low, high = (checks.finite_real(v, "limits") for v in limits)
         if not (low < 0.0 and high > 1.0):
             raise ValueError(f"limits must satisfy l < 0 and r > 1 (the stretch of Louizos et al.), got {limits!r}")
         self.limits = (low, high)
-        init = checks.finite_real(init_log_alpha, "init_log_alpha")
+        init = checks.finite_real(init_log_alpha, "init_log_alpha", float32=True)
         self.log_alpha = nn.Parameter(torch.full((n, H), init))
-        mask = torch.ones(n, H) if exists is None else _grid_values(exists, (n, H), "exists")
-        self.register_buffer("exists", (mask != 0).float())
+        mask = torch.ones(n, H) if exists is None else _grid_values(checks.has_values(exists, "exists"), (n, H), "exists")
+        if not bool(((mask == 0) | (mask == 1)).all()):  # NaN or 0.5 is no answer to "does the head exist?"
+            bad = mask[(mask != 0) & (mask != 1)]
+            raise ValueError(f"exists must hold only 0/1 (or bool): 1 = the head exists; got {bad.numel()} other "
+                             f"value(s), e.g. {float(bad[0])!r}")
+        self.register_buffer("exists", mask.float())
         self.history: dict = {"loss": [], "expected_l0": []}
 
     @property
@@ -208,7 +214,7 @@ def train_head_gates(
         penalty: lambda >= 0, the weight of the expected L0 norm (the expected number of
             open heads); 0 trains the gates on the loss alone.
         steps: optimiser steps (> 0).
-        lr: Adam's learning rate for ``log_alpha`` (> 0).
+        lr: Adam's learning rate for ``log_alpha``, in [1.2e-38, 3.4e37] (``checks.learning_rate``).
         seed: seeds the gates' noise (a ``torch.Generator``); the same seed, batches and
             penalty give the same gates.
         temperature, limits, init_log_alpha: see :class:`HardConcreteGates`.
@@ -220,14 +226,15 @@ def train_head_gates(
     Raises:
         ValueError: an empty or non-list ``batches``; a negative or non-finite ``penalty``;
             ``steps``/``lr`` out of range; ``loss_fn`` returning a shape other than (B,) or a
-            non-finite loss; bad gate settings (as :class:`HardConcreteGates`).
+            non-finite loss, or a loss whose gradient is NaN/inf, or an update that leaves
+            NaN/inf gates (each naming the step); bad gate settings (as :class:`HardConcreteGates`).
     """
     batches = _gate_batches(batches)
     penalty = checks.finite_real(penalty, "penalty")
     if penalty < 0:
         raise ValueError(f"penalty must be >= 0, got {penalty!r}")
     steps = checks.positive_int(steps, "steps")
-    lr = checks.finite_real(lr, "lr", positive=True)
+    lr = checks.learning_rate(lr, "lr")  # Adam below, beta1 = 0.9
     seed = checks.nonnegative_int(seed, "seed")
     n, H = num_heads_grid(model)
     param = next(model.parameters())
@@ -255,7 +262,9 @@ def train_head_gates(
                 objective = losses.mean() / scale + (penalty / scale) * l0
                 opt.zero_grad(set_to_none=True)
                 objective.backward()
+            _check_gate_step(gates, step, lr)
             opt.step()
+            _check_gate_step(gates, step, lr, after=True)
             gates.history["loss"].append(float(losses.detach().mean()))
             gates.history["expected_l0"].append(float(l0.detach()))
     finally:
@@ -263,6 +272,24 @@ def train_head_gates(
             p.requires_grad_(f)
         model.train(was_training)
     return gates.eval()
+
+
+def _check_gate_step(gates: HardConcreteGates, step: int, lr: float, after: bool = False) -> None:
+    """Refuse a NaN/inf gradient of ``log_alpha`` (before the step: it comes from ``loss_fn``'s
+    graph, even when the loss itself is finite) or NaN/inf gates after the step (as
+    :func:`mha_lib.train.train` checks its weights): NaN gates would read as "pruned"."""
+    if after:
+        bad = int((~torch.isfinite(gates.log_alpha.detach())).sum())
+        if bad:
+            raise ValueError(f"gate training stopped at step {step} (lr={lr}): the update left {bad} NaN or "
+                             f"infinite log_alpha value(s); lower lr")
+        return
+    grad = gates.log_alpha.grad
+    bad = 0 if grad is None else int((~torch.isfinite(grad)).sum())
+    if bad:
+        raise ValueError(f"gate training stopped at step {step}: the gradient of the objective holds {bad} NaN or "
+                         f"infinite value(s) for log_alpha, although the loss was finite; loss_fn's graph has a "
+                         f"NaN/inf derivative (e.g. sqrt or log at 0)")
 
 
 @dataclass

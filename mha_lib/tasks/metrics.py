@@ -59,14 +59,17 @@ def per_example_loss(model: torch.nn.Module, batch, head_mask=None) -> Tensor:
         head_mask: per-layer gates, passed to the model.
 
     Raises:
-        ValueError: a malformed batch, a sequence with no labelled position, or logits holding
+        ValueError: a malformed batch; labels that are not an integer tensor of the logits'
+            shape without C ((B, L), or (B,) pooled) or hold values outside [0, C) (other than
+            ``IGNORE_INDEX`` per position), naming the shape or the values; a sequence with no
+            labelled position, or logits holding
             NaN or inf (saying how many): a loss of them would be NaN, and so every gradient.
     """
     out = logits(model, batch, head_mask)  # (B, L, C), or (B, C) for a pooled classifier
     _check_finite_logits(out, "per_example_loss")
     _, labels = _model_inputs(batch)
+    _check_labels(labels, out, "per_example_loss")
     if out.dim() == 2:  # one label per sequence (an image classifier)
-        _check_pooled_labels(labels, out)
         return torch.nn.functional.cross_entropy(out, labels, reduction="none")  # (B,)
     per_token = torch.nn.functional.cross_entropy(
         out.transpose(1, 2), labels, ignore_index=IGNORE_INDEX, reduction="none"
@@ -88,15 +91,29 @@ def _check_finite_logits(scores: Tensor, where: str) -> None:
                          f"weights or inputs hold non-finite values, or its training diverged")
 
 
-def _check_pooled_labels(labels: Tensor, logits: Tensor) -> None:
-    """One class id per sequence, in range, for pooled logits (B, C)."""
-    B, C = logits.shape
-    if not isinstance(labels, Tensor) or labels.shape != (B,) or labels.is_floating_point() \
-            or labels.dtype == torch.bool:
-        raise ValueError(f"a pooled classifier needs integer labels of shape (B,) = ({B},), got "
-                         f"{getattr(labels, 'dtype', type(labels).__name__)} {tuple(getattr(labels, 'shape', ()))}")
-    if labels.numel() and (int(labels.min()) < 0 or int(labels.max()) >= C):
-        raise ValueError(f"labels must lie in [0, {C}), got min {int(labels.min())} max {int(labels.max())}")
+def _check_labels(labels: Tensor, scores: Tensor, where: str) -> None:
+    """The labels of logits ``scores`` (B, L, C) per position, or (B, C) pooled: an integer tensor
+    of shape ``scores.shape[:-1]`` ((B, L), or (B,)), each value a class in [0, C) or, per
+    position only, ``IGNORE_INDEX`` (-100: not counted). ValueError naming the shape or the values
+    otherwise: broadcasting (B, 1) or (L,) labels, or comparing float, bool or out-of-range labels
+    with the arg-max, would give an accuracy that means nothing (even above 1)."""
+    C = scores.shape[-1]
+    shape = tuple(scores.shape[:-1])
+    axes = "(B,)" if scores.dim() == 2 else "(B, L)"
+    if not isinstance(labels, Tensor) or tuple(labels.shape) != shape or labels.is_floating_point() \
+            or labels.is_complex() or labels.dtype == torch.bool:
+        raise ValueError(f"{where}: labels must be an integer tensor of shape {axes} = {shape} (the logits' "
+                         f"{tuple(scores.shape)} without C), got {getattr(labels, 'dtype', type(labels).__name__)} "
+                         f"{tuple(getattr(labels, 'shape', ()))}")
+    checks.has_values(labels, "labels")
+    if checks.tracing() or not labels.numel():
+        return
+    ignored = (labels == IGNORE_INDEX) if scores.dim() == 3 else torch.zeros_like(labels, dtype=torch.bool)
+    bad = ((labels < 0) | (labels >= C)) & ~ignored
+    if bool(bad.any()):
+        values = sorted(set(labels[bad].tolist()))[:5]
+        allowed = f"[0, {C})" + (f" or IGNORE_INDEX={IGNORE_INDEX}" if scores.dim() == 3 else "")
+        raise ValueError(f"{where}: labels must lie in {allowed}; got {int(bad.sum())} other value(s), e.g. {values}")
 
 
 @torch.no_grad()
@@ -109,11 +126,14 @@ def accuracy(model: torch.nn.Module, batch, head_mask=None, batch_size: int = 10
         batch: one batch as for :func:`per_example_loss`, or a list of them. A
             :class:`TaskBatch` runs in chunks of ``batch_size`` sequences on the model's device.
         head_mask: per-layer gates, passed to the model.
+        batch_size: a positive integer.
 
     Raises:
-        ValueError: a malformed batch, no labelled position at all, or logits holding NaN or inf
+        ValueError: a malformed batch, labels as :func:`per_example_loss` refuses them, a
+            ``batch_size`` that is not a positive integer, no labelled position at all, or logits holding NaN or inf
             (saying how many): the arg-max of NaN is an arbitrary class, not a prediction.
     """
+    batch_size = checks.positive_int(batch_size, "batch_size")
     device = next(model.parameters()).device
     if isinstance(batch, TaskBatch):
         batches = [batch[i : i + batch_size].to(device) for i in range(0, batch.batch_size, batch_size)]
@@ -127,8 +147,7 @@ def accuracy(model: torch.nn.Module, batch, head_mask=None, batch_size: int = 10
         _check_finite_logits(scores, "accuracy")
         pred = scores.argmax(-1)
         _, labels = _model_inputs(chunk)
-        if scores.dim() == 2:
-            _check_pooled_labels(labels, scores)
+        _check_labels(labels, scores, "accuracy")
         keep = labels != IGNORE_INDEX
         correct += int(((pred == labels) & keep).sum())
         total += int(keep.sum())
