@@ -63,6 +63,23 @@ def test_token_classifier_shapes_and_passthrough():
     assert not torch.allclose(masked, out.logits)
 
 
+def test_token_classifier_takes_every_encoder_keyword():
+    """TokenClassifier.forward lacked Encoder.forward's cross_head_mask, caches and position_offset:
+    a causal classifier can now decode step by step, equal to the full pass."""
+    import inspect
+
+    assert set(inspect.signature(Encoder.forward).parameters) <= set(inspect.signature(TokenClassifier.forward).parameters)
+    model = make(TokenClassifier, is_causal=True)
+    x = ids(B=2, L=6)
+    full = model(x).logits  # (B, L, C)
+    caches = [{} for _ in range(TINY["num_layers"])]
+    steps = [model(x[:, t:t + 1], caches=caches, position_offset=t).logits for t in range(6)]
+    torch.testing.assert_close(torch.cat(steps, 1), full, atol=1e-5, rtol=1e-5)
+    pooled = TokenClassifier(EncoderConfig(**TINY, is_causal=True), 5, pooling="mean").eval()
+    with pytest.raises(ValueError, match="caches .* needs pooling='token'"):
+        pooled(x[:, :1], caches=[{} for _ in range(TINY["num_layers"])], position_offset=0)
+
+
 # ----------------------------------------------------------------------------- the block
 @pytest.mark.parametrize("norm_first", [True, False])
 def test_block_follows_its_equation(norm_first):

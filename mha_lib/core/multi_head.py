@@ -149,7 +149,9 @@ class MultiHeadAttention(nn.Module):
         past_kv: Union["KVCache", Tuple[Tensor, Tensor], None] = None,
         use_cache: bool = False,
     ):
-        """Attend from ``query`` to ``key``/``value``. The whole pass, top to bottom.
+        """Attend from ``query`` to ``key``/``value``: steps 1-5 (project, cache, masks, attend,
+        ``head_mask``) in :meth:`_heads`, which :meth:`head_outputs` shares; step 6 (merge the
+        heads, W^O) here.
 
         Args:
             query: (B, L, d_model), floating point.
@@ -253,9 +255,11 @@ class MultiHeadAttention(nn.Module):
             cache = KVCache.wrap(past_kv, like=k).append(k, v)
             k, v = cache.keys, cache.values  # (B, H_kv, S, hd), S = S_past + S_new
         S = k.shape[2]
-        # 3. Masks -> one additive float mask; plain causal attention needs none on the fused path.
+        # 3. Masks -> one additive float mask; plain causal attention needs none on the fused path:
+        # with L == S, SDPA's own is_causal equals ours; with one query (L == 1, a decode step) our
+        # bottom-right causal mask blocks nothing, so no mask at all is needed.
         kernel_causal = (is_causal and not need_weights and attn_mask is None and key_padding_mask is None
-                         and (L == S or L == 1 <= S))  # SDPA's top-left causal equals ours there
+                         and (L == S or L == 1 <= S))
         mask, empty_rows = _build_mask(key_padding_mask, attn_mask, is_causal and not kernel_causal,
                                        B, self.num_heads, L, S, q.dtype, q.device)  # (B|1, H|1, L, S)
         # 4. Attend: the explicit path keeps the weights, the fused kernel does not.

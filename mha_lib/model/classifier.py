@@ -69,8 +69,12 @@ class TokenClassifier(_SaveLoadMixin, nn.Module):
         output_hidden_states: bool = False,
         memory: Optional[torch.Tensor] = None,
         memory_key_padding_mask: Optional[torch.Tensor] = None,
+        cross_head_mask: HeadMask = None,
+        caches: Optional[Sequence[dict]] = None,
+        position_offset: Optional[int] = None,
     ) -> TokenClassifierOutput:
-        """Same arguments as :meth:`Encoder.forward`.
+        """Same arguments as :meth:`Encoder.forward`, passed on unchanged (with ``caches``, the
+        logits are those of the new positions; only ``pooling="token"`` reads them one by one).
 
         Returns:
             :class:`TokenClassifierOutput` with logits (B, L, C) float.
@@ -88,6 +92,9 @@ class TokenClassifier(_SaveLoadMixin, nn.Module):
         """
         if self.pooling == "mean" and not checks.tracing():
             self._check_mean_rows(key_padding_mask)
+        if caches is not None and self.pooling != "token":
+            raise ValueError(f"caches (decoding step by step) needs pooling='token', got pooling={self.pooling!r}: "
+                             "a pooled readout reads the whole sequence")
         enc = self.encoder(
             input_ids,
             token_type_ids=token_type_ids,
@@ -99,6 +106,9 @@ class TokenClassifier(_SaveLoadMixin, nn.Module):
             output_hidden_states=output_hidden_states,
             memory=memory,
             memory_key_padding_mask=memory_key_padding_mask,
+            cross_head_mask=cross_head_mask,
+            caches=caches,
+            position_offset=position_offset,
         )
         h = enc.last_hidden_state  # (B, L, d_model)
         causal = self.config.is_causal if is_causal is None else is_causal
