@@ -3,14 +3,18 @@
 This module is the chapters' path to the core: it re-exports :mod:`mha_lib.core`, whose files
 hold the code (read them in this order):
 
-1. :func:`attention` (``core/functional.py``): softmax(Q K^T / sqrt(d_k) + mask) V on tensors already split into heads.
-2. :class:`MultiHeadAttention` (``core/multi_head.py``): its ``_heads`` is the whole pass, in the
+1. :func:`build_attention_mask` (``core/masks.py``): the ONE place where every kind of mask (key
+   padding, ``attn_mask``, causal) becomes one additive float mask. Both paths use it.
+2. :func:`attention` (``core/functional.py``): softmax(Q K^T / sqrt(d_k) + mask) V on tensors
+   already split into heads.
+3. :class:`KVCache` (``core/kv_cache.py``): keys and values of past positions, in a buffer that
+   grows in chunks.
+4. :class:`MultiHeadAttention` (``core/multi_head.py``): its ``_heads`` is the whole pass, in the
    paper's order: project -> split heads -> KV cache -> masks -> attend -> head_mask; ``forward``
-   then merges the heads and applies W^O, ``head_outputs`` returns them.
-3. :func:`build_attention_mask` (``core/masks.py``): the ONE place where every kind of mask (key padding,
-   ``attn_mask``, causal) becomes one additive float mask. Both paths use it.
-4. :class:`KVCache` (``core/kv_cache.py``): keys and values of past positions, in a buffer that grows in chunks.
-5. Argument checks, pruning helpers and ``from_torch``: the plumbing, beside what they check.
+   then merges the heads and applies W^O, ``head_outputs`` returns them. Its argument checks,
+   pruning and ``from_torch`` follow the pass in the same file.
+
+(The order of :mod:`mha_lib.core`: each file imports only the ones before it.)
 
 Notation (used in every shape comment):
     B  batch size          L  query length        S  key/value length
