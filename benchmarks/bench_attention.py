@@ -31,7 +31,7 @@ from pathlib import Path
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a checkout without installing
-from mha_lib.attention import MultiHeadAttention  # noqa: E402
+from mha_lib.core import MultiHeadAttention  # noqa: E402
 from mha_lib.measure import environment_string, round_robin_times  # noqa: E402
 
 SHAPES = [  # (B, L, d_model, H)

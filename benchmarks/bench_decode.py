@@ -6,7 +6,7 @@ Run:  python benchmarks/bench_decode.py [--context 4096] [--repeats 15] [--threa
 What is measured: CPU, fp32, eval, no_grad. One decode step = one new token per sequence
 (B = 4, d_model = 512, H = 8 query heads) attending to ``--context`` cached positions plus
 itself, with ``need_weights=True`` (the explicit softmax(QK^T/sqrt(d))V path, which keeps the
-per-head weights). The cache is a :class:`mha_lib.attention.KVCache`, cropped back to
+per-head weights). The cache is a :class:`mha_lib.core.KVCache`, cropped back to
 ``--context`` before every step, so every timed step sees the same context and writes its
 key/value in place. For reference, the same step with a (k, v) tuple as ``past_kv`` (copied into
 a new cache on every call, which is what concatenating caches cost) is timed too.
@@ -26,7 +26,7 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a checkout without installing
 from mha_lib import cost, measure  # noqa: E402
-from mha_lib.attention import MultiHeadAttention  # noqa: E402
+from mha_lib.core import MultiHeadAttention  # noqa: E402
 
 B, D_MODEL, H = 4, 512, 8
 

@@ -12,7 +12,8 @@ Layers, from the ground up; a module imports only from its own layer or below
 1. ground: ``checks`` (the one argument policy), ``_runtime`` (seeding, device), ``stats``
    (intervals for success rates over seeds), ``_deprecated`` (the one table of old names);
 2. ``core/``: attention itself: ``functional`` (``attention``), ``masks``, ``kv_cache``,
-   ``multi_head`` (``MultiHeadAttention``); ``attention`` re-exports it (the chapters' path);
+   ``multi_head`` (``MultiHeadAttention``); ``mha_lib.attention`` is the function (the module
+   of that name, which re-exported the core, is deprecated since 0.3.0: import from ``core``);
 3. ``model/``: ``EncoderConfig``, the one ``TransformerBlock``, ``Encoder``, ``TokenClassifier``,
    ``EncoderDecoder``, the head grid, tied heads, saving and the one loading path;
 4. ``tasks/`` (synthetic tasks, the loss/accuracy pair, the shipped trained models) and
@@ -28,17 +29,33 @@ Layers, from the ground up; a module imports only from its own layer or below
 from __future__ import annotations
 
 import importlib
+import sys
+import types
 
 __version__ = "0.3.0"
 
 from ._runtime import default_device, set_seed  # noqa: E402
 
-# Eager, and needs only torch: importing the submodule first and then binding the names
-# keeps ``mha_lib.attention`` the *function* (the contract's functional form), whatever
-# other submodule is imported later.
-from .attention import MultiHeadAttention, attention  # noqa: E402
+# Eager, and needs only torch. ``mha_lib.attention`` is the *function* (the contract's
+# functional form); the deprecated module of that name rebinds it when imported (see attention.py).
+from .core import MultiHeadAttention, attention  # noqa: E402
 
-_SUBMODULES = ("checks", "core", "attention", "model", "tasks", "train", "pruning", "cost", "measure", "pretrained", "viz",
+
+
+class _Package(types.ModuleType):
+    """The package's module type: importing the deprecated module ``mha_lib.attention`` makes the
+    import system set the package attribute ``attention`` to that module; the name stays the
+    function's (one meaning)."""
+
+    def __setattr__(self, name, value):
+        if name == "attention" and isinstance(value, types.ModuleType):
+            return
+        super().__setattr__(name, value)
+
+
+sys.modules[__name__].__class__ = _Package
+
+_SUBMODULES = ("checks", "core", "model", "tasks", "train", "pruning", "cost", "measure", "pretrained", "viz",
                "analysis", "stats", "notebook", "export", "live")
 # Public names re-exported at the top level, resolved lazily from their module.
 _EXPORTS = {

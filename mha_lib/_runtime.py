@@ -66,6 +66,7 @@ def user_stacklevel() -> int:
     """
     skip = (_PACKAGE_DIR, os.path.dirname(torch.__file__) + os.sep)
     frame, level = sys._getframe(1), 1  # level 1 = the function that calls warnings.warn
-    while frame is not None and frame.f_code.co_filename.startswith(skip):
+    while frame is not None and (frame.f_code.co_filename.startswith(skip)
+                                 or frame.f_code.co_filename.startswith("<frozen importlib")):  # an import
         frame, level = frame.f_back, level + 1
     return level

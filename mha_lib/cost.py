@@ -21,7 +21,7 @@ Conventions:
     * Bytes are bytes (not bits); ``format_bytes`` prints them in binary units (1 MiB = 2**20 B).
     * Times are seconds; FLOP/s are FLOPs per second.
 
-Notation (as in ``mha_lib.attention``):
+Notation (as in ``mha_lib.core``):
     B  batch size          L  query length        S  key/value length
     H  query heads         H_kv  key/value heads  hd  head_dim = d_model // H
     d_model  model width

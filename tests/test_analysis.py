@@ -19,7 +19,7 @@ from mha_lib.analysis import (
     tie_heads,
     value_norms,
 )
-from mha_lib.attention import MultiHeadAttention
+from mha_lib.core import MultiHeadAttention
 from mha_lib.model import Encoder, EncoderConfig
 
 

@@ -10,7 +10,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from mha_lib.attention import MultiHeadAttention, attention, build_attention_mask
+from mha_lib.core import MultiHeadAttention, attention, build_attention_mask
 
 pytestmark = pytest.mark.usefixtures("single_thread")
 
@@ -646,7 +646,7 @@ def test_no_grad_and_inference_mode_give_the_same_numbers(need_weights, device):
     "code",
     [
         "import mha_lib; a = mha_lib.attention; b = mha_lib.attention",
-        "import mha_lib; from mha_lib.attention import MultiHeadAttention; a = b = mha_lib.attention",
+        "import mha_lib; from mha_lib.core import MultiHeadAttention; a = b = mha_lib.attention",
         "import mha_lib, mha_lib.model; a = b = mha_lib.attention",
     ],
     ids=["twice", "after_submodule_import", "after_model_import"],
@@ -657,8 +657,24 @@ def test_mha_lib_attention_is_the_function_whatever_the_import_order(code):
     import subprocess
     import sys
 
-    check = code + "; from mha_lib.attention import attention as f; assert a is b is f, (a, b)"
+    check = code + "; from mha_lib.core import attention as f; assert a is b is f, (a, b)"
     subprocess.run([sys.executable, "-c", check], check=True, capture_output=True)
+
+
+def test_the_module_mha_lib_attention_is_deprecated_and_the_name_stays_the_function():
+    """One meaning for the name: ``mha_lib.attention`` is the function; the module of that name
+    (the core's files re-exported) warns and still works, without taking the name."""
+    import subprocess
+    import sys
+
+    code = ("import warnings, mha_lib, mha_lib.core as core\n"
+            "with warnings.catch_warnings(record=True) as w:\n"
+            "    warnings.simplefilter('always')\n"
+            "    from mha_lib.attention import MultiHeadAttention, KVCache, build_attention_mask\n"
+            "assert any(issubclass(x.category, DeprecationWarning) and 'mha_lib.core' in str(x.message) for x in w), w\n"
+            "assert MultiHeadAttention is core.MultiHeadAttention and KVCache is core.KVCache\n"
+            "assert mha_lib.attention is core.attention and callable(mha_lib.attention)\n")
+    subprocess.run([sys.executable, "-c", code], check=True, capture_output=True)
 
 
 @pytest.mark.parametrize("mask_kind", ["none", "is_causal", "key_padding_mask", "attn_mask", "all"])
@@ -756,7 +772,7 @@ def test_merge_heads_checks_its_input():
 
 # ----------------------------------------------------------------- hostile inputs
 def test_second_pass_attention_cases():
-    from mha_lib.attention import KVCache, MultiHeadAttention, attention
+    from mha_lib.core import KVCache, MultiHeadAttention, attention
 
     q = torch.full((1, 1, 1, 4), 4.0, dtype=torch.half)
     with pytest.raises(ValueError, match="more than half of torch.float16's max"):

@@ -13,7 +13,7 @@ import importlib
 
 multi_head_module = importlib.import_module("mha_lib.core.multi_head")  # where the warning threshold lives
 from mha_lib import checks, cost, measure
-from mha_lib.attention import KVCache, MultiHeadAttention, attention
+from mha_lib.core import KVCache, MultiHeadAttention, attention
 
 pytestmark = pytest.mark.usefixtures("single_thread")
 BOTH_PATHS = pytest.mark.parametrize("need_weights", [False, True], ids=["sdpa", "explicit"])

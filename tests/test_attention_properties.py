@@ -10,7 +10,7 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mha_lib.attention import MultiHeadAttention, attention
+from mha_lib.core import MultiHeadAttention, attention
 
 pytestmark = pytest.mark.usefixtures("single_thread")
 

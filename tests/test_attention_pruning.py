@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 from safetensors.torch import load as st_load
 from safetensors.torch import save as st_save
 
-from mha_lib.attention import MultiHeadAttention
+from mha_lib.core import MultiHeadAttention
 
 pytestmark = pytest.mark.usefixtures("single_thread")
 

@@ -11,7 +11,7 @@ from mha_lib.analysis import (
     previous_token_score,
     qk_circuit,
 )
-from mha_lib.attention import MultiHeadAttention
+from mha_lib.core import MultiHeadAttention
 from mha_lib.model import EncoderConfig, TokenClassifier
 from mha_lib.tasks import IGNORE_INDEX, InductionTask, per_example_loss, task_from_dict
 

@@ -17,7 +17,7 @@ from torch.utils.flop_counter import FlopCounterMode
 
 from mha_lib import cost, measure
 from mha_lib.measure import machine as measure_machine
-from mha_lib.attention import MultiHeadAttention
+from mha_lib.core import MultiHeadAttention
 
 MiB = 2**20
 

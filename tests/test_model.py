@@ -385,7 +385,7 @@ def test_encoder_needs_an_encoder_config():
 # ----------------------------------------------------------------------------- configurations of the one block
 def _copy_torch_layer(block, layer):
     """Copy a torch.nn.TransformerDecoderLayer / EncoderLayer into our block (same sub-layer order)."""
-    from mha_lib.attention import MultiHeadAttention
+    from mha_lib.core import MultiHeadAttention
 
     block.attn.load_state_dict(MultiHeadAttention.from_torch(layer.self_attn).state_dict())
     if block.cross_attn is not None:

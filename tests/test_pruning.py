@@ -5,7 +5,7 @@ import pytest
 import torch
 
 from mha_lib import pruning
-from mha_lib.attention import MultiHeadAttention
+from mha_lib.core import MultiHeadAttention
 from mha_lib.model import EncoderConfig, TokenClassifier, load
 from mha_lib.analysis import attention_confidence, head_attention_stats, positional_offsets
 from mha_lib.pruning import (

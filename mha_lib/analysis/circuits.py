@@ -39,7 +39,7 @@ def qk_circuit(mha, head: int) -> Tensor:
     biases aside.
 
     Args:
-        mha: a :class:`~mha_lib.attention.MultiHeadAttention`.
+        mha: a :class:`~mha_lib.core.MultiHeadAttention`.
         head: a current head index in range(mha.num_heads).
 
     Returns:

@@ -51,7 +51,7 @@ def value_norms(mha, x: Tensor) -> Tensor:
     attention weights by.
 
     Args:
-        mha: a :class:`mha_lib.attention.MultiHeadAttention` (pruned or GQA heads are fine).
+        mha: a :class:`mha_lib.core.MultiHeadAttention` (pruned or GQA heads are fine).
         x: (B, S, d_model), the key/value input the module sees (for a pre-LN block, the
             LayerNorm-ed input).
 
@@ -72,7 +72,7 @@ def attention_contributions(mha, x: Tensor, weights: Tensor) -> Tensor:
     no head_mask). Memory grows as B*H*L*S*d_model floats: use it on short sentences.
 
     Args:
-        mha: a :class:`mha_lib.attention.MultiHeadAttention`.
+        mha: a :class:`mha_lib.core.MultiHeadAttention`.
         x: (B, S, d_model), the key/value input.
         weights: (B, H, L, S), the module's per-head weights for that input
             (``mha(x, need_weights=True)[1]``).
@@ -97,7 +97,7 @@ def norm_weighted_attention(mha, x: Tensor, weights: Tensor, *, combine_heads: b
     maps).
 
     Args:
-        mha: a :class:`mha_lib.attention.MultiHeadAttention`.
+        mha: a :class:`mha_lib.core.MultiHeadAttention`.
         x: (B, S, d_model), the key/value input the module sees.
         weights: (B, H, L, S), the module's per-head weights for that input.
         combine_heads: return the layer-level map instead of per-head maps.

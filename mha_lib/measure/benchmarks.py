@@ -172,7 +172,7 @@ def sweep_decode(*, d_model: int, num_heads: int, num_kv_heads: Sequence[int], c
     cache of ``context_len`` positions, (B, H_kv, context_len, hd) for K and for V, is handed to
     ``MultiHeadAttention(..., past_kv=cache, use_cache=True)`` with one new token per sequence.
     The step is what mha_lib's cache does: project the new token, write its K and V into the
-    preallocated :class:`~mha_lib.attention.KVCache` (in place: no copy of the past) and attend
+    preallocated :class:`~mha_lib.core.KVCache` (in place: no copy of the past) and attend
     to context_len + 1 keys. Before every step the cache is cropped back to ``context_len``, so
     every repeat sees the same context. No causal mask: one new query may see every cached key,
     so it would block nothing.

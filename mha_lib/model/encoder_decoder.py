@@ -191,7 +191,7 @@ class EncoderDecoder(nn.Module):
         """Greedy decoding: at each step, the arg-max class becomes the next input.
 
         With ``use_cache`` (default) the source is encoded once, each decoder layer keeps a
-        :class:`~mha_lib.attention.KVCache` of its self-attention (one position more per step)
+        :class:`~mha_lib.core.KVCache` of its self-attention (one position more per step)
         and projects the encoder's keys and values for cross-attention once, on the first step;
         a step then runs the decoder on one position. ``use_cache=False`` reruns the decoder on
         the whole prefix at every step (the same tokens, slower; for checking).

@@ -209,7 +209,7 @@ class TransformerBlock(nn.Module):
             memory_key_padding_mask: (B, S) bool, True = padded memory position.
             cross_head_mask: (H,) or (B, H) float gates of the cross-attention heads.
             cache: for step-by-step decoding, a dict this block fills in place: ``"self"``, the
-                :class:`~mha_lib.attention.KVCache` of its self-attention (grows by L positions
+                :class:`~mha_lib.core.KVCache` of its self-attention (grows by L positions
                 per call), and ``"cross"``, the keys and values of ``memory``, projected on the
                 first call and reused after it (``memory`` is not read again; passing another
                 memory tensor with the same cache raises ValueError). Pass the same dict at every

@@ -47,7 +47,7 @@ def tie_heads(mha, source: int = 0):
     prune a tied module: pruning replaces the projections and drops the tie.
 
     Args:
-        mha: a :class:`mha_lib.attention.MultiHeadAttention`, not yet tied, with no pruned heads.
+        mha: a :class:`mha_lib.core.MultiHeadAttention`, not yet tied, with no pruned heads.
         source: the head whose projections every head gets (0-based, < num_heads).
 
     Returns:
