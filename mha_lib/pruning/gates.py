@@ -54,7 +54,7 @@ class HardConcreteGates(nn.Module):
         temperature: beta, a float32 number in [1.2e-38, 3.4e38] (default 2/3, Louizos et al.'s;
             Voita et al.'s code uses 0.33).
         limits: ``(l, r)`` with l < 0 and r > 1 (default (-0.1, 1.1)).
-        init_log_alpha: starting log_alpha of every gate (finite, |x| <= 3.4e38: float32). The default 3.0 starts
+        init_log_alpha: starting log_alpha of every gate (finite, at most 3.4e38 in magnitude: float32). The default 3.0 starts
             every gate almost surely open (deterministic gate 1): pruning starts from the full
             model, the penalty closes heads.
         exists: optional (num_layers, H) grid mask of the heads that exist (0 = already pruned
