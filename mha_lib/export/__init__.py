@@ -68,9 +68,9 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from . import checks
-from .model import Encoder, TokenClassifier
-from .pretrained import BertEncoder  # needs only torch at import; the tokenizer came with the model
+from .. import checks
+from ..model import Encoder, TokenClassifier
+from ..pretrained import BertEncoder  # needs only torch at import; the tokenizer came with the model
 
 __all__ = [
     "ExportInfo",

@@ -56,11 +56,11 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 import numpy as np
 import torch
 
-from . import checks
-from . import tasks
-from . import tasks as T
-from .model import TokenClassifier
-from .pretrained import BertEncoder, load_bert
+from .. import checks
+from .. import tasks
+from .. import tasks as T
+from ..model import TokenClassifier
+from ..pretrained import BertEncoder, load_bert
 
 __all__ = ["VIEWS", "LiveView", "live_view", "sentence_config", "toy_compare_config", "prune_config",
            "paraphrase_scores", "DECIMALS", "KernelRunner", "widget_esm", "MAX_KERNEL_ROWS", "MAX_KERNEL_TOKENS"]
