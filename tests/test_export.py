@@ -409,7 +409,7 @@ def test_split_writes_nothing_when_a_destination_cannot_be_made(toy, tmp_path, m
     def full_disk(*args, **kwargs):
         raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr(export.json, "dump", full_disk)
+    monkeypatch.setattr(export.split.json, "dump", full_disk)  # the json that split_for_web writes index.json with
     with pytest.raises(ValueError, match="No space left on device"):
         split_toy(toy, dst, rows, rows_per_file=2)
     assert {f.name: f.read_bytes() for f in [dst, *rows.iterdir()]} == before  # no temporary files left either

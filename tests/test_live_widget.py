@@ -200,12 +200,12 @@ def test_output_is_html_and_in_a_kernel_also_the_widget(monkeypatch):
                                                "attentions": [[[[1, 0, 0], [0, 1, 0], [0, 0, 1]]]]})
     assert view._repr_mimebundle_() == {"text/plain": "LiveView(view='sentence', model='all-MiniLM-L6-v2')",
                                         "text/html": view.html}  # outside a kernel: no widget
-    monkeypatch.setattr(live, "_in_kernel", lambda: True)
+    monkeypatch.setattr(live.element, "_in_kernel", lambda: True)  # where LiveView looks it up
     data, metadata = view._repr_mimebundle_()
     assert data["text/html"] == view.html and data["text/plain"] == repr(view)  # stable for nbval
     assert data[live.WIDGET_VIEW_MIME]["model_id"] == view.widget().model_id
     assert metadata == {}  # outside Colab (there, anywidget's custom widget manager)
-    monkeypatch.setattr(live, "_widget_class", lambda: None)  # anywidget not installed
+    monkeypatch.setattr(live.element, "_widget_class", lambda: None)  # anywidget not installed
     bare = live.live_view("sentence", MINILM, view.config)
     assert bare.widget() is None and set(bare._repr_mimebundle_()) == {"text/plain", "text/html"}
 

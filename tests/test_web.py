@@ -339,9 +339,9 @@ CONTRACT_CASES = [
 @pytest.fixture(scope="module")
 def js_contract_answers(tmp_path_factory):
     """checkConfig of mha_lib/web/contract.mjs on every case, in one node run: {"ok": bool, "message": str}."""
-    from mha_lib import live
+    from mha_lib.live.values import _rounded
 
-    cases = [{"view": v, "model": m, "config": live._rounded(c, "config")} for v, m, c, _ in CONTRACT_CASES]
+    cases = [{"view": v, "model": m, "config": _rounded(c, "config")} for v, m, c, _ in CONTRACT_CASES]
     path = tmp_path_factory.mktemp("contract") / "cases.json"
     path.write_text(json.dumps(cases), encoding="utf-8")
     script = (f"import {{ checkConfig }} from {json.dumps((WEB / 'contract.mjs').as_uri())};"

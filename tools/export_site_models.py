@@ -20,7 +20,7 @@ Usage: python tools/export_site_models.py OUTDIR [--cache DIR] [--force]
   the page checks each row file it fetches, and the vocabulary, against these digests.
 
 Exports are cached in ``_build/models-cache/`` under a key made of the weights' bytes, the
-export code (mha_lib/export.py and this file) and the exporter's versions: a second build copies
+export code (the files of mha_lib/export/ and this file) and the exporter's versions: a second build copies
 the cached files (a few seconds) instead of exporting again. Nothing it writes is committed.
 """
 from __future__ import annotations
@@ -69,7 +69,7 @@ def code_key() -> str:
     """What else decides the bytes of an export: the export code and the exporter's versions."""
     from mha_lib import export
 
-    h = sha256_files([export.__file__, __file__])
+    h = sha256_files([*sorted(Path(export.__file__).parent.glob("*.py")), __file__])  # every file of the package
     for dist in ("torch", "onnx", "onnxscript", "onnxruntime"):
         h.update(f"{dist}={importlib.metadata.version(dist)}".encode())
     return h.hexdigest()

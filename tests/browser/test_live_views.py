@@ -844,8 +844,9 @@ def test_kernel_widget_draws_what_the_kernel_computes(chromium_browser, book_url
     import base64
 
     from mha_lib import live, tasks
+    from mha_lib.live.kernel import _KERNEL_MODELS
 
-    monkeypatch.setitem(live._KERNEL_MODELS, MINILM, bert)  # the kernel's MiniLM: this one
+    monkeypatch.setitem(_KERNEL_MODELS, MINILM, bert)  # the kernel's MiniLM: this one
     pairs = json.loads((resources.files("mha_lib") / "data" / "paraphrases.json").read_text(encoding="utf-8"))["pairs"][:3]
     batch = tasks.SHIPPED["ch1-h1"].make_task().dataset(1, seed=0)
     sentence = "The animal didn't cross the street because it was too tired."

@@ -1,0 +1,74 @@
+"""Live views: attention maps recomputed as the reader acts, in the book's pages and in a kernel.
+
+A live view is one HTML element, ``<div class="mha-live-view" data-view=... data-model=...
+data-config=...>``, holding a static fallback figure. In the built book, ``_static/mha_book.js``
+finds it and imports ``_static/live/mha_live.mjs`` (the source is ``mha_lib/web/mha_live.mjs``),
+which draws the maps on canvas from the numbers in ``data-config`` -- computed here, by mha_lib,
+when the notebook ran -- and loads the ONNX model (:mod:`mha_lib.export`, written to
+``_static/models/`` by ``tools/export_site_models.py``) only at the reader's first action: the
+reader's browser recomputes the maps (onnxruntime-web). MiniLM's file holds float16 weights
+without its token table; the page fetches the rows of each text's tokens from
+``_static/models/all-MiniLM-L6-v2.rows/`` (:func:`mha_lib.export.split_for_web`).
+
+In a kernel (Jupyter, Colab, VS Code) with ``anywidget`` installed (the ``viz`` extra), the same
+output is also a widget, :class:`LiveWidget`: its ES module is the book's modules of
+``mha_lib/web/`` joined in the order of :data:`WIDGET_MODULES` (:func:`widget_esm`), the view
+looks the same, and the kernel computes the maps -- the module sends
+the model's inputs (token ids, token types, padding mask, head mask) as a widget message and
+:meth:`KernelRunner.answer` runs mha_lib's own model on them (all-MiniLM-L6-v2 from
+:func:`mha_lib.pretrained.load_bert`, the toy models from :func:`mha_lib.tasks.load_trained`).
+:meth:`LiveView._repr_mimebundle_` gives both: ``text/html`` (the element, which the static book
+shows; ``_config.yml`` makes the html builder prefer it) and the widget's view. Without anywidget,
+or outside a kernel, it is ``text/html`` only; where no script runs, the fallback figure shows.
+
+Three views (``data-view``):
+
+* ``"sentence"`` -- all-MiniLM-L6-v2 on a sentence the reader types, every head of a layer
+  (:func:`sentence_config`);
+* ``"toy-compare"`` -- chapter 1's task (:class:`~mha_lib.tasks.PrevMarkedTask`) read by the 1-,
+  2-, 4- and 8-head models side by side; the reader edits the tokens and moves the mark
+  (:func:`toy_compare_config`);
+* ``"prune"`` -- MiniLM with head toggles: embedding fidelity and paraphrase ranking against the
+  unpruned model, and one sentence's maps (:func:`prune_config`).
+
+Usage in a chapter cell::
+
+    from mha_lib import live
+    config = live.sentence_config(bert, "The animal didn't cross the street because it was too tired.")
+    live.live_view("sentence", "all-MiniLM-L6-v2", config, fallback=fig, alt=fig.alt_text)
+
+Safety: the configuration is JSON inside an HTML attribute, escaped with ``html.escape`` (``<``,
+``>``, ``&``, both quotes), so no text -- a reader's or the data's -- can end the attribute or
+open a tag; the module shows every text with ``textContent``. Numbers are rounded to 4 decimals
+to keep pages small; NaN and infinity are refused.
+
+The files, each importing only those before it: ``values.py`` (a config's numbers as JSON:
+:data:`DECIMALS`), ``contract.py`` (:func:`view_contract`, the check of a config against
+``view_contract.json``), ``configs.py`` (:func:`sentence_config`, :func:`toy_compare_config`,
+:func:`prune_config`, :func:`paraphrase_scores`), ``esm.py`` (:func:`widget_esm`,
+:data:`WIDGET_MODULES`), ``kernel.py`` (:class:`KernelRunner`, the kernel's models and the check of
+a run message's feeds), ``widget.py`` (:class:`LiveWidget`, made on first use), ``element.py``
+(:func:`live_view`, :class:`LiveView`). This module re-exports them.
+"""
+from __future__ import annotations
+
+from .configs import paraphrase_scores, prune_config, sentence_config, toy_compare_config
+from .contract import view_contract
+from .element import VIEWS, WIDGET_VIEW_MIME, LiveView, live_view
+from .esm import WIDGET_MODULES, widget_esm
+from .kernel import MAX_KERNEL_ROWS, MAX_KERNEL_TOKENS, MINILM_ID, KernelRunner
+from .values import DECIMALS
+from .widget import _widget_class
+
+__all__ = ["VIEWS", "LiveView", "live_view", "sentence_config", "toy_compare_config", "prune_config",
+           "paraphrase_scores", "DECIMALS", "KernelRunner", "widget_esm", "MAX_KERNEL_ROWS", "MAX_KERNEL_TOKENS"]
+
+
+def __getattr__(name: str):
+    # ``mha_lib.live.LiveWidget``: the anywidget class, made on first use (anywidget is optional)
+    if name == "LiveWidget":
+        cls = _widget_class()
+        if cls is None:
+            raise ImportError("mha_lib.live.LiveWidget needs anywidget: pip install 'mha_lib[viz]'")
+        return cls
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

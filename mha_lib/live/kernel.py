@@ -1,0 +1,218 @@
+"""The kernel's side of a live view: :class:`KernelRunner` answers the view's messages with mha_lib's models."""
+from __future__ import annotations
+
+from typing import Any, Dict, List, Mapping, Optional, Tuple
+
+import numpy as np
+import torch
+
+from .. import tasks
+from ..pretrained import BertEncoder, load_bert
+
+MINILM_ID = "all-MiniLM-L6-v2"
+
+#: Most rows (texts) one run message may hold: the prune view sends its sentence and its texts
+#: (about 25); the limit keeps a stray message from asking the kernel for an enormous batch.
+MAX_KERNEL_ROWS = 64
+#: Most positions (rows x length, padding included) one run message may hold: the prune view's 25
+#: texts at MiniLM's 256 tokens; a larger batch would hold the kernel for a minute.
+MAX_KERNEL_TOKENS = 25 * 256
+_KERNEL_MODELS: Dict[str, Any] = {}  # model id -> loaded model, shared by every view of the kernel
+
+
+def _kernel_model(model_id: str):
+    """The mha_lib model behind a site model id, loaded once per kernel, in eval mode."""
+    if model_id not in _KERNEL_MODELS:
+        if model_id == MINILM_ID:
+            model, _ = load_bert(verbose=False)
+        else:
+            model = tasks.load_trained(model_id)  # the spec's first seed: the site's model
+        _KERNEL_MODELS[model_id] = model.eval()
+    return _KERNEL_MODELS[model_id]
+
+
+class KernelRunner:
+    """Answers a live view's messages in the kernel with mha_lib's own models.
+
+    The messages (sent by ``kernelBackend`` in ``mha_live.mjs``; every one carries ``request``,
+    echoed in the answer):
+
+    * ``{"op": "load", "model": id}`` -> ``{"op": "loaded", "info": {...}, "vocab": str or None}``:
+      what onnxruntime-web's session would tell the view -- ``kind`` ("bert" or
+      "token-classifier"), ``num_layers``, ``num_heads``, ``max_length``, ``inputs`` and
+      ``outputs`` (the names of :mod:`mha_lib.export`), and MiniLM's vocabulary (vocab.txt).
+    * ``{"op": "run", "model": id, "feeds": {name: {"type", "dims", "data"}}}`` with the
+      inputs of the exported files, as plain lists: ``input_ids`` (B, L) ids,
+      ``token_type_ids`` (B, L) (models with token types), ``key_padding_mask`` (B, L) 0/1,
+      True = padding, ``head_mask`` (num_layers, H) numbers, 1 = keep -> ``{"op": "result",
+      "outputs": {name: {"dims", "buffer": i}}}`` and buffer i holding that output as float32
+      (little-endian): ``attentions`` (num_layers, B, H, L, L), the weights before the head
+      mask, and ``sentence_embedding`` (B, d_model) for MiniLM (:meth:`BertEncoder.pool
+      <mha_lib.pretrained.BertEncoder.pool>` of the last hidden state) or ``logits`` (B, L, C)
+      for a toy model -- what the exported file computes, here by mha_lib in float32.
+    * anything wrong -> ``{"op": "error", "message": ...}`` naming the offending value.
+
+    Args:
+        view: the view's kind (:data:`VIEWS`).
+        model: its model id; ``config``: its configuration (a toy-compare view runs every model
+            of ``config["models"]``; the others run ``model``). Only those models are loaded.
+    """
+
+    def __init__(self, view: str, model: str, config: Mapping[str, Any]):
+        self.view = view
+        self.models = list(config["models"]) if view == "toy-compare" else [model]
+
+    def answer(self, content: Any) -> Tuple[dict, List[bytes]]:
+        """The answer to one message: ``(content, buffers)``. Never raises: an error is an answer.
+
+        Returns:
+            ``({"op": "loaded" | "result" | "error", "request": ..., ...}, [bytes, ...])``.
+        """
+        request = None
+        try:
+            request = content.get("request") if isinstance(content, Mapping) else None
+            if not (isinstance(request, str) and len(request) <= 100) and not (
+                    isinstance(request, int) and not isinstance(request, bool)):
+                request = None
+            if not isinstance(content, Mapping):
+                raise ValueError(f"a message must be an object, got {type(content).__name__}: {content!r:.60}")
+            if request is None:
+                raise ValueError(f"a message needs a request id (a str or an integer, at most 100 characters), got "
+                                 f"{content.get('request')!r:.60}")
+            op = content.get("op")
+            if op == "load":
+                return {"op": "loaded", "request": request, **self.load(content.get("model"))}, []
+            if op == "run":
+                outputs = self.run(content.get("model"), content.get("feeds"))
+                names = list(outputs)
+                return ({"op": "result", "request": request,
+                         "outputs": {n: {"dims": list(outputs[n].shape), "buffer": i} for i, n in enumerate(names)}},
+                        [np.ascontiguousarray(outputs[n].numpy(), dtype="<f4").tobytes() for n in names])
+            raise ValueError(f"op must be 'load' or 'run', got {op!r:.60}")
+        except Exception as err:  # noqa: BLE001 -- a message from the page must never raise in the kernel
+            kind = "" if isinstance(err, ValueError) else f"{type(err).__name__}: "
+            return {"op": "error", "request": request, "message": f"{kind}{err}"}, []
+
+    def _model(self, model_id: Any):
+        if not isinstance(model_id, str) or model_id not in self.models:
+            raise ValueError(f"model {model_id!r:.60} is not one of this view's models {self.models}")
+        return _kernel_model(model_id)
+
+    def load(self, model_id: Any) -> dict:
+        """``{"info": {...}, "vocab": ...}`` of a model of this view (loaded once per kernel).
+
+        Raises:
+            ValueError: ``model_id`` not one of this view's models.
+        """
+        return {"info": _model_info(self._model(model_id)), "vocab": _vocab_text(self._model(model_id))}
+
+    @torch.no_grad()
+    def run(self, model_id: Any, feeds: Any) -> Dict[str, torch.Tensor]:
+        """mha_lib's outputs for one run message's ``feeds`` (see the class docstring).
+
+        Returns:
+            ``{"attentions": (num_layers, 1, H, L, L), "sentence_embedding": (B, d_model)}`` for
+            MiniLM, ``{"logits": (B, L, C), "attentions": ...}`` for a toy model; float32, CPU.
+            Only the first row's attentions are returned: a view draws that row's maps, and the
+            other rows (the prune view's 24 texts) would make each answer megabytes.
+
+        Raises:
+            ValueError: a model not of this view; ``feeds`` not a dict of exactly the model's
+                inputs; a feed without integer ``dims`` or with ``data`` of another length; B not
+                in [1, :data:`MAX_KERNEL_ROWS`], L not in [1, max_length]; ids, token types,
+                padding flags or head-mask values that are not integers in range, 0/1, or finite
+                numbers (the message names the feed, the position and the value).
+        """
+        model = self._model(model_id)
+        info = _model_info(model)
+        x = _message_feeds(feeds, info, _config_of(model))
+        out = model(x["input_ids"], token_type_ids=x.get("token_type_ids"), key_padding_mask=x["key_padding_mask"],
+                    head_mask=x["head_mask"], output_attentions=True)
+        attentions = torch.stack(out.attentions)[:, :1].float().cpu()  # (num_layers, 1, H, L, L): row 0, drawn
+        if info["kind"] == "bert":
+            embedding = model.pool(out.last_hidden_state, x["key_padding_mask"])  # (B, d_model)
+            return {"sentence_embedding": embedding.float().cpu(), "attentions": attentions}
+        return {"logits": out.logits.float().cpu(), "attentions": attentions}
+
+
+def _config_of(model):
+    return model.config if isinstance(model, BertEncoder) else model.encoder.config
+
+
+def _model_info(model) -> dict:
+    """What the view reads of a model (as the exported file's manifest entry says it)."""
+    bert = isinstance(model, BertEncoder)
+    cfg = _config_of(model)
+    heads = (model if bert else model.encoder).heads_per_layer
+    if len(set(heads)) != 1:
+        raise ValueError(f"the model has {heads} heads per layer: a live view needs one count in every layer")
+    max_length = min(cfg.max_len, model.tokenizer.max_length) if bert else cfg.max_len
+    inputs = ["input_ids", "token_type_ids", "key_padding_mask", "head_mask"]
+    if not cfg.type_vocab_size:
+        inputs.remove("token_type_ids")
+    return {"kind": "bert" if bert else "token-classifier", "num_layers": len(heads), "num_heads": heads[0],
+            "max_length": max_length, "inputs": inputs,
+            "outputs": ["sentence_embedding", "attentions"] if bert else ["logits", "attentions"]}
+
+
+def _vocab_text(model) -> Optional[str]:
+    """MiniLM's vocab.txt (one token a line, line number = id), for the view's tokenizer; None for a toy."""
+    if not isinstance(model, BertEncoder):
+        return None
+    vocab = model.tokenizer.backend.get_vocab()  # token -> id
+    tokens = sorted(vocab, key=vocab.get)
+    if [vocab[t] for t in tokens] != list(range(len(tokens))):
+        raise ValueError("the tokenizer's ids are not 0..V-1: no vocab.txt can list them")
+    return "\n".join(tokens) + "\n"
+
+
+def _message_feeds(feeds: Any, info: dict, cfg) -> Dict[str, torch.Tensor]:
+    """The tensors of a run message's feeds; ValueError naming the feed, position and value."""
+    if not isinstance(feeds, Mapping):
+        raise ValueError(f"feeds must be an object {{input name: tensor}}, got {type(feeds).__name__}: {feeds!r:.60}")
+    wanted = info["inputs"]
+    if set(feeds) != set(wanted):
+        raise ValueError(f"feeds must hold exactly the inputs {wanted}, got {sorted(map(repr, feeds))}")
+
+    def values(name: str, dims_expected: Optional[Tuple[int, ...]] = None) -> Tuple[list, Tuple[int, ...]]:
+        feed = feeds[name]
+        if not isinstance(feed, Mapping):
+            raise ValueError(f"feeds[{name!r}] must be an object {{type, dims, data}}, got {feed!r:.60}")
+        dims, data = feed.get("dims"), feed.get("data")
+        if (not isinstance(dims, list) or len(dims) != 2
+                or not all(isinstance(d, int) and not isinstance(d, bool) and d >= 1 for d in dims)):
+            raise ValueError(f"feeds[{name!r}].dims must be two integers >= 1, got {dims!r:.60}")
+        if dims_expected is not None and tuple(dims) != dims_expected:
+            raise ValueError(f"feeds[{name!r}].dims must be {list(dims_expected)}, got {dims}")
+        if not isinstance(data, list) or len(data) != dims[0] * dims[1]:
+            n = len(data) if isinstance(data, list) else type(data).__name__
+            raise ValueError(f"feeds[{name!r}].data must be a list of {dims[0]} x {dims[1]} values, got {n}")
+        return data, tuple(dims)
+
+    def integers(name: str, dims: Tuple[int, ...], low: int, high: int, what: str) -> torch.Tensor:
+        data, _ = values(name, dims)
+        for i, v in enumerate(data):
+            if isinstance(v, bool) or not isinstance(v, int) or not low <= v < high:
+                raise ValueError(f"feeds[{name!r}][{i // dims[1]}][{i % dims[1]}] = {v!r:.40} is not {what}")
+        return torch.tensor(data, dtype=torch.long).view(dims)
+
+    ids, (B, L) = values("input_ids")
+    if B > MAX_KERNEL_ROWS:
+        raise ValueError(f"feeds['input_ids'] has {B} rows; a view sends at most {MAX_KERNEL_ROWS}")
+    if B * L > MAX_KERNEL_TOKENS:
+        raise ValueError(f"feeds['input_ids'] is {B} x {L} = {B * L} positions; a view sends at most {MAX_KERNEL_TOKENS}")
+    if L > info["max_length"]:
+        raise ValueError(f"feeds['input_ids'] has {L} positions; the model reads at most {info['max_length']}")
+    V = cfg.vocab_size
+    out = {"input_ids": integers("input_ids", (B, L), 0, V, f"a token id in [0, {V})")}
+    if "token_type_ids" in wanted:
+        T = cfg.type_vocab_size
+        out["token_type_ids"] = integers("token_type_ids", (B, L), 0, T, f"a token type in [0, {T})")
+    out["key_padding_mask"] = integers("key_padding_mask", (B, L), 0, 2, "0 or 1 (1 = padding)").bool()
+    NL, H = info["num_layers"], info["num_heads"]
+    mask, _ = values("head_mask", (NL, H))
+    for i, v in enumerate(mask):  # the page sends 0 (off) and 1 (on); a gate in between is allowed
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 <= v <= 1:
+            raise ValueError(f"feeds['head_mask'][{i // H}][{i % H}] = {v!r:.40} is not a number in [0, 1]")
+    out["head_mask"] = torch.tensor(mask, dtype=torch.float32).view(NL, H)
+    return out
