@@ -63,6 +63,18 @@ from .rows import ROWS_INDEX, TokenRows
 from .run import CHECK_SENTENCES, compare_on_sentences, compare_onnx, onnx_session, run_onnx
 from .split import split_for_web
 from .trace import MAX_OPSET, MIN_OPSET, ExportInfo, export_onnx
+from . import common as _common, quantize as _quantize, run as _run
+
+# The data, bound again with their doc comments so that the API page (autodoc reads ``#:``) lists them.
+#: Prefix of the model-level ``metadata_props`` keys that :func:`export_onnx` writes and
+#: :func:`run_onnx` checks its inputs against (see :mod:`mha_lib.export.common`).
+METADATA_PREFIX = _common.METADATA_PREFIX
+#: The ``block_size`` values :func:`quantize_for_web` takes (onnxruntime's blockwise quantiser
+#: supports only these; 512 and up stop it with an assertion).
+QUANT_BLOCK_SIZES = _quantize.QUANT_BLOCK_SIZES
+#: Sentences for checking a converted MiniLM against mha_lib (:func:`compare_on_sentences`): short
+#: and long, punctuation, numbers, accents, CJK, emoji, code and a pair's worth of paraphrases.
+CHECK_SENTENCES = _run.CHECK_SENTENCES
 
 __all__ = [
     "ExportInfo",

@@ -59,6 +59,19 @@ from .esm import WIDGET_MODULES, widget_esm
 from .kernel import MAX_KERNEL_ROWS, MAX_KERNEL_TOKENS, MINILM_ID, KernelRunner
 from .values import DECIMALS
 from .widget import _widget_class
+from . import element as _element, kernel as _kernel, values as _values
+
+# The data, bound again with their doc comments so that the API page (autodoc reads ``#:``) lists them.
+#: The kinds of live view that ``mha_lib/web/mha_live.mjs`` draws (:mod:`mha_lib.live.element`).
+VIEWS = _element.VIEWS
+#: Decimals kept for every float of a configuration (attention weights: 1e-4 is below what a
+#: colour shows, and the readout prints 3 decimals).
+DECIMALS = _values.DECIMALS
+#: Most rows (texts) one kernel run message may hold (the prune view sends about 25).
+MAX_KERNEL_ROWS = _kernel.MAX_KERNEL_ROWS
+#: Most positions (rows x length, padding included) one kernel run message may hold: the prune
+#: view's 25 texts at MiniLM's 256 tokens.
+MAX_KERNEL_TOKENS = _kernel.MAX_KERNEL_TOKENS
 
 __all__ = ["VIEWS", "LiveView", "live_view", "sentence_config", "toy_compare_config", "prune_config",
            "paraphrase_scores", "DECIMALS", "KernelRunner", "widget_esm", "MAX_KERNEL_ROWS", "MAX_KERNEL_TOKENS"]
