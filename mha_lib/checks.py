@@ -276,17 +276,14 @@ def attention_rows(weights: Any, name: str = "weights") -> "torch.Tensor":
     if not isinstance(weights, torch.Tensor) or weights.dim() != 4 or weights.shape[-1] != weights.shape[-2]:
         raise ValueError(f"{name} must be one layer's (B, H, L, L) tensor, got "
                          f"{tuple(weights.shape) if isinstance(weights, torch.Tensor) else type(weights).__name__}")
-    if not weights.is_floating_point():
-        raise ValueError(f"{name} must be floating point attention weights, got {weights.dtype}")
+    attention_weights(weights, name, dims=4)  # floating point, finite, >= 0
     if weights.shape[0] == 0 or weights.shape[1] == 0:
         raise ValueError(f"{name} has no sequence or no head: shape {tuple(weights.shape)}")
     if weights.shape[-1] < 2:
         raise ValueError(f"{name} needs L >= 2 positions, got L = {weights.shape[-1]}")
     w = weights.detach().float()
-    if not bool(torch.isfinite(w).all()):
-        raise ValueError(f"{name} holds NaN or infinite values")
     sums = w.sum(-1)
-    if not bool(((sums - 1).abs() < 1e-3).logical_or(sums.abs() < 1e-6).all()) or bool((w < 0).any()):
+    if not bool(((sums - 1).abs() < 1e-3).logical_or(sums.abs() < 1e-6).all()):
         raise ValueError(f"{name} are not attention weights: rows must be >= 0 and sum to 1 (or 0), "
                          f"got row sums from {float(sums.min()):.3g} to {float(sums.max()):.3g}")
     return w
