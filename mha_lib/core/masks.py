@@ -124,6 +124,13 @@ def _additive(mask: Tensor, dtype: torch.dtype) -> Tensor:
     return mask.masked_fill(mask <= -torch.finfo(dtype).max / 2, -math.inf)
 
 
+def blocked_positions(mask: Tensor, dtype: torch.dtype) -> Tensor:
+    """bool tensor of ``mask``'s shape, True where attention in ``dtype`` blocks: bool True, or a
+    float value that :func:`_additive` turns into -inf (-inf, or at most -finfo(dtype).max / 2).
+    The one rule for code that must read a mask as attention does (pooling, source padding)."""
+    return torch.isneginf(_additive(mask, dtype))
+
+
 def _attn_mask_4d(attn_mask: Tensor, B: int, H: int, L: int, S: int) -> Tensor:
     """torch's (B*H, L, S) layout -> (B, H, L, S); any other (checked) shape as it is."""
     if attn_mask.dim() == 3 and attn_mask.shape[0] == B * H and attn_mask.shape[0] not in (1, H):

@@ -11,7 +11,7 @@ import torch
 from torch import nn
 
 from .. import checks
-from ..core.masks import _additive as _additive_mask
+from ..core.masks import blocked_positions
 from .config import EncoderConfig
 from .encoder import Encoder, HeadMask, TokenClassifierOutput
 from .io import _SaveLoadMixin, saved_class
@@ -128,7 +128,7 @@ class TokenClassifier(_SaveLoadMixin, nn.Module):
     @staticmethod
     def _blocked(key_padding_mask: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
         """(B, L) bool, True = padding, read as attention reads the mask (the one rule of core.masks)."""
-        return torch.isneginf(_additive_mask(key_padding_mask, dtype))
+        return blocked_positions(key_padding_mask, dtype)
 
     def _check_mean_rows(self, key_padding_mask) -> None:
         """Refuse rows that are all padding (mean pooling over no position). Malformed masks are

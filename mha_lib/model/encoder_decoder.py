@@ -12,7 +12,7 @@ import torch
 from torch import nn
 
 from .. import checks
-from ..core.masks import _additive as _additive_mask
+from ..core.masks import blocked_positions
 from .config import EncoderConfig
 from .encoder import Encoder, EncoderOutput
 
@@ -131,7 +131,7 @@ class EncoderDecoder(nn.Module):
                 and (mask.dtype == torch.bool or mask.is_floating_point())):
             return torch.zeros(shape, dtype=torch.bool, device=device)
         dtype = next(self.source_encoder.parameters()).dtype
-        return torch.isneginf(_additive_mask(mask, dtype))  # the one rule of what a mask blocks
+        return blocked_positions(mask, dtype)  # the one rule of what a mask blocks
 
     def encode(self, src_ids: torch.Tensor, src_key_padding_mask: Optional[torch.Tensor] = None,
                head_mask=None, output_attentions: bool = False) -> EncoderOutput:
