@@ -16,7 +16,7 @@ export TQDM_DISABLE := 1
 export PYTHONHASHSEED := 0
 
 .PHONY: venv check-notebooks book test test-unit test-notebooks test-browser browser-deps execute train train-ch1 \
-        train-ch2 train-ch3 train-ch4 train-ch4-gates train-ch5 train-ch6 train-ch7 train-ch1-budget bench clean
+        train-ch2 train-ch3 train-ch4 train-ch4-gates train-ch5 train-ch6 train-ch7 train-ch1-budget train-ch4-ablation bench clean
 
 $(STAMP): requirements.txt constraints.txt pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -103,3 +103,7 @@ bench: venv
 
 clean:
 	rm -rf _build
+
+# Chapter 4 (issue 31): single-head-ablation order vs importance vs random, shipped + fresh seeds 8-15
+train-ch4-ablation: venv
+	$(BIN)/python scripts/ch4_ablation_order.py
