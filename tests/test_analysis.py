@@ -303,3 +303,19 @@ def test_attention_confidence_of_no_heads_is_empty():
     from mha_lib.analysis import attention_confidence
 
     assert attention_confidence(torch.zeros(1, 0, 3, 3)).shape == (0,)
+
+
+def test_holm_adjusted_known_values_and_refusals():
+    from mha_lib.stats import holm_adjusted
+
+    # sorted 0.005 (x4), 0.01 (x3), 0.03 (x2), 0.04 (x1, raised to the running max 0.06)
+    assert holm_adjusted([0.01, 0.04, 0.03, 0.005]) == pytest.approx([0.03, 0.06, 0.06, 0.02])
+    assert holm_adjusted([0.2]) == [0.2]  # one test: nothing to correct
+    assert holm_adjusted([0.5, 0.6, 0.9]) == pytest.approx([1.0, 1.0, 1.0])  # capped at 1
+    raw = [0.001, 0.2, 0.049, 0.012, 0.3]
+    adj = holm_adjusted(raw)
+    assert all(a >= r for a, r in zip(adj, raw))
+    assert [a < 0.05 for a in adj] == [True, False, False, True, False]  # 0.049 alone would pass
+    for bad in ([], [0.1, 1.5], [float("nan")], [-0.01], ["0.1"]):
+        with pytest.raises(ValueError):
+            holm_adjusted(bad)
