@@ -297,6 +297,36 @@ def test_shipped_budget_sweep_is_complete_and_valid():
         assert r["steps_to_solve"] is None or r["steps_to_solve"] <= r["steps"]
 
 
+def test_shipped_records_cover_what_their_chapters_count():
+    from collections import Counter
+
+    heads = tasks.shipped_record("ch1_fresh_heads")["runs"]
+    per_h = Counter((r["heads"], r["fresh"]) for r in heads)
+    assert per_h[4, False] == per_h[8, False] == 5 and per_h[4, True] >= 10 and per_h[8, True] >= 10
+    for r in heads:
+        assert len(r["shares"]) == r["heads"] and all(len(row) == 2 and all(0 <= v <= 1 for v in row)
+                                                        for row in r["shares"])
+        assert r["fresh"] == (r["seed"] not in tasks.SHIPPED[f"ch1-h{r['heads']}"].seeds)
+    budget = tasks.shipped_record("ch7_budget_sweep")["runs"]
+    cells = Counter((r["heads"], r["steps"]) for r in budget)
+    assert {h for h, _ in cells} == {1, 8} and {s for _, s in cells} >= {600, 1200, 1800}
+    assert all(n >= 6 for n in cells.values()), cells
+    shipped = tasks.trained_info("ch7-digits-h8")["accuracy"]  # the book's budget reproduces the shipped runs
+    assert [r["accuracy"] for r in budget if r["heads"] == 8 and r["steps"] == 600][:5] == pytest.approx(shipped, abs=1e-6)
+
+
+@pytest.mark.parametrize("runs, match", [([], "non-empty"), ([{"seed": -1, "accuracy": 0.5}], "seed"),
+                                         ([{"seed": 0, "accuracy": float("nan")}], "accuracy"),
+                                         ([{"seed": True, "accuracy": 0.5}], "seed"), ([3], "seed")])
+def test_shipped_record_refuses_bad_runs_and_names(tmp_path, runs, match):
+    path = tmp_path / "r.json"
+    path.write_text(json.dumps({"runs": runs}))
+    with pytest.raises(ValueError, match=match):
+        tasks.shipped_record("ch7_budget_sweep", path)
+    with pytest.raises(ValueError, match="unknown record"):
+        tasks.shipped_record("../weights/ch1-h1.v1")
+
+
 def test_budget_sweep_refuses_bad_records(tmp_path):
     import json
 

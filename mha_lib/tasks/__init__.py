@@ -62,7 +62,8 @@ The files
 * ``metrics.py``: running a model on a batch, the one loss/accuracy pair, :func:`evaluate`;
 * ``heads.py``: head specialisation (:func:`target_shares`, :func:`best_heads`, attention maps);
 * ``shipped.py``: :data:`SHIPPED`, :class:`TrainedSpec` and the loaders (add a chapter's trained
-  family there); ``sweeps.py``: the shipped training sweeps (:func:`budget_sweep`).
+  family there); ``sweeps.py``: the shipped training sweeps (:func:`budget_sweep`) and run records
+  (:func:`shipped_record`).
 """
 from __future__ import annotations
 
@@ -77,7 +78,7 @@ from .kinds import task_from_dict
 from .metrics import accuracy, evaluate, logits, per_example_loss
 from .prev_marked import PrevMarkedTask
 from .shipped import WEIGHTS_DIR, TrainedSpec, load_trained, load_trained_seeds, trained_info, weight_files
-from .sweeps import BUDGET_SWEEP, budget_sweep
+from .sweeps import BUDGET_SWEEP, RECORDS, budget_sweep, shipped_record
 from .translation import TranslationTask
 
 # The package's data, bound here with their doc comments (the API page reads them from this file).
@@ -106,6 +107,8 @@ __all__ = [
     "target_shares",
     "attention_maps",
     "budget_sweep",
+    "shipped_record",
+    "RECORDS",
     "best_heads",
     "logits",
     "per_example_loss",

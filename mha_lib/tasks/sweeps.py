@@ -1,14 +1,22 @@
-"""Training sweeps shipped as JSON records under ``mha_lib/data/`` (chapter 1's budget sweep).
+"""Training sweeps shipped as JSON records under ``mha_lib/data/``: chapter 1's budget sweep
+(:func:`budget_sweep`, checked field by field) and the other runs a chapter reads
+(:func:`shipped_record`: one record per run in a ``runs`` list).
 """
 from __future__ import annotations
 
 import math
 from pathlib import Path
-from typing import List, Union
+from typing import Dict, List, Union
 from ..model.io import read_json
 
 
-BUDGET_SWEEP = Path(__file__).resolve().parent.parent / "data" / "ch1_budget_sweep.json"
+DATA_DIR = Path(__file__).resolve().parent.parent / "data"
+BUDGET_SWEEP = DATA_DIR / "ch1_budget_sweep.json"
+#: The shipped run records :func:`shipped_record` reads, each with the script that writes it.
+RECORDS: Dict[str, str] = {
+    "ch1_fresh_heads": "scripts/ch1_fresh_heads.py",
+    "ch7_budget_sweep": "scripts/train_ch7_budget.py",
+}
 _SWEEP_KEYS = {"heads": int, "seed": int, "steps": int, "lr": float, "accuracy": float, "solved": bool}
 
 
@@ -58,3 +66,39 @@ def budget_sweep(path: Union[str, Path, None] = None) -> List[dict]:
             raise ValueError(f"{path}: run {key} is listed twice")
         seen.add(key)
     return runs
+
+
+def shipped_record(name: str, path: Union[str, Path, None] = None) -> dict:
+    """One of the shipped run records of :data:`RECORDS` (``mha_lib/data/<name>.json``).
+
+    Chapter 1's fresh-seed head shares (``ch1_fresh_heads``: heads, seed, fresh, accuracy, shares
+    as H rows of [previous, marked], cpu_seconds) and chapter 7's budget sweep
+    (``ch7_budget_sweep``: heads, seed, steps, accuracy, cpu_seconds); the script named in
+    :data:`RECORDS` writes it and its docstring says what each field means.
+
+    Args:
+        name: a key of :data:`RECORDS`.
+        path: read this file instead of the shipped one (same layout).
+
+    Returns:
+        the parsed JSON object; its ``runs`` is a list of dicts, each with an int ``seed`` >= 0 and a
+        finite ``accuracy`` in [0, 1].
+
+    Raises:
+        ValueError: an unknown name, a file that is not valid JSON (:func:`~mha_lib.model.read_json`),
+            or a ``runs`` entry that is not such a dict.
+    """
+    if not isinstance(name, str) or name not in RECORDS:
+        raise ValueError(f"unknown record {name!r}; the shipped records are {sorted(RECORDS)}")
+    path = DATA_DIR / f"{name}.json" if path is None else Path(path)
+    data = read_json(path)
+    runs = data.get("runs") if isinstance(data, dict) else None
+    if not isinstance(runs, list) or not runs:
+        raise ValueError(f"{path}: expected a non-empty 'runs' list")
+    for r in runs:
+        seed = r.get("seed") if isinstance(r, dict) else None
+        acc = r.get("accuracy") if isinstance(r, dict) else None
+        if (not isinstance(seed, int) or isinstance(seed, bool) or seed < 0 or isinstance(acc, bool)
+                or not isinstance(acc, (int, float)) or not math.isfinite(acc) or not 0.0 <= acc <= 1.0):
+            raise ValueError(f"{path}: run {r!r} needs an int seed >= 0 and an accuracy in [0, 1]")
+    return data
