@@ -307,6 +307,20 @@ def test_shipped_records_cover_what_their_chapters_count():
         assert len(r["shares"]) == r["heads"] and all(len(row) == 2 and all(0 <= v <= 1 for v in row)
                                                         for row in r["shares"])
         assert r["fresh"] == (r["seed"] not in tasks.SHIPPED[f"ch1-h{r['heads']}"].seeds)
+    single = tasks.shipped_record("ch2_fresh_seeds")["runs"]
+    per_family = Counter((r["family"], r["fresh"]) for r in single)
+    for family in ("ch2-tied-h4", "ch2-narrow-h4", "ch1-h1"):
+        assert per_family[family, False] == 5 and per_family[family, True] >= 10
+        shipped = tasks.trained_info(family)["accuracy"]  # the shipped seeds re-evaluated from their weights
+        assert [r["accuracy"] for r in single if r["family"] == family and not r["fresh"]] == pytest.approx(
+            shipped, abs=1e-3)
+    toy = tasks.shipped_record("ch4_fresh_seeds")["runs"]
+    assert sorted(r["seed"] for r in toy) == list(range(8, 16))  # not the shipped seeds 0-7
+    for r in toy:
+        assert 0 <= r["n_matter_last"] <= r["n_matter"] <= 24 and 0 <= r["fine_tune"]["after"] <= 1
+        assert {(g["gate_seed"], g["target_fraction"]) for g in r["gates"]} == {
+            (g, f) for g in (0, 1, 2) for f in (0.4, 0.6, 0.81)}
+        assert [f for f, _ in r["curves"]["importance"]] == [f for f, _ in r["curves"]["importance, rescored"]]
     budget = tasks.shipped_record("ch7_budget_sweep")["runs"]
     cells = Counter((r["heads"], r["steps"]) for r in budget)
     assert {h for h, _ in cells} == {1, 8} and {s for _, s in cells} >= {600, 1200, 1800}

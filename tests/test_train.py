@@ -179,6 +179,21 @@ def test_make_train_has_one_target_per_family_covering_the_registry():
     assert "train-ch1-budget" in makefile and "scripts/train_ch1_budget.py" in makefile
 
 
+def test_make_train_reruns_every_shipped_record():
+    import re
+    from pathlib import Path
+
+    from mha_lib.tasks import RECORDS
+
+    makefile = (Path(__file__).resolve().parents[1] / "Makefile").read_text()
+    train_line = re.search(r"^train: (.+?)(?<!\\)\n", makefile, re.M | re.S).group(1)
+    for name, script in RECORDS.items():  # the script exists, a target runs it, and `make train` runs the target
+        assert (Path(__file__).resolve().parents[1] / script).is_file(), script
+        target = re.search(r"^(train-[\w-]+): venv\n\t\$\(BIN\)/python " + re.escape(script) + "$", makefile, re.M)
+        assert target, f"no make target runs {script}"
+        assert target.group(1) in train_line.split(), f"make train does not run {target.group(1)}"
+
+
 def test_checkpoints_and_curve_scores_survive_the_cache(tmp_path):
     from dataclasses import replace
 

@@ -15,6 +15,8 @@ BUDGET_SWEEP = DATA_DIR / "ch1_budget_sweep.json"
 #: The shipped run records :func:`shipped_record` reads, each with the script that writes it.
 RECORDS: Dict[str, str] = {
     "ch1_fresh_heads": "scripts/ch1_fresh_heads.py",
+    "ch2_fresh_seeds": "scripts/ch2_fresh_seeds.py",
+    "ch4_fresh_seeds": "scripts/ch4_fresh_seeds.py",
     "ch7_budget_sweep": "scripts/train_ch7_budget.py",
 }
 _SWEEP_KEYS = {"heads": int, "seed": int, "steps": int, "lr": float, "accuracy": float, "solved": bool}
@@ -72,9 +74,13 @@ def shipped_record(name: str, path: Union[str, Path, None] = None) -> dict:
     """One of the shipped run records of :data:`RECORDS` (``mha_lib/data/<name>.json``).
 
     Chapter 1's fresh-seed head shares (``ch1_fresh_heads``: heads, seed, fresh, accuracy, shares
-    as H rows of [previous, marked], cpu_seconds) and chapter 7's budget sweep
+    as H rows of [previous, marked], cpu_seconds), chapter 2's single-pattern models on fresh seeds
+    (``ch2_fresh_seeds``: family, seed, fresh, accuracy, cpu_seconds), chapter 4's toy-model
+    analyses on fresh seeds (``ch4_fresh_seeds``: seed, accuracy_full, single-head ablation
+    counts, pruning curves, gates, fine-tuning) and chapter 7's budget sweep
     (``ch7_budget_sweep``: heads, seed, steps, accuracy, cpu_seconds); the script named in
-    :data:`RECORDS` writes it and its docstring says what each field means.
+    :data:`RECORDS` writes it and its docstring says what each field means. Accuracies are
+    fractions in [0, 1]; CPU times are in seconds.
 
     Args:
         name: a key of :data:`RECORDS`.
@@ -82,7 +88,7 @@ def shipped_record(name: str, path: Union[str, Path, None] = None) -> dict:
 
     Returns:
         the parsed JSON object; its ``runs`` is a list of dicts, each with an int ``seed`` >= 0 and a
-        finite ``accuracy`` in [0, 1].
+        finite ``accuracy`` (``accuracy_full`` in ``ch4_fresh_seeds``) in [0, 1].
 
     Raises:
         ValueError: an unknown name, a file that is not valid JSON (:func:`~mha_lib.model.read_json`),
@@ -97,7 +103,7 @@ def shipped_record(name: str, path: Union[str, Path, None] = None) -> dict:
         raise ValueError(f"{path}: expected a non-empty 'runs' list")
     for r in runs:
         seed = r.get("seed") if isinstance(r, dict) else None
-        acc = r.get("accuracy") if isinstance(r, dict) else None
+        acc = r.get("accuracy", r.get("accuracy_full")) if isinstance(r, dict) else None
         if (not isinstance(seed, int) or isinstance(seed, bool) or seed < 0 or isinstance(acc, bool)
                 or not isinstance(acc, (int, float)) or not math.isfinite(acc) or not 0.0 <= acc <= 1.0):
             raise ValueError(f"{path}: run {r!r} needs an int seed >= 0 and an accuracy in [0, 1]")
