@@ -17,14 +17,12 @@ Usage:
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
-import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from sweep import add_arguments, run_jobs  # noqa: E402
+from sweep import add_arguments, write_runs  # noqa: E402
 
 FAMILIES = ("ch2-tied-h4", "ch2-narrow-h4", "ch1-h1")
 SHIPPED_SEEDS = (0, 1, 2, 3, 4)
@@ -60,15 +58,9 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     seeds = SHIPPED_SEEDS + tuple(range(5, 5 + args.seeds))
     jobs = [(f, s) for f in FAMILIES for s in seeds]
-    records, start = [], time.perf_counter()
-    for i, record in enumerate(run_jobs(run, jobs, workers=max(1, args.workers), backend=args.backend,
-                                        scheduler=args.scheduler), 1):
-        records.append(record)
-        records.sort(key=lambda r: (FAMILIES.index(r["family"]), r["seed"]))
-        args.out.write_text(json.dumps({"runs": records}, indent=1) + "\n")
-        print(f"[{i}/{len(jobs)}] {record['family']} seed {record['seed']} acc {record['accuracy']:.3f} "
-              f"({time.perf_counter() - start:.0f} s)", flush=True)
-    print(f"wrote {args.out}: {len(records)} models in {time.perf_counter() - start:.0f} s")
+    write_runs(run, jobs, args.out, key=lambda r: (FAMILIES.index(r["family"]), r["seed"]),
+               describe=lambda r: f"{r['family']} seed {r['seed']} acc {r['accuracy']:.3f}",
+               workers=max(1, args.workers), backend=args.backend, scheduler=args.scheduler)
     return 0
 
 

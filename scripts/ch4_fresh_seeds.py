@@ -26,14 +26,13 @@ from __future__ import annotations
 
 import argparse
 import copy
-import json
 import os
 import sys
 import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from sweep import add_arguments, run_jobs  # noqa: E402
+from sweep import add_arguments, write_runs  # noqa: E402
 from train_gates import TOY, _search  # noqa: E402  the chapter's gate recipe, unchanged
 
 OUT = Path(__file__).resolve().parents[1] / "mha_lib" / "data" / "ch4_fresh_seeds.json"
@@ -113,17 +112,11 @@ def main(argv=None) -> int:
     parser.add_argument("--out", type=Path, default=OUT)
     add_arguments(parser)
     args = parser.parse_args(argv)
-    records, start = [], time.perf_counter()
-    for i, record in enumerate(run_jobs(run, list(FRESH_SEEDS), workers=max(1, args.workers),
-                                        backend=args.backend, scheduler=args.scheduler), 1):
-        records.append(record)
-        records.sort(key=lambda r: r["seed"])
-        args.out.write_text(json.dumps({"threshold": THRESHOLD, "gate_seeds": list(GATE_SEEDS),
-                                        "runs": records}, indent=1) + "\n")
-        print(f"[{i}/{len(FRESH_SEEDS)}] seed {record['seed']}: full {record['accuracy_full']:.3f}, "
-              f"fine-tune recovered {record['fine_tune']['recovered']:.0%} "
-              f"({time.perf_counter() - start:.0f} s)", flush=True)
-    print(f"wrote {args.out}: {len(records)} seeds in {time.perf_counter() - start:.0f} s")
+    write_runs(run, FRESH_SEEDS, args.out, key=lambda r: r["seed"],
+               header={"threshold": THRESHOLD, "gate_seeds": list(GATE_SEEDS)},
+               describe=lambda r: (f"seed {r['seed']}: full {r['accuracy_full']:.3f}, "
+                                   f"fine-tune recovered {r['fine_tune']['recovered']:.0%}"),
+               workers=max(1, args.workers), backend=args.backend, scheduler=args.scheduler)
     return 0
 
 

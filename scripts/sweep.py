@@ -1,7 +1,9 @@
 """Run a sweep's independent jobs with joblib: local processes by default, a Dask or Ray cluster on request.
 
 The training scripts (``train_all.py``, ``train_ch1_budget.py``, ``train_gates.py``) hand their
-jobs to :func:`run_jobs` instead of keeping a process pool of their own. Every job runs with one
+jobs to :func:`run_jobs` instead of keeping a process pool of their own; the evidence scripts that
+write one JSON record per run (``ch1_fresh_heads.py``, ``ch2_fresh_seeds.py``,
+``ch4_fresh_seeds.py``, ``train_ch7_budget.py``) go through :func:`write_runs`. Every job runs with one
 torch thread (the book's models are tiny: intra-op threads only add synchronisation), which
 joblib enforces in its worker processes with ``inner_max_num_threads=1``.
 
@@ -23,7 +25,9 @@ files, never as pickled tensors. Results come back in the order the jobs finish.
 from __future__ import annotations
 
 import contextlib
-from typing import Any, Callable, Iterable, Iterator, Optional
+import json
+import time
+from typing import Any, Callable, Iterable, Iterator, List, Optional
 
 BACKENDS = ("loky", "threading", "sequential", "dask", "ray")
 
@@ -91,3 +95,22 @@ def run_jobs(fn: Callable[[Any], Any], jobs: Iterable[Any], *, workers: int, bac
     with _cluster(backend, scheduler, workers), \
             parallel_config(backend=backend, n_jobs=workers, inner_max_num_threads=1 if backend == "loky" else None):
         yield from Parallel(return_as="generator_unordered")(delayed(fn)(job) for job in jobs)
+
+
+def write_runs(fn: Callable[[Any], dict], jobs: Iterable[Any], out, *, key: Callable[[dict], Any],
+               describe: Callable[[dict], str], header: Optional[dict] = None, workers: int,
+               backend: str = "loky", scheduler: Optional[str] = None) -> List[dict]:
+    """Run ``fn`` over ``jobs`` (:func:`run_jobs`) and keep ``out`` up to date: after every finished
+    job, ``{**header, "runs": records}`` is rewritten as JSON with the records sorted by ``key``, so
+    an interrupted sweep keeps what finished. Prints ``describe(record)`` per job, with the elapsed
+    seconds. Returns the sorted records.
+    """
+    jobs = list(jobs)
+    records, start = [], time.perf_counter()
+    for i, record in enumerate(run_jobs(fn, jobs, workers=workers, backend=backend, scheduler=scheduler), 1):
+        records.append(record)
+        records.sort(key=key)
+        out.write_text(json.dumps({**(header or {}), "runs": records}, indent=1) + "\n")
+        print(f"[{i}/{len(jobs)}] {describe(record)} ({time.perf_counter() - start:.0f} s)", flush=True)
+    print(f"wrote {out}: {len(records)} runs in {time.perf_counter() - start:.0f} s")
+    return records

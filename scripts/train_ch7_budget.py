@@ -18,14 +18,12 @@ Usage:
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
-import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from sweep import add_arguments, run_jobs  # noqa: E402
+from sweep import add_arguments, write_runs  # noqa: E402
 
 HEADS = (1, 8)
 OUT = Path(__file__).resolve().parents[1] / "mha_lib" / "data" / "ch7_budget_sweep.json"
@@ -58,14 +56,8 @@ def main(argv=None) -> int:
     add_arguments(parser)
     args = parser.parse_args(argv)
     jobs = [(h, s, b) for b in args.budgets for h in HEADS for s in range(args.seeds)]
-    records, start = [], time.perf_counter()
-    results = run_jobs(run, jobs, workers=max(1, args.workers), backend=args.backend, scheduler=args.scheduler)
-    for i, record in enumerate(results, 1):
-        records.append(record)
-        records.sort(key=lambda r: (r["steps"], r["heads"], r["seed"]))
-        args.out.write_text(json.dumps({"runs": records}, indent=1) + "\n")
-        print(f"[{i}/{len(jobs)}] {record} ({time.perf_counter() - start:.0f} s)", flush=True)
-    print(f"wrote {args.out}: {len(records)} runs in {time.perf_counter() - start:.0f} s")
+    write_runs(run, jobs, args.out, key=lambda r: (r["steps"], r["heads"], r["seed"]), describe=str,
+               workers=max(1, args.workers), backend=args.backend, scheduler=args.scheduler)
     return 0
 
 

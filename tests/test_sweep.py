@@ -58,3 +58,17 @@ def test_train_all_trains_saves_and_matches_a_direct_run(tmp_path, monkeypatch):
     direct = [train_spec(tiny, s, progress=False, cache_dir=tmp_path / "direct").accuracy for s in tiny.seeds]
     assert meta["seeds"] == [0, 1] and len(meta["accuracy"]) == 2
     assert meta["accuracy"] == pytest.approx(direct, abs=0.02)  # float16 copies of the same weights
+
+
+def _record(x):
+    return {"seed": x, "accuracy": x / 10}
+
+
+def test_write_runs_rewrites_the_sorted_record_after_every_job(tmp_path, capsys):
+    out = tmp_path / "runs.json"
+    records = sweep.write_runs(_record, [3, 1, 2], out, key=lambda r: r["seed"], header={"probe_seed": 11},
+                               describe=lambda r: f"seed {r['seed']}", workers=1, backend="sequential")
+    data = json.loads(out.read_text())
+    assert list(data) == ["probe_seed", "runs"] and data["probe_seed"] == 11
+    assert [r["seed"] for r in data["runs"]] == [1, 2, 3] and records == data["runs"]
+    assert "[3/3] seed 2" in capsys.readouterr().out
