@@ -26,6 +26,24 @@
     };
   }
 
+  /* A MutationObserver callback that calls `fn` at most once a frame, and not for changes inside a live
+   * view: those rewrite their status line and maps many times a second while a model downloads or runs,
+   * and none of them is a widget image, a slider or an explorer frame that `fn` looks for. */
+  function onPageChange(fn) {
+    var queued = false;
+    return function (records) {
+      var outside = false;
+      for (var i = 0; i < records.length && !outside; i++) {
+        var node = records[i].target;
+        var element = node.nodeType === 1 ? node : node.parentElement;
+        outside = !(element && element.closest(".mha-live"));
+      }
+      if (!outside || queued) return;
+      queued = true;
+      requestAnimationFrame(function () { queued = false; fn(); });
+    };
+  }
+
   function typeset(element) {
     var mj = current;
     // Before MathJax 3 has loaded there is nothing to call; its startup typesets the page anyway.
@@ -73,7 +91,7 @@
   }
   function watch() {
     labelExplorers();
-    new MutationObserver(labelExplorers).observe(document.body, { subtree: true, childList: true, characterData: true });
+    new MutationObserver(onPageChange(labelExplorers)).observe(document.body, { subtree: true, childList: true, characterData: true });
   }
   if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", watch);
   else watch();
@@ -100,7 +118,7 @@
     }
     function start() {
       sync();
-      new MutationObserver(sync).observe(document.body, {
+      new MutationObserver(onPageChange(sync)).observe(document.body, {
         subtree: true, childList: true, characterData: true,
         attributes: true, attributeFilter: ["aria-valuetext"]
       });
@@ -196,7 +214,7 @@
       // explorer frames come and go as the slider moves: follow the page and every image load
       var explorers = document.querySelectorAll(".bd-article .mha-attention-explorer");
       if (!explorers.length && !document.querySelector(".bd-article .jupyter-widgets, script[type='application/vnd.jupyter.widget-view+json']")) return;
-      new MutationObserver(updateExplorers).observe(document.body, { subtree: true, childList: true });
+      new MutationObserver(onPageChange(updateExplorers)).observe(document.body, { subtree: true, childList: true });
       document.addEventListener("load", function (e) {
         if (e.target.tagName === "IMG" && e.target.closest(".mha-attention-explorer")) {
           resized.observe(e.target);

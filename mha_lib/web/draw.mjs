@@ -4,11 +4,12 @@
 // head is {label, map, off} (off: turned off by the head mask, drawn grey).
 
 import { colourOf, greyOf, gridLayout, rowEnd, zoomLayout } from "./layout.mjs";
+import { figureLayout } from "./figure.mjs";
 import { el, setText } from "./dom.mjs";
 import { readoutText, shortLabel } from "./text.mjs";
 
-/** Paint a map's cells into an L x L bitmap (one pixel a cell), then scale it onto `canvas`. */
-function paintMap(ctx, map, vmax, off, x, y, size) {
+/** A map's cells as an L x L canvas, one pixel a cell (grey when the head is off); `into` is reused when given. */
+export function bitmapOf(map, vmax, off, into = null) {
   const n = map.length;
   const image = new ImageData(n, n);
   const colour = off ? greyOf : colourOf;
@@ -22,22 +23,68 @@ function paintMap(ctx, map, vmax, off, x, y, size) {
       image.data[p + 3] = 255;
     }
   }
-  const bitmap = document.createElement("canvas");
-  bitmap.width = n;
-  bitmap.height = n;
+  const bitmap = into || document.createElement("canvas");
+  if (bitmap.width !== n) bitmap.width = n;
+  if (bitmap.height !== n) bitmap.height = n;
   bitmap.getContext("2d").putImageData(image, 0, 0);
-  ctx.imageSmoothingEnabled = false;
-  ctx.drawImage(bitmap, x, y, size, size);
+  return bitmap;
 }
 
-/** Size a canvas for `css` px (square unless h given) at the screen's pixel density. */
-function sizeCanvas(canvas, w, h = w) {
-  const dpr = window.devicePixelRatio || 1;
-  canvas.width = Math.round(w * dpr);
-  canvas.height = Math.round(h * dpr);
-  canvas.style.width = `${w}px`;
-  canvas.style.height = `${h}px`;
+let scratch = null; // the one L x L canvas that every map is painted through (made once, not once a map)
+
+/** Paint a map's cells into an L x L bitmap (one pixel a cell), then scale it onto `canvas`. */
+function paintMap(ctx, map, vmax, off, x, y, size) {
+  scratch = scratch || document.createElement("canvas");
+  ctx.imageSmoothingEnabled = false;
+  ctx.drawImage(bitmapOf(map, vmax, off, scratch), x, y, size, size);
+}
+
+/**
+ * An export's figure (figure.mjs) drawn on a new canvas at twice its size (a PNG sharp in print): the
+ * same layout as the SVG.
+ */
+export function figureCanvas(figure) {
+  const length = Math.max(...figure.heads.map((h) => h.tokens.length));
+  const f = figureLayout(figure.heads.length, length, figure.title.length);
+  const canvas = document.createElement("canvas");
+  const scale = Math.min(2, 8192 / Math.max(f.width, f.height));
+  canvas.width = Math.round(f.width * scale);
+  canvas.height = Math.round(f.height * scale);
   const ctx = canvas.getContext("2d");
+  ctx.scale(scale, scale);
+  ctx.fillStyle = "#fff";
+  ctx.fillRect(0, 0, f.width, f.height);
+  ctx.fillStyle = "#222";
+  figure.title.forEach((line, i) => {
+    ctx.font = `${i ? 12 : 14}px sans-serif`;
+    ctx.fillText(line, f.pad, f.pad + 14 + 18 * i);
+  });
+  ctx.font = "12px sans-serif";
+  figure.heads.forEach((head, i) => {
+    const { x, y } = f.at(i);
+    paintMap(ctx, head.map, figure.vmax, head.off, x, y, f.side);
+    ctx.fillText(head.label + (head.off ? " (off)" : ""), x, y + f.side + 14);
+  });
+  return canvas;
+}
+
+/**
+ * Size a canvas for `w` x `h` CSS px (square unless h given) at the screen's pixel density, its bitmap at
+ * most 4096 px a side (a long map on a phone would pass the largest canvas some browsers allow).
+ */
+function sizeCanvas(canvas, w, h = w) {
+  const dpr = Math.min(window.devicePixelRatio || 1, 4096 / Math.max(w, h));
+  const [width, height] = [Math.round(w * dpr), Math.round(h * dpr)];
+  const ctx = canvas.getContext("2d");
+  if (canvas.width !== width || canvas.height !== height) { // a new size clears the canvas; the same size keeps its memory
+    canvas.width = width;
+    canvas.height = height;
+    canvas.style.width = `${w}px`;
+    canvas.style.height = `${h}px`;
+  } else {
+    ctx.setTransform(1, 0, 0, 1, 0, 0);
+    ctx.clearRect(0, 0, width, height);
+  }
   ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
   return ctx;
 }
@@ -75,16 +122,17 @@ export class HeadGrid {
     if (anchor.nextSibling !== node) anchor.after(node);
   }
 
-  /** Draw `heads` (replacing what was there), colour scale 0 .. vmax. */
-  show(heads, tokens, vmax) {
+  /** Draw `heads` (replacing what was there), colour scale 0 .. vmax, in a column `width` px wide (read by the caller). */
+  show(heads, tokens, vmax, width = null) {
     this.heads = heads;
     this.tokens = tokens;
     this.vmax = vmax;
-    this.draw();
+    this.draw(width);
   }
 
-  draw() {
-    const width = this.node.parentNode ? this.node.parentNode.clientWidth : 600;
+  /** @param {number|null} width  the column's width in px; null reads it from the page (a layout) */
+  draw(width = null) {
+    if (width === null) width = this.node.parentNode ? this.node.parentNode.clientWidth : 600;
     const n = this.tokens.length;
     if (!this.heads.length || !n) return;
     const layout = gridLayout({ width, count: this.sameSizeAs || this.heads.length, length: n, minMap: this.minMap });
@@ -136,7 +184,9 @@ export class ZoomView {
     this.canvas = el("canvas", { tabindex: "0", role: "img" });
     const close = el("button", { type: "button", class: "mha-live-button" }, "Close the enlarged map");
     close.addEventListener("click", () => onClose());
-    this.node = el("div", { class: "mha-live-zoom", hidden: "" }, this.title, this.canvas, el("div", {}, close));
+    // a long input's map is larger than the column: it scrolls inside this box, both ways
+    this.scroller = el("div", { class: "mha-live-zoom-scroll" }, this.canvas);
+    this.node = el("div", { class: "mha-live-zoom", hidden: "" }, this.title, this.scroller, el("div", {}, close));
     this.cursor = { q: 0, k: 0 };
     this.canvas.addEventListener("keydown", (e) => this.key(e, onClose));
     const point = (event) => {
@@ -154,7 +204,7 @@ export class ZoomView {
     this.vmax = vmax;
     this.node.hidden = false;
     setText(this.title, `${head.label}${head.off ? " (turned off)" : ""}, enlarged: rows are queries, ` +
-      "columns are keys. Arrow keys move through the cells; Escape closes.");
+      `columns are keys (${tokens.length} tokens). Arrow keys move through the cells; Escape closes.`);
     this.cursor = { q: Math.min(this.cursor.q, tokens.length - 1), k: Math.min(this.cursor.k, tokens.length - 1) };
     this.draw();
   }
@@ -169,6 +219,7 @@ export class ZoomView {
     const labelWidth = Math.max(...labels.map((t) => probe.measureText(t).width));
     const layout = zoomLayout(width, n, labelWidth);
     this.layout = layout;
+    this.scroller.classList.toggle("mha-live-zoom-long", layout.scrolls);
     const ctx = sizeCanvas(this.canvas, layout.size);
     ctx.clearRect(0, 0, layout.size, layout.size);
     paintMap(ctx, this.head.map, this.vmax, this.head.off, layout.margin, layout.margin, layout.cell * n);
@@ -198,10 +249,23 @@ export class ZoomView {
       readoutText("cell", this.tokens, q, k, this.head.map[q][k]).replace(/^cell: /, ""));
   }
 
-  move(q, k) {
+  move(q, k, reveal = false) {
     this.cursor = { q, k };
     setText(this.readout, readoutText(this.head.label, this.tokens, q, k, this.head.map[q][k]));
     this.draw();
+    if (reveal) this.reveal(q, k);
+  }
+
+  /** Scroll the box of a long map so that cell (q, k) and a cell around it are in sight (the arrow keys). */
+  reveal(q, k) {
+    const { cell, margin } = this.layout;
+    const box = this.scroller;
+    const x = margin + k * cell;
+    const y = margin + q * cell;
+    if (x - cell < box.scrollLeft) box.scrollLeft = Math.max(0, x - cell);
+    else if (x + 2 * cell > box.scrollLeft + box.clientWidth) box.scrollLeft = x + 2 * cell - box.clientWidth;
+    if (y - cell < box.scrollTop) box.scrollTop = Math.max(0, y - cell);
+    else if (y + 2 * cell > box.scrollTop + box.clientHeight) box.scrollTop = y + 2 * cell - box.clientHeight;
   }
 
   key(event, onClose) {
@@ -211,7 +275,7 @@ export class ZoomView {
     if (event.key in moves) {
       event.preventDefault();
       const [dq, dk] = moves[event.key];
-      this.move(Math.min(n - 1, Math.max(0, q + dq)), Math.min(n - 1, Math.max(0, k + dk)));
+      this.move(Math.min(n - 1, Math.max(0, q + dq)), Math.min(n - 1, Math.max(0, k + dk)), true);
     } else if (event.key === "Escape") {
       event.preventDefault();
       onClose();

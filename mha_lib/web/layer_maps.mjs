@@ -4,6 +4,7 @@
 import { HeadGrid } from "./draw.mjs";
 import { largestWeight } from "./layout.mjs";
 import { el, setText } from "./dom.mjs";
+import { nextTask } from "./runtime_browser.mjs";
 
 /** The layer control: a slider (aria-valuetext "layer 2 of 6") and an "all layers" switch. */
 function layerControl(numLayers, start, onChange) {
@@ -23,7 +24,7 @@ function layerControl(numLayers, start, onChange) {
   all.addEventListener("change", update);
   const node = el("div", { class: "mha-live-controls" },
     el("label", { for: id }, "Layer"), slider, value,
-    el("span", {}, all, el("label", { for: id + "-all" }, "all layers")));
+    el("label", { class: "mha-live-check" }, all, "all layers")); // the label is part of the box's touch target
   return { node, update, slider, all, value };
 }
 
@@ -41,26 +42,49 @@ export class LayerMaps {
     this.node = el("div");
     this.grids = [];
     this.control = layerControl(numLayers, start, (which) => {
+      if (which !== this.which) this.view.clearReadout(); // the readout named a cell of the layer shown before
       this.which = which;
       this.draw();
     });
   }
 
+  /** The heads drawn now, [{label, tokens, map, off}], in the order shown (the export's). */
+  shownHeads() {
+    return headsOf(this.attentions, this.which, this.mask).flat().map((h) => ({ ...h, tokens: this.tokens }));
+  }
+
+  /** New maps: the readout of an earlier text's cell is cleared. Resolves when every layer is drawn. */
   show(tokens, attentions, mask = null) {
+    const fresh = tokens !== this.tokens || attentions !== this.attentions;
     this.tokens = tokens;
     this.attentions = attentions;
     this.mask = mask;
-    this.draw();
+    if (fresh) this.view.clearReadout();
+    return this.draw();
   }
 
-  draw() {
+  /**
+   * Draw the layer(s) chosen: one layer per task, so that six layers of 12 maps never hold the page for
+   * long; a newer draw (new text, another layer, a resize) stops an older one. The column width is read
+   * once, so drawing a grid does not force the page's layout again for the next.
+   * @returns {Promise<void>} resolved when this draw has finished or was overtaken
+   */
+  async draw() {
     if (!this.attentions) return;
+    const drawing = (this.drawing = (this.drawing || 0) + 1);
     const groups = headsOf(this.attentions, this.which, this.mask);
     const vmax = largestWeight(groups.flat().map((h) => h.map));
+    this.vmax = vmax;
     this.view.legend.show(vmax);
     // one grid per layer shown, each under its title; grids are reused between redraws
     while (this.grids.length > groups.length) this.grids.pop().box.remove();
-    groups.forEach((heads, i) => {
+    const width = this.node.clientWidth || 600;
+    for (let i = 0; i < groups.length; i++) {
+      if (i > 0) {
+        await nextTask();
+        if (drawing !== this.drawing) return;
+      }
+      const heads = groups[i];
       if (!this.grids[i]) {
         const grid = new HeadGrid({ readout: this.view.readout, minMap: groups.length > 1 ? 72 : 110 });
         const title = el("p", { class: "mha-live-layer-title" });
@@ -76,8 +100,8 @@ export class LayerMaps {
         this.view.lastFocus = grid.buttons[h];
         this.view.enlarge(grid.heads[h], this.tokens, vmax, grid, h);
       };
-      grid.show(heads, this.tokens, vmax);
-    });
+      grid.show(heads, this.tokens, vmax, width);
+    }
     if (!this.view.zoom.node.hidden && this.view.zoom.head) {
       const label = this.view.zoom.head.label; // keep the enlarged head, with its new weights, under its row
       const i = groups.findIndex((heads) => heads.some((h) => h.label === label));

@@ -72,20 +72,20 @@ export function rowEnd(index, columns, count) {
 }
 
 /**
- * Layout of one enlarged map with token labels: label margins, cell size.
+ * Layout of one enlarged map with token labels: label margins, cell size. A map that fits the width has
+ * cells of 9-32 px; a longer input keeps cells of `minCell` px, every token labelled, and the map scrolls
+ * in its box (`scrolls`): 256 tokens stay readable instead of shrinking to 2 px a cell.
  * @param {number} width      available width (px)
  * @param {number} length     L
  * @param {number} labelWidth width of the longest label (px), measured by the caller
- * @returns {{cell:number, margin:number, size:number, labels:boolean}} size: full canvas side
+ * @param {number} minCell    cell side (px) of a map too long for the width (12 px: one line of 12 px labels)
+ * @returns {{cell:number, margin:number, size:number, labels:boolean, scrolls:boolean}} size: full canvas side
  */
-export function zoomLayout(width, length, labelWidth) {
+export function zoomLayout(width, length, labelWidth, minCell = 12) {
   const side = Math.max(120, Math.min(Math.floor(width), 640));
   const margin = Math.min(Math.ceil(labelWidth) + 8, Math.floor(side * 0.3));
-  const withLabels = (side - margin) / length;
-  if (withLabels >= 9) {
-    const cell = Math.min(32, Math.floor(withLabels));
-    return { cell, margin, size: margin + cell * length, labels: true };
-  }
-  const cell = side / length;
-  return { cell, margin: 0, size: side, labels: false };
+  const fits = (side - margin) / length;
+  const cell = fits >= 9 ? Math.min(32, Math.floor(fits)) : minCell;
+  const size = margin + cell * length;
+  return { cell, margin, size, labels: true, scrolls: size > side };
 }

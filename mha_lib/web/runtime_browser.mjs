@@ -2,8 +2,9 @@
 //
 // The model (an ONNX file exported by mha_lib.export, listed with its size in ../models/manifest.json)
 // is fetched at the reader's first action and run by onnxruntime-web's WebAssembly backend (vendored
-// in ../vendor/onnxruntime-web/), one thread. The runtime and every model are loaded once per page,
-// shared by its views. The views see only `browserBackend` (the interface is described in view.mjs).
+// in ../vendor/onnxruntime-web/), one thread, inside onnxruntime-web's Web Worker (env.wasm.proxy), so
+// that the page keeps answering while a model compiles or runs. The runtime and every model are loaded
+// once per page, shared by its views. The views see only `browserBackend` (the interface is in view.mjs).
 
 import { WordPieceTokenizer } from "./wordpiece.mjs";
 import { checkDigest } from "./integrity.mjs";
@@ -87,13 +88,8 @@ async function fetchBytes(url, onBytes) {
     received += value.length;
     onBytes(received);
   }
-  const bytes = new Uint8Array(received);
-  let at = 0;
-  for (const chunk of chunks) {
-    bytes.set(chunk, at);
-    at += chunk.length;
-  }
-  return bytes;
+  // joined by the browser (a Blob), not by a loop on the page's thread: the model is 22 MB
+  return new Uint8Array(await new Blob(chunks).arrayBuffer());
 }
 
 let manifestPromise = null;
@@ -144,6 +140,9 @@ function loadRuntime(onBytes) {
     ortPromise = (async () => {
       if (!supportsWasmSimd()) throw new Error("this browser cannot run WebAssembly with SIMD");
       const [ort, wasm] = await Promise.all([import(URLS.ort), fetchBytes(URLS.wasm, onBytes)]);
+      // onnxruntime-web's own module worker (its "proxy") compiles the runtime, creates the sessions and runs
+      // them, so the page stays responsive while a model loads or runs; inputs and outputs are transferred
+      ort.env.wasm.proxy = typeof Worker === "function";
       ort.env.wasm.numThreads = 1; // static hosts send no cross-origin isolation: one thread for everyone
       ort.env.wasm.wasmPaths = URLS.ortDir; // the loader module ort-wasm-simd-threaded.mjs
       ort.env.wasm.wasmBinary = wasm.buffer; // fetched above, with progress
@@ -166,6 +165,11 @@ async function fetchVocab(info) {
   return new TextDecoder("utf-8").decode(bytes);
 }
 
+/** Resolves in a later task: long work split at it leaves the page room to handle input and paint. */
+export function nextTask() {
+  return new Promise((resolve) => setTimeout(resolve, 0));
+}
+
 const modelPromises = new Map(); // model id -> Promise<Model>, shared by every view of the page
 
 /**
@@ -186,6 +190,7 @@ function loadModel(id, onBytes) {
         info.vocab ? fetchVocab(info) : null,
       ]);
       const session = await ort.InferenceSession.create(bytes, { executionProviders: ["wasm"] });
+      await nextTask(); // the vocabulary's tables are built in a task of their own
       const tokenizer = vocab === null ? null : WordPieceTokenizer.fromVocabText(vocab, { maxLength: info.max_length || 256 });
       markLoaded(id);
       const model = { id, info, session, ort, tokenizer, queue: Promise.resolve() };

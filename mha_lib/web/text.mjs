@@ -39,3 +39,15 @@ export function truncationText(text, fullLength, kept) {
   return `Your text (${chars} characters) has ${fullLength.toLocaleString("en-US")} tokens; the model reads at most ` +
     `${kept}, so the maps are of its first ${kept} tokens only. The box keeps your whole text.`;
 }
+/**
+ * What the model could not read: "" when no token is [UNK], else how many are and why (MiniLM's WordPiece
+ * vocabulary is English: most Chinese characters, many emoji and rare scripts have no piece in it).
+ * @param {string[]} tokens  the model's tokens, [CLS] and [SEP] included
+ */
+export function unknownText(tokens) {
+  const unknown = tokens.filter((t) => t === "[UNK]").length;
+  if (!unknown) return "";
+  const pieces = tokens.filter((t) => t !== "[CLS]" && t !== "[SEP]").length;
+  return ` ${unknown} of its ${pieces} word pieces ${unknown === 1 ? "is" : "are"} [UNK]: the model's vocabulary is ` +
+    "English, so it cannot tell those characters apart (they all become the same unknown token).";
+}

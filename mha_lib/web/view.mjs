@@ -16,13 +16,17 @@
 // prepare(ids, onFetch)}; compute.mjs runs it.
 
 import { browserBackend } from "./runtime_browser.mjs";
-import { Legend, ZoomView } from "./draw.mjs";
+import { Legend, ZoomView, bitmapOf, figureCanvas } from "./draw.mjs";
+import { fileName, figureCsv, figureSvg } from "./figure.mjs";
 import { debounce, el, setText } from "./dom.mjs";
 import { formatMB } from "./text.mjs";
 
 export const MINILM = "all-MiniLM-L6-v2";
 export const TYPING_DELAY_MS = 300; // debounce of the text box
 export const TOGGLE_DELAY_MS = 120; // debounce of head toggles and token edits
+
+const READOUT_HINT = "Point at a cell to read its query token, key token and weight; click a map to enlarge it. " +
+  "On a touch screen, tap a map to enlarge it, then tap a cell.";
 
 /** What every view shares: status line, download, readout, fallback, the test contract. */
 export class View {
@@ -37,9 +41,7 @@ export class View {
     this.status = el("p", { class: "mha-live-status", role: "status" });
     this.about = el("p", { class: "mha-live-about" }); // which browsers, which model and runtime, their licences
     this.progress = el("progress", { hidden: "", max: "1", value: "0", "aria-label": "download progress" });
-    this.readout = el("p", { class: "mha-live-readout", "aria-live": "polite" },
-      "Point at a cell to read its query token, key token and weight; click a map to enlarge it. " +
-      "On a touch screen, tap a map to enlarge it, then tap a cell.");
+    this.readout = el("p", { class: "mha-live-readout", "aria-live": "polite" }, READOUT_HINT);
     this.legend = new Legend();
     // the colour scale and the readout stay in sight (sticky) while the reader points at the maps below
     this.bar = el("div", { class: "mha-live-bar" }, this.legend.node, this.readout);
@@ -52,18 +54,29 @@ export class View {
 
   /**
    * Put the view on the page: the line saying what runs here, its controls, then the status line (download size, progress,
-   * messages), the colour scale, the cell readout and the enlarged map, then the maps. The
+   * messages), the colour scale, the cell readout and the enlarged map, then the maps and the download buttons. The
    * fallback figure is hidden while the live view works.
    */
   attach(controls, maps) {
-    // the "what runs here" line first: seen before trying, and its links do not sit, for the Tab key,
-    // between the controls and the maps
-    this.root.append(this.about, ...controls, this.status, this.progress, this.bar, this.zoom.node, ...maps);
+    // the "what runs here" line first (seen before trying) and the download buttons last: neither sits,
+    // for the Tab key, between the controls and the maps
+    this.root.append(this.about, ...controls, this.status, this.progress, this.bar, this.zoom.node, ...maps,
+      this.exportBar());
     this.element.append(this.root);
     this.stickUnderHeader();
     for (const note of this.element.querySelectorAll(".mha-live-noscript")) note.hidden = true;
     if (this.fallback) this.fallback.hidden = true;
-    new ResizeObserver(debounce(() => this.redraw(), 100)).observe(this.root);
+    // redrawn when the column's width changes (a window resized, a phone turned); not when the view's own
+    // content changes its height (a status line, another layer drawn), which would redraw every map again
+    let width = null;
+    const redraw = debounce(() => this.redraw(), 100);
+    new ResizeObserver((entries) => {
+      const now = Math.round(entries[entries.length - 1].contentRect.width);
+      if (now !== width) {
+        if (width !== null) redraw();
+        width = now;
+      }
+    }).observe(this.root);
     this.describeRuntime();
     this.announceSize();
     // another view of the page that loads the runtime or a model changes what this one will download
@@ -180,6 +193,11 @@ export class View {
     return err;
   }
 
+  /** The readout's hint again: the cell it named belongs to maps no longer shown (new input, other layer). */
+  clearReadout() {
+    setText(this.readout, READOUT_HINT);
+  }
+
   /** A message that keeps the maps (empty text, truncation). */
   note(text) {
     this.spoke = true;
@@ -258,6 +276,64 @@ export class View {
     done();
     this.timings.run_ms = performance.now() - t0;
     return result;
+  }
+
+  /** The export buttons: the maps shown as PNG or SVG, their numbers as CSV or JSON, in one click each. */
+  exportBar() {
+    const buttons = ["PNG", "SVG", "CSV", "JSON"].map((kind) => {
+      const button = el("button", { type: "button", class: "mha-live-button",
+        "aria-label": `Download the maps shown as ${kind}` }, kind);
+      button.addEventListener("click", () => this.download(kind.toLowerCase()).catch((err) => {
+        this.status.classList.add("mha-live-error");
+        setText(this.status, `The ${kind} file could not be made (${err && err.message ? err.message : err}).`);
+      }));
+      return button;
+    });
+    return el("div", { class: "mha-live-export" }, el("span", {}, "Download the maps shown:"), ...buttons);
+  }
+
+  /**
+   * What the maps shown are, for the export (figure.mjs): {name: file-name parts, title: lines naming the
+   * model, the input, the layer(s) and heads, heads: [{label, tokens, map, off}], vmax, data: the JSON}.
+   * The views with LayerMaps (sentence, prune) share this one; the toy view has its own.
+   */
+  exportFigure() {
+    const heads = this.maps.shownHeads();
+    const layers = [...new Set(heads.map((h) => h.label.split(".")[0]))];
+    const input = this.result.text === undefined ? this.text : this.result.text;
+    const off = heads.filter((h) => h.off).map((h) => h.label);
+    const which = layers.length > 1 ? `layers ${layers.join(", ")}` : `layer ${layers[0]}`;
+    const title = [`${this.modelIds[0]}: attention of ${which} (${heads.length} heads)`, `Input: “${input}”`,
+      `${off.length ? `Turned off: ${off.join(" ")}. ` : ""}Rows are queries, columns keys; ` +
+      `colour 0 to ${this.maps.vmax.toFixed(2)}.`];
+    return { name: [this.modelIds[0], ...layers], title, heads, vmax: this.maps.vmax,
+      data: { view: this.element.dataset.view, model: this.modelIds[0], text: input, tokens: heads[0].tokens,
+        source: this.result.source, heads: heads.map((h) => ({ label: h.label, off: h.off, attention: h.map })),
+        ...(this.result.fidelity === undefined ? {} : { fidelity: this.result.fidelity, mrr: this.result.mrr }) } };
+  }
+
+  /** Make the file of `kind` ("png", "svg", "csv", "json") from exportFigure() and let the browser save it. */
+  async download(kind) {
+    const figure = this.exportFigure();
+    let blob;
+    if (kind === "png") {
+      blob = await new Promise((resolve, reject) => figureCanvas(figure).toBlob(
+        (b) => (b ? resolve(b) : reject(new Error("the browser made no PNG"))), "image/png"));
+    } else if (kind === "svg") {
+      const svg = figureSvg(figure, (head) => bitmapOf(head.map, figure.vmax, head.off).toDataURL("image/png"));
+      blob = new Blob([svg], { type: "image/svg+xml" });
+    } else if (kind === "csv") {
+      blob = new Blob([figureCsv(figure)], { type: "text/csv" });
+    } else {
+      blob = new Blob([JSON.stringify(figure.data)], { type: "application/json" });
+    }
+    const url = URL.createObjectURL(blob);
+    const link = el("a", { href: url, download: fileName(figure.name, kind), hidden: "" });
+    this.root.append(link);
+    link.click();
+    link.remove();
+    setTimeout(() => URL.revokeObjectURL(url), 60_000);
+    return link.download;
   }
 
   /** Where the maps are computed, for the notes: "in your browser" or "by the notebook's kernel". */

@@ -38,11 +38,11 @@ export class PruneView extends View {
     const [NL, H] = [this.mask.length, this.mask[0].length];
     const grid = el("div", { class: "mha-live-toggles", role: "group",
       "aria-label": `heads: ${NL} layers x ${H}; pressed = on; arrow keys move between heads` });
-    grid.append(el("span"));
-    for (let h = 0; h < H; h++) grid.append(el("span", { "aria-hidden": "true" }, `H${h}`));
+    grid.append(el("span", { class: "mha-live-toggles-head" })); // the header row (hidden on a phone)
+    for (let h = 0; h < H; h++) grid.append(el("span", { class: "mha-live-toggles-head", "aria-hidden": "true" }, `H${h}`));
     this.toggles = [];
     for (let l = 0; l < NL; l++) {
-      grid.append(el("span", { "aria-hidden": "true" }, `L${l}`));
+      grid.append(el("span", { class: "mha-live-toggles-layer", "aria-hidden": "true" }, `L${l}`));
       const row = [];
       for (let h = 0; h < H; h++) {
         // one Tab stop for the whole grid (roving tabindex): the arrow keys move, Space or Enter toggles
@@ -194,7 +194,7 @@ export class PruneView extends View {
         this.config.num_anchors);
       const t1 = performance.now();
       this.timings.infer_ms = t1 - t0;
-      this.maps.show(r.encodings[0].tokens, r.attentions, mask);
+      await this.maps.show(r.encodings[0].tokens, r.attentions, mask);
       this.showScores(scores.fidelity, scores.mrr, mask);
       this.describeSentence(texts[0]);
       this.timings.draw_ms = performance.now() - t1;

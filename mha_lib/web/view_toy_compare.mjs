@@ -23,6 +23,7 @@ export class ToyCompareView extends View {
     const most = Math.max(...config.models.map((id) => config.results[id].attentions[0].length));
     this.sections.forEach((s) => { s.grid.sameSizeAs = most; });
     this.attach([this.editor], this.sections.map((s) => s.node));
+    this.scrollTogether([this.sequence, ...this.sections.map((s) => s.strip)]);
     this.requests = 0; // every run() and edit counts; only the latest one's result is drawn
     this.showAll(this.describe(config.results, this.ids, this.types, "config"));
     const later = debounce(() => this.run({ ids: this.ids, types: this.types }).catch(() => {}), TOGGLE_DELAY_MS);
@@ -56,7 +57,9 @@ export class ToyCompareView extends View {
       });
       this.selects.push(select);
       this.marks.push(mark);
-      rows.append(el("div", { class: "mha-live-position" }, el("span", {}, String(i)), select, mark));
+      // the radio's label is its 44 x 44 px touch target
+      rows.append(el("div", { class: "mha-live-position" }, el("span", {}, String(i)), select,
+        el("label", { class: "mha-live-mark" }, mark)));
     });
     this.rule = el("p", { class: "mha-live-note" });
     const help = el("p", { class: "mha-live-note" },
@@ -67,6 +70,15 @@ export class ToyCompareView extends View {
       `Scroll the row sideways for all ${this.ids.length} positions; the predictions below scroll the same way.`);
     this.sequence = rows;
     return el("div", {}, help, rows, this.scrollHint, this.rule);
+  }
+
+  /** On a narrow screen the editor and the prediction strips scroll sideways: scrolling one scrolls them all. */
+  scrollTogether(rows) {
+    for (const row of rows) {
+      row.addEventListener("scroll", () => {
+        for (const other of rows) if (other !== row && other.scrollLeft !== row.scrollLeft) other.scrollLeft = row.scrollLeft;
+      }, { passive: true });
+    }
   }
 
   refreshEditor() {
@@ -115,6 +127,7 @@ export class ToyCompareView extends View {
     this.refreshEditor();
     const vmax = largestWeight(this.sections.flatMap((s) => result.models[s.id].attentions.flat()));
     this.legend.show(vmax);
+    this.vmax = vmax;
     for (const s of this.sections) {
       const r = result.models[s.id];
       const H = r.attentions[0].length;
@@ -134,6 +147,18 @@ export class ToyCompareView extends View {
       }));
     }
     this.result = result;
+  }
+
+  /** The export (see View.exportFigure): every model's heads on the sequence shown, predictions in the JSON. */
+  exportFigure() {
+    const r = this.result;
+    const heads = this.sections.flatMap((s) => s.grid.heads.map((h) => ({ ...h, tokens: s.grid.tokens })));
+    const title = [`Chapter 1's toy models ${this.modelIds.join(", ")}: every head`,
+      `Sequence: ${r.ids.join(" ")} (marked position ${r.types.indexOf(1)})`,
+      `Rows are queries, columns keys; colour 0 to ${this.vmax.toFixed(2)}.`];
+    return { name: ["toy", ...this.modelIds], title, heads, vmax: this.vmax,
+      data: { view: "toy-compare", models: this.modelIds.slice(), ids: r.ids, types: r.types, source: r.source,
+        results: r.models } };
   }
 
   redraw() {

@@ -151,7 +151,8 @@ export class WordPieceTokenizer {
     if (!Number.isInteger(maxLength) || maxLength < 2) throw new Error(`maxLength must be an integer >= 2, got ${maxLength}`);
     this.vocab = vocab;
     this.maxLength = maxLength;
-    this.ids = new Map(vocab.map((token, id) => [token, id]));
+    this.ids = new Map(); // token -> id, filled in a plain loop (30,522 entries: no array per entry)
+    for (let id = 0; id < vocab.length; id++) this.ids.set(vocab[id], id);
     for (const token of SPECIAL) {
       if (!this.ids.has(token)) throw new Error(`the vocabulary has no ${token}`);
     }
@@ -159,9 +160,10 @@ export class WordPieceTokenizer {
 
   /** Build from the text of vocab.txt (one token a line, the line number is the id). */
   static fromVocabText(text, options) {
-    const lines = text.split("\n");
+    // a line's final "\r" (Windows line ends) is not part of its token; most files have none
+    const lines = (text.includes("\r") ? text.replace(/\r$/gm, "") : text).split("\n");
     if (lines.length && lines[lines.length - 1] === "") lines.pop(); // the file's final newline
-    return new WordPieceTokenizer(lines.map((line) => line.replace(/\r$/, "")), options);
+    return new WordPieceTokenizer(lines, options);
   }
 
   /** WordPiece pieces of one word (greedy longest match); ["[UNK]"] when it cannot be covered. */

@@ -13,7 +13,8 @@ import {
 } from "../compute.mjs";
 import { checkConfig } from "../contract.mjs";
 import { arrayFlaw, checkArray, checkHeadMask, checkToyInput, describeValue } from "../checks.mjs";
-import { downloadText, formatMB, readoutText, shortLabel, truncationText } from "../text.mjs";
+import { downloadText, formatMB, readoutText, shortLabel, truncationText, unknownText } from "../text.mjs";
+import { SVG_RECT_LIMIT, csvField, escapeXml, figureCsv, figureLayout, figureSvg, fileName } from "../figure.mjs";
 import { setText } from "../dom.mjs";
 import { checkDigest, sha256Hex, sha256Of } from "../integrity.mjs";
 import { createHash } from "node:crypto";
@@ -56,8 +57,10 @@ test("grid layout: balanced rows, fits the column and a 390 px phone, whole-pixe
 test("zoom layout: labels only when cells are big enough to read, never wider than the column", () => {
   const small = zoomLayout(358, 16, 40);
   assert.ok(small.labels && small.cell >= 9 && small.size <= 358);
+  assert.ok(!small.scrolls);
+  // 256 tokens: labelled 12 px cells in a box that scrolls, not 1.4 px cells that fit
   const long = zoomLayout(358, 256, 40);
-  assert.ok(!long.labels && long.size <= 358);
+  assert.ok(long.labels && long.scrolls && long.cell === 12 && long.size === long.margin + 12 * 256);
   const wide = zoomLayout(2000, 8, 30);
   assert.ok(wide.size <= 640 && wide.cell <= 32);
 });
@@ -451,4 +454,69 @@ test("a text past the limit: the status gives its real length, and that the maps
   assert.match(t, /10,002 tokens/);
   assert.match(t, /first 256 tokens/);
   assert.match(t, /keeps your whole text/);
+});
+
+test("what the model cannot read: [UNK] pieces counted and said, nothing said without them", () => {
+  assert.equal(unknownText(["[CLS]", "the", "cat", "[SEP]"]), "");
+  const said = unknownText(["[CLS]", "[UNK]", "[UNK]", "把", "[SEP]"]);
+  assert.match(said, /^ 2 of its 3 word pieces are \[UNK\]: the model's vocabulary is English/);
+  assert.match(unknownText(["[CLS]", "[UNK]", "[SEP]"]), / 1 of its 1 word pieces is \[UNK\]/);
+});
+
+test("export: XML escaping, CSV fields (quotes, line breaks, spreadsheet formulas), file names", () => {
+  assert.equal(escapeXml(`<img src=x onerror="a('1')"> & </svg>`),
+    "&lt;img src=x onerror=&quot;a(&#39;1&#39;)&quot;&gt; &amp; &lt;/svg&gt;");
+  assert.equal(csvField("the"), "the");
+  assert.equal(csvField('say "hi", then'), '"say ""hi"", then"');
+  assert.equal(csvField("two\nlines"), '"two\nlines"');
+  assert.equal(csvField("=1+1"), "'=1+1"); // shown by a spreadsheet, never computed
+  assert.equal(csvField("@SUM(A1)"), "'@SUM(A1)");
+  assert.equal(csvField(-0.5), "-0.5"); // numbers stay numbers
+  assert.equal(fileName(["all-MiniLM-L6-v2", "L3", "<b>/..\\"], "png"), "all-MiniLM-L6-v2_L3_b-...png");
+  assert.equal(fileName(["", "//"], "csv"), "maps.csv");
+});
+
+/** Two heads of a 3-token map and one of 70 tokens (drawn as an image in the SVG). */
+function figureOf(n = 3) {
+  const map = Array.from({ length: n }, (_, q) => Array.from({ length: n }, (_, k) => (q === k ? 1 : 0)));
+  const tokens = Array.from({ length: n }, (_, i) => (i === 1 ? '"x", <y>' : `t${i}`));
+  return { title: ["model: layer 0", "Input: “<script>alert(1)</script>”"], vmax: 1,
+    heads: [{ label: "L0.H0", tokens, map, off: false }, { label: "L0.H1", tokens, map, off: true }] };
+}
+
+test("export: the CSV has one row per cell of every head shown, weights and tokens as in the maps", () => {
+  const lines = figureCsv(figureOf()).trimEnd().split("\n");
+  assert.equal(lines[0], "head,off,query,key,query_token,key_token,weight");
+  assert.equal(lines.length, 1 + 2 * 9);
+  assert.equal(lines[1], "L0.H0,0,0,0,t0,t0,1.000000");
+  assert.equal(lines[2], "L0.H0,0,0,1,t0,\"\"\"x\"\", <y>\",0.000000");
+  assert.equal(lines[10].split(",")[1], "1"); // the head turned off
+});
+
+test("export: the SVG holds every cell as a rectangle (an image past the limit), the reader's text escaped", () => {
+  const svg = figureSvg(figureOf(), () => assert.fail("no image below the limit"));
+  assert.equal((svg.match(/<rect /g) || []).length, 1 + 2 * 9); // the background, then the cells
+  assert.ok(!svg.includes("<script>") && svg.includes("&lt;script&gt;alert(1)&lt;/script&gt;"));
+  assert.ok(svg.includes(">L0.H1 (off)</text>"));
+  const f = figureLayout(2, 3, 2);
+  assert.ok(svg.startsWith(`<svg xmlns="http://www.w3.org/2000/svg" width="${f.width}" height="${f.height}"`));
+  const n = SVG_RECT_LIMIT + 1;
+  let asked = 0;
+  const long = figureSvg(figureOf(n), () => { asked += 1; return "data:image/png;base64,AAAA"; });
+  assert.equal(asked, 2);
+  assert.equal((long.match(/<rect /g) || []).length, 1);
+  assert.equal((long.match(/<image /g) || []).length, 2);
+});
+
+test("export: figure layout, maps in rows under the title, none overlapping", () => {
+  const f = figureLayout(72, 14, 3);
+  assert.equal(f.columns, 6);
+  const boxes = Array.from({ length: 72 }, (_, i) => f.at(i));
+  for (let i = 1; i < 72; i++) {
+    const [a, b] = [boxes[i - 1], boxes[i]];
+    assert.ok(b.x >= a.x + f.side + f.gap || b.y >= a.y + f.side + f.labelHeight + f.gap);
+  }
+  const last = boxes[71];
+  assert.ok(last.x + f.side <= f.width - f.pad && last.y + f.side + f.labelHeight <= f.height - f.pad);
+  assert.throws(() => figureLayout(0, 3, 1), /needs maps and tokens/);
 });

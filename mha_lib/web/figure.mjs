@@ -1,0 +1,111 @@
+// figure.mjs -- what a view exports (no DOM): the maps shown as a figure (its layout and an SVG text),
+// their numbers as CSV, and the file names. The view's export bar (view.mjs) turns them into files.
+//
+// An export is {title: string[] (lines naming the model, the input, the layer and heads), heads, vmax, data}
+// where heads are [{label, tokens, map: [query][key], off}] in the order shown and data is the JSON.
+
+import { colourOf, greyOf } from "./layout.mjs";
+
+/** Maps of more tokens than this are drawn into the SVG as one image each, not one rectangle a cell. */
+export const SVG_RECT_LIMIT = 64;
+
+/**
+ * Where everything goes in an exported figure: title lines on top, then the maps in rows, each with its label.
+ * @param {number} count     maps
+ * @param {number} length    tokens of the longest map (L)
+ * @param {number} lines     title lines
+ * @returns {{columns, side, gap, pad, titleHeight, labelHeight, width, height, at: (i) => {x, y}}}  px
+ */
+export function figureLayout(count, length, lines) {
+  if (!(count >= 1) || !(length >= 1)) throw new Error(`figureLayout needs maps and tokens, got ${count}, ${length}`);
+  const columns = Math.min(count, count > 8 ? 6 : 4);
+  const side = Math.min(480, Math.max(120, 6 * length)); // at least 6 px a cell up to 80 tokens
+  const gap = 16;
+  const pad = 16;
+  const titleHeight = 18 * lines + 8;
+  const labelHeight = 18;
+  const rows = Math.ceil(count / columns);
+  const width = 2 * pad + columns * side + (columns - 1) * gap;
+  const height = 2 * pad + titleHeight + rows * (side + labelHeight) + (rows - 1) * gap;
+  const at = (i) => ({ x: pad + (i % columns) * (side + gap),
+    y: pad + titleHeight + Math.floor(i / columns) * (side + labelHeight + gap) });
+  return { columns, side, gap, pad, titleHeight, labelHeight, width, height, at };
+}
+
+/** `text` safe inside an XML element or attribute: & < > " ' escaped (a reader's text stays text). */
+export function escapeXml(text) {
+  return String(text).replace(/[&<>"']/g, (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;" })[c]);
+}
+
+/**
+ * The figure as an SVG document: title and labels as text; each map's cells as rectangles, or, past
+ * SVG_RECT_LIMIT tokens, as the PNG `imageOf(head)` gives (a data: URL; the caller draws it).
+ * @param {{title: string[], heads: object[], vmax: number}} figure
+ * @param {(head) => string} imageOf  a data:image/png URL of the head's L x L cells
+ * @returns {string}
+ */
+export function figureSvg(figure, imageOf) {
+  const { title, heads, vmax } = figure;
+  const length = Math.max(...heads.map((h) => h.tokens.length));
+  const f = figureLayout(heads.length, length, title.length);
+  const out = [`<svg xmlns="http://www.w3.org/2000/svg" width="${f.width}" height="${f.height}" ` +
+    `viewBox="0 0 ${f.width} ${f.height}" font-family="sans-serif">`,
+  `<rect width="${f.width}" height="${f.height}" fill="#fff"/>`];
+  title.forEach((line, i) => out.push(`<text x="${f.pad}" y="${f.pad + 14 + 18 * i}" font-size="${i ? 12 : 14}" ` +
+    `fill="#222">${escapeXml(line)}</text>`));
+  heads.forEach((head, i) => {
+    const { x, y } = f.at(i);
+    const n = head.map.length;
+    const cell = f.side / n;
+    out.push(`<g transform="translate(${x} ${y})">`);
+    if (n <= SVG_RECT_LIMIT) {
+      const colour = head.off ? greyOf : colourOf;
+      for (let q = 0; q < n; q++) {
+        for (let k = 0; k < n; k++) {
+          const [r, g, b] = colour(head.map[q][k], vmax);
+          out.push(`<rect x="${+(k * cell).toFixed(3)}" y="${+(q * cell).toFixed(3)}" width="${+cell.toFixed(3)}" ` +
+            `height="${+cell.toFixed(3)}" fill="rgb(${r},${g},${b})"/>`);
+        }
+      }
+    } else {
+      out.push(`<image width="${f.side}" height="${f.side}" preserveAspectRatio="none" ` +
+        `style="image-rendering:pixelated" href="${escapeXml(imageOf(head))}"/>`);
+    }
+    out.push(`<text x="0" y="${f.side + 14}" font-size="12" fill="#222">${escapeXml(head.label + (head.off ? " (off)" : ""))}</text>`);
+    out.push("</g>");
+  });
+  out.push("</svg>");
+  return out.join("\n");
+}
+
+/**
+ * One CSV field (RFC 4180): quoted when it holds a comma, quote or line break. A field that a
+ * spreadsheet would read as a formula (starting with = + - @, a tab or a carriage return) gets a
+ * leading apostrophe, so that a token such as "=1+1" is shown, never computed.
+ */
+export function csvField(value) {
+  let text = String(value);
+  if (typeof value === "string" && /^[=+\-@\t\r]/.test(text)) text = `'${text}`;
+  return /[",\n\r]/.test(text) ? `"${text.replace(/"/g, '""')}"` : text;
+}
+
+/**
+ * The numbers of the maps shown, one row per cell: head, query and key positions and tokens, weight.
+ * @param {{heads: object[]}} figure
+ * @returns {string} CSV with a header row, lines ending in \n
+ */
+export function figureCsv(figure) {
+  const rows = [["head", "off", "query", "key", "query_token", "key_token", "weight"].join(",")];
+  for (const head of figure.heads) {
+    head.map.forEach((row, q) => row.forEach((w, k) => {
+      rows.push([head.label, head.off ? 1 : 0, q, k, head.tokens[q], head.tokens[k], w.toFixed(6)].map(csvField).join(","));
+    }));
+  }
+  return rows.join("\n") + "\n";
+}
+
+/** A file name from the parts (model, view, layer...): letters, digits, dots and dashes only. */
+export function fileName(parts, extension) {
+  const stem = parts.map((p) => String(p).replace(/[^A-Za-z0-9.]+/g, "-").replace(/^-+|-+$/g, "")).filter((p) => p).join("_");
+  return `${stem.slice(0, 120) || "maps"}.${extension}`;
+}

@@ -1,0 +1,260 @@
+"""The live views as a reader uses them (issue 29): a page that never freezes, maps that say whose they
+are, a readout that never names a cell of other maps, honest [UNK] tokens, touch targets, long inputs,
+and the maps exported in one click.
+
+The same test page as tests/browser/test_live_views.py (a sentence, a toy-compare and a prune view on
+the built book's origin, every request off the local server refused), its fixtures imported from there.
+
+The long-task bound: while MiniLM downloads, compiles and runs (onnxruntime-web in its Web Worker)
+and while the maps are drawn (six layers: one layer a task), no task of the page's main thread takes
+more than 50 ms of CPU time (Chromium's trace).
+"""
+from __future__ import annotations
+
+import csv
+import io
+import json
+import sys
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+import torch
+
+from test_live_views import (  # noqa: F401  (fixtures: bert, configs, page_html)
+    MINILM_TOLERANCE, VIEW, _open, _require_models, bert, configs, page_html, py_attentions, run)
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tools"))
+from chromium_trace import main_thread_tasks  # noqa: E402
+
+pytestmark = pytest.mark.browser
+
+HINT = "Point at a cell to read"
+MAIN_THREAD_TASK_MS = 50  # issue 29: no task over 50 ms while a model loads or runs
+
+
+def _longest_task_of_a_first_visit(browser, book_url, page_html) -> float:
+    """A fresh page (MiniLM not yet downloaded): type, let it load and run, draw six layers, toggle a
+    head; the longest stretch of its main thread meanwhile, in ms of CPU."""
+    context, page, visit = _open(browser, book_url, page_html)
+    try:
+        view = VIEW % "sentence"
+        page.wait_for_function(f"{view}.querySelector('.mha-live-status').textContent.includes(' MB')")
+        browser.start_tracing(page=page, categories=["toplevel"])
+        try:
+            box = page.locator("[data-view=sentence] textarea")
+            box.fill("")
+            box.press_sequentially("Typing while the model downloads stays smooth.", delay=20)
+            page.wait_for_function(f"{view}.mhaLive.lastResult.text === 'Typing while the model downloads stays smooth.'",
+                                   timeout=60_000)
+            page.locator("[data-view=sentence] .mha-live-check").click()  # all six layers: 72 maps
+            page.wait_for_function(f"{view}.querySelectorAll('.mha-live-head canvas').length === 72")
+            run(page, "sentence", "Six layers of maps are drawn one layer at a time.")
+            prune = VIEW % "prune"
+            page.locator("[data-view=prune] .mha-live-toggles button").nth(5).click()
+            page.wait_for_function(f"{prune}.mhaLive.lastResult.mask[0][5] === 0", timeout=60_000)
+        finally:
+            trace = browser.stop_tracing()
+        tasks = main_thread_tasks(trace)
+        assert len(tasks) > 100  # the trace saw the page's work
+        assert page.evaluate(f"{view}.mhaLive.loaded") and page.evaluate("typeof Worker") == "function"
+        assert visit.console_errors == [] and visit.off_site == []
+        return tasks[0]
+    finally:
+        context.close()
+
+
+def test_no_main_thread_task_over_50_ms_while_minilm_loads_runs_and_draws(chromium_browser, book_url, page_html):
+    """Measured as CPU time per task (the trace's thread time), not as wall time: on a two-core machine
+    shared with other tests the operating system pauses the page's thread, and a ``longtask`` observer
+    would count those pauses too (benchmarks/bench_live.py reports the wall time). With onnxruntime-web on
+    the page's thread (``env.wasm.proxy`` off) this test measured a task of 379 ms (the session's
+    creation); drawing six layers in one task took 330 ms of wall time on chapter 2's page.
+
+    The page's work is the same at every visit, but a machine busy with other tests slows it too (seen
+    here: 130 ms once, beside another browser test; 31-47 ms when quiet): up to three visits, and the
+    bound holds for the quietest. With the runtime on the page's thread every visit has the 379 ms task."""
+    _require_models()
+    longest = []
+    for _ in range(3):
+        longest.append(_longest_task_of_a_first_visit(chromium_browser, book_url, page_html))
+        if longest[-1] <= MAIN_THREAD_TASK_MS:
+            break
+    assert min(longest) <= MAIN_THREAD_TASK_MS, f"the longest main-thread task of each visit, ms of CPU: {longest}"
+
+
+def test_maps_of_an_earlier_text_are_dimmed_and_say_whose_they_are(chromium_browser, book_url, page_html, configs):
+    _require_models()
+    context, page, visit = _open(chromium_browser, book_url, page_html)
+    try:
+        view = VIEW % "sentence"
+        shown = page.locator("[data-view=sentence] .mha-live-shown")
+        first = configs["sentence"]["text"]
+        assert shown.text_content() == f"The maps of “{first}”."
+        page.locator("[data-view=sentence] textarea").fill("A new sentence arrives.")
+        # the model is still downloading: the old maps stay, dimmed, named as the previous text's
+        state = page.evaluate(f"""() => ({{stale: {view}.querySelector('.mha-live').classList.contains('mha-live-stale'),
+            opacity: Number(getComputedStyle({view}.querySelector('.mha-live-grid')).opacity),
+            loaded: {view}.mhaLive.loaded}})""")
+        assert state["stale"] and not state["loaded"], state
+        assert shown.text_content().startswith(f"Still the maps of “{first}”")
+        page.wait_for_function(f"{view}.mhaLive.lastResult.text === 'A new sentence arrives.'", timeout=60_000)
+        assert shown.text_content() == "The maps of “A new sentence arrives.”."
+        assert page.evaluate(f"Number(getComputedStyle({view}.querySelector('.mha-live-grid')).opacity)") == 1
+        assert state["opacity"] < 0.6
+        assert visit.console_errors == [] and visit.off_site == []
+    finally:
+        context.close()
+
+
+def test_readout_is_cleared_when_the_text_or_the_layer_changes(chromium_browser, book_url, page_html):
+    _require_models()
+    context, page, visit = _open(chromium_browser, book_url, page_html)
+    try:
+        readout = page.locator("[data-view=sentence] .mha-live-readout")
+
+        def point():
+            canvas = page.locator("[data-view=sentence] .mha-live-head canvas").first
+            box = canvas.bounding_box()
+            page.mouse.move(box["x"] + box["width"] * 0.9, box["y"] + box["height"] * 0.9)
+            assert " → key " in readout.text_content()
+
+        point()
+        slider = page.locator("[data-view=sentence] input[type=range]")
+        slider.focus()
+        page.keyboard.press("ArrowRight")
+        assert readout.text_content().startswith(HINT)  # the cell was one of layer 0's
+        point()
+        page.mouse.move(0, 0)
+        run(page, "sentence", "Short.")
+        assert readout.text_content().startswith(HINT)  # a cell of the old text's maps
+        assert visit.console_errors == [] and visit.off_site == []
+    finally:
+        context.close()
+
+
+def test_unknown_tokens_are_counted_and_the_english_vocabulary_said(chromium_browser, book_url, page_html, bert):
+    _require_models()
+    context, page, visit = _open(chromium_browser, book_url, page_html)
+    try:
+        text = "小明把蛋糕递给小红因为她不饿了。"
+        r = run(page, "sentence", text)
+        tokens, att = py_attentions(bert, text)
+        assert r["tokens"] == tokens
+        assert (torch.tensor(r["attentions"]) - att).abs().max().item() <= MINILM_TOLERANCE
+        unknown = tokens.count("[UNK]")
+        assert unknown > 0
+        status = page.locator("[data-view=sentence] .mha-live-status").text_content()
+        assert f" {unknown} of its {len(tokens) - 2} word pieces are [UNK]: the model's vocabulary is English" in status
+        run(page, "sentence", "No unknown words here.")
+        assert "[UNK]" not in page.locator("[data-view=sentence] .mha-live-status").text_content()
+        assert visit.console_errors == [] and visit.off_site == []
+    finally:
+        context.close()
+
+
+def test_every_control_is_a_44_px_touch_target_on_a_phone(chromium_browser, book_url, page_html):
+    _require_models()
+    context, page, visit = _open(chromium_browser, book_url, page_html, width=390, height=844, touch=True)
+    try:
+        # each control's target: the control, or the label that holds it (tapping the label works the control)
+        small = page.evaluate("""() => [...document.querySelectorAll(
+                '.mha-live button, .mha-live select, .mha-live input')].filter(e => e.offsetParent !== null)
+            .map(e => { const t = e.closest('label') || e; const b = t.getBoundingClientRect();
+                        return [e.getAttribute('aria-label') || e.textContent || e.type, Math.round(b.width), Math.round(b.height)]; })
+            .filter(([, w, h]) => w < 44 || h < 44)""")
+        assert small == [], f"controls smaller than 44 x 44 px at 390 px: {small[:8]}"
+        count = page.evaluate("document.querySelectorAll('.mha-live button, .mha-live select, .mha-live input').length")
+        assert count > 72 + 20  # the prune grid, the toy editor, the layer controls, the downloads
+        over = page.evaluate("document.documentElement.scrollWidth - document.documentElement.clientWidth")
+        assert over <= 0
+        # the toy editor and every model's predictions scroll sideways together
+        rows = "[data-view=toy-compare] .mha-live-sequence, [data-view=toy-compare] .mha-live-strip"
+        page.evaluate("document.querySelector('[data-view=toy-compare] .mha-live-sequence').scrollLeft = 120")
+        page.wait_for_timeout(200)
+        lefts = page.evaluate(f"[...document.querySelectorAll('{rows}')].map(r => r.scrollLeft)")
+        assert len(lefts) == 5 and lefts[0] > 0 and len(set(lefts)) == 1, lefts
+        page.evaluate("document.querySelectorAll('[data-view=toy-compare] .mha-live-strip')[2].scrollLeft = 0")
+        page.wait_for_timeout(200)
+        assert set(page.evaluate(f"[...document.querySelectorAll('{rows}')].map(r => r.scrollLeft)")) == {0}
+        assert visit.console_errors == [] and visit.off_site == []
+    finally:
+        context.close()
+
+
+def test_a_256_token_map_enlarges_readably_and_scrolls_in_its_box(chromium_browser, book_url, page_html, bert):
+    _require_models()
+    context, page, visit = _open(chromium_browser, book_url, page_html, width=390, height=844)
+    try:
+        view = "[data-view=sentence]"
+        r = run(page, "sentence", " ".join(["attention"] * 300))
+        assert len(r["tokens"]) == 256
+        page.locator(f"{view} .mha-live-head").nth(3).click()
+        zoom = page.evaluate(f"""() => {{ const s = document.querySelector('{view} .mha-live-zoom-scroll');
+            const c = s.querySelector('canvas').getBoundingClientRect();
+            return {{canvas: c.width, box: s.clientWidth, boxHeight: s.getBoundingClientRect().height,
+                     scrolls: s.scrollWidth > s.clientWidth && s.scrollHeight > s.clientHeight}}; }}""")
+        assert zoom["canvas"] >= 256 * 12 and zoom["scrolls"], zoom  # 12 px a cell, every token labelled
+        assert zoom["boxHeight"] <= 0.75 * 844 + 2, zoom  # 75vh and its border
+        canvas = page.locator(f"{view} .mha-live-zoom canvas")
+        canvas.focus()
+        for _ in range(40):
+            page.keyboard.press("ArrowRight")
+        scroll = page.evaluate(f"document.querySelector('{view} .mha-live-zoom-scroll').scrollLeft")
+        assert scroll > 0  # the cursor cell stayed in sight
+        readout = page.locator(f"{view} .mha-live-readout").text_content()
+        assert "(position 0) → key “attention” (position 40)" in readout, readout
+        assert visit.console_errors == [] and visit.off_site == []
+    finally:
+        context.close()
+
+
+def _download(page, button):
+    with page.expect_download() as info:
+        button.click()
+    download = info.value
+    return download.suggested_filename, open(download.path(), "rb").read()
+
+
+def test_each_view_exports_png_svg_csv_and_json_of_the_maps_shown(chromium_browser, book_url, page_html):
+    _require_models()
+    context, page, visit = _open(chromium_browser, book_url, page_html)
+    try:
+        text = 'Tom said "<b>hi</b>", then =1+1 & left.'
+        r = run(page, "sentence", text)
+        bar = page.locator("[data-view=sentence] .mha-live-export button")
+        assert bar.count() == 4
+        files = {name.rsplit(".", 1)[1]: (name, body) for name, body in (_download(page, bar.nth(i)) for i in range(4))}
+        assert set(files) == {"png", "svg", "csv", "json"}
+        assert files["png"][0] == "all-MiniLM-L6-v2_L0.png"
+        png = files["png"][1]
+        assert png[:8] == b"\x89PNG\r\n\x1a\n"
+        width, height = int.from_bytes(png[16:20], "big"), int.from_bytes(png[20:24], "big")
+        assert width >= 800 and height >= 400, (width, height)
+        svg = ET.fromstring(files["svg"][1])  # the reader's text is escaped: the SVG parses
+        ns = "{http://www.w3.org/2000/svg}"
+        n = len(r["tokens"])
+        assert len(svg.findall(f".//{ns}rect")) == 1 + 12 * n * n
+        texts = [t.text for t in svg.iter(f"{ns}text")]
+        assert f"Input: “{text}”" in texts and "L0.H11" in texts and texts[0].startswith("all-MiniLM-L6-v2: attention of layer L0")
+        rows = list(csv.DictReader(io.StringIO(files["csv"][1].decode("utf-8"))))
+        assert len(rows) == 12 * n * n
+        weights = torch.tensor([float(row["weight"]) for row in rows]).reshape(12, n, n)
+        assert (weights - torch.tensor(r["attentions"][0])).abs().max().item() <= 1e-6
+        keys = {row["key_token"] for row in rows}
+        assert "'=" in keys and "=" not in keys and "&" in keys  # "=" is shown by a spreadsheet, never computed
+        data = json.loads(files["json"][1])
+        assert data["text"] == text and data["tokens"] == r["tokens"] and len(data["heads"]) == 12
+        assert data["heads"][3]["attention"] == r["attentions"][0][3]
+        # the toy view: every model's heads, the sequence named
+        toy = page.locator("[data-view=toy-compare] .mha-live-export button")
+        name, body = _download(page, toy.nth(3))
+        toys = json.loads(body)
+        state = page.evaluate(f"{VIEW % 'toy-compare'}.mhaLive.lastResult")
+        assert name.startswith("toy_") and toys["ids"] == state["ids"] and set(toys["results"]) == set(state["models"])
+        name, body = _download(page, toy.nth(1))
+        heads = sum(len(layer) for m in state["models"] for layer in state["models"][m]["attentions"])
+        assert len(ET.fromstring(body).findall(f".//{ns}rect")) == 1 + heads * len(state["ids"]) ** 2
+        assert visit.console_errors == [] and visit.off_site == []
+    finally:
+        context.close()
