@@ -23,7 +23,10 @@ canvas drawn, the debounce delay excluded):
   view): its wall time (the page's ``longtask`` observer, which also counts time the operating system
   gave other processes) and its CPU time (Chromium's trace, tools/chromium_trace.py); target <= 50 ms.
   onnxruntime-web runs in its Web Worker (``env.wasm.proxy``), so the model's compile and runs are not
-  on the page's thread; WebGPU is not measured (headless Chromium here has no GPU adapter).
+  on the page's thread. WebGPU is not measured: this machine's headless Chromium gives no WebGPU
+  adapter (``navigator.gpu.requestAdapter()`` is null on a localhost page; with
+  ``--enable-unsafe-webgpu`` it is SwiftShader, a CPU emulation, which says nothing of a GPU), and
+  the views ship onnxruntime-web's WebAssembly build only.
 
 Run:  python benchmarks/bench_live.py [--runs N]   (or `make bench`). Prints a table; asserts
 nothing. These are CPU figures of this machine's Chromium; a reader's laptop or phone differs.
