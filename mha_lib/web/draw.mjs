@@ -47,7 +47,8 @@ export function figureCanvas(figure) {
   const length = Math.max(...figure.heads.map((h) => h.tokens.length));
   const f = figureLayout(figure.heads.length, length, figure.title.length);
   const canvas = document.createElement("canvas");
-  const scale = Math.min(2, 8192 / Math.max(f.width, f.height));
+  // twice the size, within 8192 px a side and 16 million pixels (the largest canvas some phones allow)
+  const scale = Math.min(2, 8192 / Math.max(f.width, f.height), Math.sqrt(16e6 / (f.width * f.height)));
   canvas.width = Math.round(f.width * scale);
   canvas.height = Math.round(f.height * scale);
   const ctx = canvas.getContext("2d");
@@ -76,11 +77,11 @@ function sizeCanvas(canvas, w, h = w) {
   const dpr = Math.min(window.devicePixelRatio || 1, 4096 / Math.max(w, h));
   const [width, height] = [Math.round(w * dpr), Math.round(h * dpr)];
   const ctx = canvas.getContext("2d");
+  canvas.style.width = `${w}px`; // always: past the 4096 px cap, two CSS sizes share one bitmap size
+  canvas.style.height = `${h}px`;
   if (canvas.width !== width || canvas.height !== height) { // a new size clears the canvas; the same size keeps its memory
     canvas.width = width;
     canvas.height = height;
-    canvas.style.width = `${w}px`;
-    canvas.style.height = `${h}px`;
   } else {
     ctx.setTransform(1, 0, 0, 1, 0, 0);
     ctx.clearRect(0, 0, width, height);
@@ -192,7 +193,11 @@ export class ZoomView {
     const point = (event) => {
       if (!this.layout || !this.head) return;
       const at = cellAt(event, this.canvas, this.layout.margin, this.layout.cell, this.tokens.length);
-      if (at) this.move(at.q, at.k);
+      const key = at && `${this.head.label} ${at.q} ${at.k} ${this.tokens.length}`;
+      if (at && key !== this.pointed) { // a new cell only: a long map is not redrawn at every pointer event
+        this.pointed = key;
+        this.move(at.q, at.k);
+      }
     };
     this.canvas.addEventListener("pointermove", point);
     this.canvas.addEventListener("pointerdown", point);

@@ -6,8 +6,8 @@
 
 import { colourOf, greyOf } from "./layout.mjs";
 
-/** Maps of more tokens than this are drawn into the SVG as one image each, not one rectangle a cell. */
-export const SVG_RECT_LIMIT = 64;
+/** A figure of more cells than this (heads x L x L) has each map drawn as one image, not a rectangle a cell. */
+export const SVG_RECT_CELLS = 50_000;
 
 /**
  * Where everything goes in an exported figure: title lines on top, then the maps in rows, each with its label.
@@ -32,14 +32,18 @@ export function figureLayout(count, length, lines) {
   return { columns, side, gap, pad, titleHeight, labelHeight, width, height, at };
 }
 
-/** `text` safe inside an XML element or attribute: & < > " ' escaped (a reader's text stays text). */
+/**
+ * `text` safe inside an XML element or attribute: & < > " ' escaped (a reader's text stays text), and the
+ * control characters that XML 1.0 forbids (a pasted form feed or vertical tab) dropped.
+ */
 export function escapeXml(text) {
-  return String(text).replace(/[&<>"']/g, (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;" })[c]);
+  // eslint-disable-next-line no-control-regex
+  return String(text).replace(/[\u0000-\u0008\u000B\u000C\u000E-\u001F\uFFFE\uFFFF]/g, "").replace(/[&<>"']/g, (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;" })[c]);
 }
 
 /**
  * The figure as an SVG document: title and labels as text; each map's cells as rectangles, or, past
- * SVG_RECT_LIMIT tokens, as the PNG `imageOf(head)` gives (a data: URL; the caller draws it).
+ * SVG_RECT_CELLS cells in all, as the PNG `imageOf(head)` gives (a data: URL; the caller draws it).
  * @param {{title: string[], heads: object[], vmax: number}} figure
  * @param {(head) => string} imageOf  a data:image/png URL of the head's L x L cells
  * @returns {string}
@@ -48,6 +52,7 @@ export function figureSvg(figure, imageOf) {
   const { title, heads, vmax } = figure;
   const length = Math.max(...heads.map((h) => h.tokens.length));
   const f = figureLayout(heads.length, length, title.length);
+  const rects = heads.reduce((sum, h) => sum + h.map.length ** 2, 0) <= SVG_RECT_CELLS;
   const out = [`<svg xmlns="http://www.w3.org/2000/svg" width="${f.width}" height="${f.height}" ` +
     `viewBox="0 0 ${f.width} ${f.height}" font-family="sans-serif">`,
   `<rect width="${f.width}" height="${f.height}" fill="#fff"/>`];
@@ -58,7 +63,7 @@ export function figureSvg(figure, imageOf) {
     const n = head.map.length;
     const cell = f.side / n;
     out.push(`<g transform="translate(${x} ${y})">`);
-    if (n <= SVG_RECT_LIMIT) {
+    if (rects) {
       const colour = head.off ? greyOf : colourOf;
       for (let q = 0; q < n; q++) {
         for (let k = 0; k < n; k++) {
@@ -92,7 +97,7 @@ export function csvField(value) {
 /**
  * The numbers of the maps shown, one row per cell: head, query and key positions and tokens, weight.
  * @param {{heads: object[]}} figure
- * @returns {string} CSV with a header row, lines ending in \n
+ * @returns {string} CSV (UTF-8 with a byte-order mark) with a header row, lines ending in \n
  */
 export function figureCsv(figure) {
   const rows = [["head", "off", "query", "key", "query_token", "key_token", "weight"].join(",")];
@@ -101,7 +106,7 @@ export function figureCsv(figure) {
       rows.push([head.label, head.off ? 1 : 0, q, k, head.tokens[q], head.tokens[k], w.toFixed(6)].map(csvField).join(","));
     }));
   }
-  return rows.join("\n") + "\n";
+  return "\uFEFF" + rows.join("\n") + "\n"; // the byte-order mark: spreadsheets read the tokens as UTF-8
 }
 
 /** A file name from the parts (model, view, layer...): letters, digits, dots and dashes only. */

@@ -53,9 +53,13 @@ export class LayerMaps {
     return headsOf(this.attentions, this.which, this.mask).flat().map((h) => ({ ...h, tokens: this.tokens }));
   }
 
-  /** New maps: the readout of an earlier text's cell is cleared. Resolves when every layer is drawn. */
-  show(tokens, attentions, mask = null) {
+  /**
+   * New maps of the text `input`: the readout of an earlier text's cell is cleared. Resolves when every
+   * layer is drawn. `input` (kept as this.input) is what the export names: the text of the maps drawn.
+   */
+  show(tokens, attentions, mask = null, input = this.input) {
     const fresh = tokens !== this.tokens || attentions !== this.attentions;
+    this.input = input;
     this.tokens = tokens;
     this.attentions = attentions;
     this.mask = mask;

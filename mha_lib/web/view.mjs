@@ -68,13 +68,14 @@ export class View {
     if (this.fallback) this.fallback.hidden = true;
     // redrawn when the column's width changes (a window resized, a phone turned); not when the view's own
     // content changes its height (a status line, another layer drawn), which would redraw every map again
-    let width = null;
+    // (the width drawn for is the one now: 0 while the view is not yet on the page, as in a widget's render)
+    let width = Math.round(this.root.getBoundingClientRect().width);
     const redraw = debounce(() => this.redraw(), 100);
     new ResizeObserver((entries) => {
       const now = Math.round(entries[entries.length - 1].contentRect.width);
       if (now !== width) {
-        if (width !== null) redraw();
         width = now;
+        redraw();
       }
     }).observe(this.root);
     this.describeRuntime();
@@ -300,16 +301,29 @@ export class View {
   exportFigure() {
     const heads = this.maps.shownHeads();
     const layers = [...new Set(heads.map((h) => h.label.split(".")[0]))];
-    const input = this.result.text === undefined ? this.text : this.result.text;
+    const input = this.maps.input; // the text of the maps drawn, not of a run still computing
     const off = heads.filter((h) => h.off).map((h) => h.label);
     const which = layers.length > 1 ? `layers ${layers.join(", ")}` : `layer ${layers[0]}`;
-    const title = [`${this.modelIds[0]}: attention of ${which} (${heads.length} heads)`, `Input: “${input}”`,
+    const chars = Array.from(input);
+    const short = chars.length > 120 ? `${chars.slice(0, 119).join("")}…` : input;
+    const title = [`${this.modelIds[0]}: attention of ${which} (${heads.length} heads)`, `Input: “${short}”`,
       `${off.length ? `Turned off: ${off.join(" ")}. ` : ""}Rows are queries, columns keys; ` +
       `colour 0 to ${this.maps.vmax.toFixed(2)}.`];
     return { name: [this.modelIds[0], ...layers], title, heads, vmax: this.maps.vmax,
       data: { view: this.element.dataset.view, model: this.modelIds[0], text: input, tokens: heads[0].tokens,
         source: this.result.source, heads: heads.map((h) => ({ label: h.label, off: h.off, attention: h.map })),
-        ...(this.result.fidelity === undefined ? {} : { fidelity: this.result.fidelity, mrr: this.result.mrr }) } };
+        ...(this.exportScores(heads) || {}) } };
+  }
+
+  /** The prune view's scores, when they belong to the heads drawn (not while a toggle's run is pending). */
+  exportScores(heads) {
+    const r = this.result;
+    if (r.fidelity === undefined || !r.mask) return null;
+    const drawn = heads.every((h) => {
+      const [l, k] = h.label.slice(1).split(".H").map(Number);
+      return !r.mask[l][k] === h.off;
+    });
+    return drawn ? { fidelity: r.fidelity, mrr: r.mrr, mask: r.mask } : null;
   }
 
   /** Make the file of `kind` ("png", "svg", "csv", "json") from exportFigure() and let the browser save it. */

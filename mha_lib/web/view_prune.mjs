@@ -30,7 +30,7 @@ export class PruneView extends View {
       mrr: config.mrr, source: "config" };
     this.showScores(config.fidelity, config.mrr);
     this.maps.control.update();
-    this.maps.show(config.tokens, config.attentions, this.mask);
+    this.maps.show(config.tokens, config.attentions, this.mask, config.text);
     this.later = debounce(() => this.run({ mask: this.mask }).catch(() => {}), TOGGLE_DELAY_MS);
   }
 
@@ -194,7 +194,7 @@ export class PruneView extends View {
         this.config.num_anchors);
       const t1 = performance.now();
       this.timings.infer_ms = t1 - t0;
-      await this.maps.show(r.encodings[0].tokens, r.attentions, mask);
+      await this.maps.show(r.encodings[0].tokens, r.attentions, mask, texts[0]);
       this.showScores(scores.fidelity, scores.mrr, mask);
       this.describeSentence(texts[0]);
       this.timings.draw_ms = performance.now() - t1;

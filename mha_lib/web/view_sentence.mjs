@@ -27,7 +27,7 @@ export class SentenceView extends View {
     this.result = { tokens: config.tokens, attentions: config.attentions, text: config.text, source: "config" };
     this.describeShown();
     this.maps.control.update();
-    this.maps.show(config.tokens, config.attentions);
+    this.maps.show(config.tokens, config.attentions, null, config.text || "");
     const later = debounce(() => this.run(this.text.value).catch(() => {}), TYPING_DELAY_MS);
     this.text.addEventListener("input", () => {
       this.describeShown(); // the maps shown are now the previous text's
@@ -58,7 +58,7 @@ export class SentenceView extends View {
   async run(text) {
     if (typeof text !== "string") throw this.refuse(new Error(`run(text) takes a string, got ${describeValue(text)}`));
     if (!hasWords(text)) {
-      this.describeShown(false);
+      this.describeShown(this.text.value !== text); // still dimmed if the box holds a newer text
       this.note("The text is empty (nothing the tokenizer keeps): type a sentence. The maps show the last one.");
       throw new Error("empty text");
     }
@@ -70,14 +70,15 @@ export class SentenceView extends View {
         const r = await runBert(this.models[0], [text], null, this.onFetch);
         const t1 = performance.now();
         const enc = r.encodings[0];
-        await this.maps.show(enc.tokens, r.attentions);
+        await this.maps.show(enc.tokens, r.attentions, null, text);
         this.timings.infer_ms = t1 - t0;
         this.timings.draw_ms = performance.now() - t1;
         return { tokens: enc.tokens, attentions: r.attentions, text, truncated: enc.truncated,
           fullLength: enc.fullLength, source: this.backend.kind };
       });
     } catch (err) {
-      this.describeShown(false); // the last maps stay, undimmed; the status says why this text failed
+      // the last maps stay, undimmed unless a newer text is waiting; the status says why this one failed
+      this.describeShown(this.text.value !== text);
       throw err;
     }
     this.result = out;

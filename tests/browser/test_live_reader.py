@@ -237,7 +237,7 @@ def test_each_view_exports_png_svg_csv_and_json_of_the_maps_shown(chromium_brows
         assert len(svg.findall(f".//{ns}rect")) == 1 + 12 * n * n
         texts = [t.text for t in svg.iter(f"{ns}text")]
         assert f"Input: “{text}”" in texts and "L0.H11" in texts and texts[0].startswith("all-MiniLM-L6-v2: attention of layer L0")
-        rows = list(csv.DictReader(io.StringIO(files["csv"][1].decode("utf-8"))))
+        rows = list(csv.DictReader(io.StringIO(files["csv"][1].decode("utf-8-sig"))))
         assert len(rows) == 12 * n * n
         weights = torch.tensor([float(row["weight"]) for row in rows]).reshape(12, n, n)
         assert (weights - torch.tensor(r["attentions"][0])).abs().max().item() <= 1e-6

@@ -14,7 +14,7 @@ import {
 import { checkConfig } from "../contract.mjs";
 import { arrayFlaw, checkArray, checkHeadMask, checkToyInput, describeValue } from "../checks.mjs";
 import { downloadText, formatMB, readoutText, shortLabel, truncationText, unknownText } from "../text.mjs";
-import { SVG_RECT_LIMIT, csvField, escapeXml, figureCsv, figureLayout, figureSvg, fileName } from "../figure.mjs";
+import { SVG_RECT_CELLS, csvField, escapeXml, figureCsv, figureLayout, figureSvg, fileName } from "../figure.mjs";
 import { setText } from "../dom.mjs";
 import { checkDigest, sha256Hex, sha256Of } from "../integrity.mjs";
 import { createHash } from "node:crypto";
@@ -466,6 +466,7 @@ test("what the model cannot read: [UNK] pieces counted and said, nothing said wi
 test("export: XML escaping, CSV fields (quotes, line breaks, spreadsheet formulas), file names", () => {
   assert.equal(escapeXml(`<img src=x onerror="a('1')"> & </svg>`),
     "&lt;img src=x onerror=&quot;a(&#39;1&#39;)&quot;&gt; &amp; &lt;/svg&gt;");
+  assert.equal(escapeXml("form\ffeed\u000bvt\u0000nul\ttab\nline"), "formfeedvtnul\ttab\nline"); // XML 1.0's forbidden
   assert.equal(csvField("the"), "the");
   assert.equal(csvField('say "hi", then'), '"say ""hi"", then"');
   assert.equal(csvField("two\nlines"), '"two\nlines"');
@@ -485,7 +486,9 @@ function figureOf(n = 3) {
 }
 
 test("export: the CSV has one row per cell of every head shown, weights and tokens as in the maps", () => {
-  const lines = figureCsv(figureOf()).trimEnd().split("\n");
+  const csv = figureCsv(figureOf());
+  assert.ok(csv.startsWith("\uFEFFhead,"));
+  const lines = csv.slice(1).trimEnd().split("\n");
   assert.equal(lines[0], "head,off,query,key,query_token,key_token,weight");
   assert.equal(lines.length, 1 + 2 * 9);
   assert.equal(lines[1], "L0.H0,0,0,0,t0,t0,1.000000");
@@ -500,7 +503,7 @@ test("export: the SVG holds every cell as a rectangle (an image past the limit),
   assert.ok(svg.includes(">L0.H1 (off)</text>"));
   const f = figureLayout(2, 3, 2);
   assert.ok(svg.startsWith(`<svg xmlns="http://www.w3.org/2000/svg" width="${f.width}" height="${f.height}"`));
-  const n = SVG_RECT_LIMIT + 1;
+  const n = Math.ceil(Math.sqrt(SVG_RECT_CELLS / 2)) + 1; // two heads of n x n: past the limit
   let asked = 0;
   const long = figureSvg(figureOf(n), () => { asked += 1; return "data:image/png;base64,AAAA"; });
   assert.equal(asked, 2);
