@@ -238,5 +238,6 @@ export async function runToy(model, ids, types) {
   return {
     attentions: attentionsFromOutput(out.attentions.data, out.attentions.dims, 0, ids.length),
     ...argmaxRows(out.logits.data, L, C),
+    classes: C,
   };
 }

@@ -18,10 +18,11 @@
 //   checks.mjs           the one list check; run() inputs, head masks
 //   contract.mjs         checkConfig: the view configuration against view_contract.json
 //   layout.mjs           colour scale, grid and zoom layouts (pure)
+//   figure.mjs           what a view exports: the figure's layout, its SVG, the CSV, file names (pure)
 //   text.mjs             the texts shown (sizes, labels, the readout)
 //   compute.mjs          feeds, running a model, reading its outputs, scores (either backend)
 //   integrity.mjs        SHA-256 of fetched files
-//   runtime_browser.mjs  backend: onnxruntime-web in the page, files from ../models/
+//   runtime_browser.mjs  backend: onnxruntime-web (in its Web Worker), files from ../models/ or the reader's disk
 //   runtime_kernel.mjs   backend: the notebook's kernel (anywidget messages)
 //   dom.mjs              elements and text, never HTML
 //   draw.mjs             maps on canvas, the grid of heads, the enlarged head, the colour scale

@@ -228,6 +228,45 @@ export async function fetchTokenRows(model, ids, onFetch = () => {}) {
   }));
 }
 
+/** The inputs and outputs of the toy view's models (mha_lib.export.export_onnx of a chapter-1 TokenClassifier). */
+const TOY_INPUTS = ["input_ids", "token_type_ids", "key_padding_mask", "head_mask"];
+const TOY_OUTPUTS = ["logits", "attentions"];
+
+/**
+ * A model file the reader picked on their own disk (read by the page, never uploaded), for the toy view:
+ * an ONNX file that mha_lib.export.export_onnx wrote from a chapter-1 TokenClassifier. Checked against the
+ * toy models' contract: inputs exactly TOY_INPUTS, with a head_mask of fixed (num_layers, num_heads) shape,
+ * and the outputs logits and attentions (the view then checks their shapes on the reader's sequence).
+ * @param {string} name          the file's name: the model's id in the view
+ * @param {ArrayBuffer} buffer   the file's bytes
+ * @returns {Promise<{id, info, session, ort, tokenizer: null, queue, prepare}>}  a Model (see view.mjs)
+ * @throws {Error} the file is not ONNX, or its inputs, outputs or head_mask do not fit; the message names them
+ */
+async function loadOwnModel(name, buffer) {
+  const ort = await loadRuntime(() => {});
+  let session;
+  try {
+    session = await ort.InferenceSession.create(new Uint8Array(buffer), { executionProviders: ["wasm"] });
+  } catch (err) {
+    throw new Error(`“${name}” could not be read as an ONNX model (${err && err.message ? err.message : err})`);
+  }
+  const list = (names) => `[${names.join(", ")}]`;
+  if (session.inputNames.length !== TOY_INPUTS.length || !TOY_INPUTS.every((n) => session.inputNames.includes(n))) {
+    throw new Error(`“${name}” has the inputs ${list(session.inputNames)}; the toy view runs models with the inputs ` +
+      `${list(TOY_INPUTS)} (mha_lib.export.export_onnx of a chapter-1 model)`);
+  }
+  const missing = TOY_OUTPUTS.filter((n) => !session.outputNames.includes(n));
+  if (missing.length) throw new Error(`“${name}” has no output ${list(missing)} (its outputs: ${list(session.outputNames)})`);
+  const meta = (session.inputMetadata || []).find((m) => m.name === "head_mask");
+  const shape = meta && meta.shape;
+  if (!shape || shape.length !== 2 || !shape.every((d) => Number.isInteger(d) && d >= 1)) {
+    throw new Error(`“${name}”: its head_mask input has no fixed (num_layers, num_heads) shape (got ${JSON.stringify(shape)})`);
+  }
+  return { id: name, info: { file: name, kind: "token-classifier", num_layers: shape[0], num_heads: shape[1],
+    inputs: session.inputNames.slice(), outputs: session.outputNames.slice(), own: true },
+  session, ort, tokenizer: null, queue: Promise.resolve(), prepare: async () => {} };
+}
+
 /** Bytes still to download for `modelIds`: model files no view of the page has asked for, and the runtime. */
 async function bytesToLoad(modelIds) {
   const manifest = await getManifest();
@@ -243,6 +282,7 @@ export const browserBackend = {
   madeWhen: "the book was built",
   privacy: "Typed text never leaves your browser: the model runs on this page.",
   loadModel,
+  loadOwnModel,
 
   /** The "what runs here" line: the browsers that run it, the models and the runtime with their licences. */
   about(modelIds) {

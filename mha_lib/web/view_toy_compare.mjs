@@ -4,6 +4,7 @@
 import { markedTokens, prevMarkedLabels, runToy } from "./compute.mjs";
 import { checkToyInput } from "./checks.mjs";
 import { debounce, el, setText } from "./dom.mjs";
+import { formatMB } from "./text.mjs";
 import { HeadGrid } from "./draw.mjs";
 import { largestWeight } from "./layout.mjs";
 import { TOGGLE_DELAY_MS, View } from "./view.mjs";
@@ -23,7 +24,8 @@ export class ToyCompareView extends View {
     const most = Math.max(...config.models.map((id) => config.results[id].attentions[0].length));
     this.sections.forEach((s) => { s.grid.sameSizeAs = most; });
     this.attach([this.editor], this.sections.map((s) => s.node));
-    this.scrollTogether([this.sequence, ...this.sections.map((s) => s.strip)]);
+    this.scrollRows = []; // the editor and every model's prediction strip (a model the reader adds, too)
+    for (const row of [this.sequence, ...this.sections.map((s) => s.strip)]) this.linkScroll(row);
     this.requests = 0; // every run() and edit counts; only the latest one's result is drawn
     this.showAll(this.describe(config.results, this.ids, this.types, "config"));
     const later = debounce(() => this.run({ ids: this.ids, types: this.types }).catch(() => {}), TOGGLE_DELAY_MS);
@@ -69,16 +71,33 @@ export class ToyCompareView extends View {
     this.scrollHint = el("p", { class: "mha-live-note", hidden: "" },
       `Scroll the row sideways for all ${this.ids.length} positions; the predictions below scroll the same way.`);
     this.sequence = rows;
-    return el("div", {}, help, rows, this.scrollHint, this.rule);
+    return el("div", {}, help, rows, this.scrollHint, this.rule, ...this.ownModelInput());
   }
 
-  /** On a narrow screen the editor and the prediction strips scroll sideways: scrolling one scrolls them all. */
-  scrollTogether(rows) {
-    for (const row of rows) {
-      row.addEventListener("scroll", () => {
-        for (const other of rows) if (other !== row && other.scrollLeft !== row.scrollLeft) other.scrollLeft = row.scrollLeft;
-      }, { passive: true });
-    }
+  /**
+   * "Your own model": an .onnx file from the reader's disk, run beside the book's models. Only where the
+   * page runs the models (the book); the kernel's view runs the notebook's models.
+   */
+  ownModelInput() {
+    if (!this.backend.loadOwnModel) return [];
+    const id = `mha-live-own-${Math.random().toString(36).slice(2)}`;
+    const input = el("input", { type: "file", id, accept: ".onnx" });
+    input.addEventListener("change", () => {
+      const file = input.files && input.files[0];
+      input.value = ""; // the same file can be picked again
+      if (file) this.addOwnModel(file).catch(() => {});
+    });
+    return [el("p", { class: "mha-live-note" }, el("label", { for: id, class: "mha-live-check" },
+      "Add your own model: an .onnx file that mha_lib.export.export_onnx wrote from a chapter-1 model " +
+      "(it is read here, never uploaded)"), input)];
+  }
+
+  /** On a narrow screen the editor and the prediction strips scroll sideways: `row` scrolls with every row linked. */
+  linkScroll(row) {
+    this.scrollRows.push(row);
+    row.addEventListener("scroll", () => {
+      for (const other of this.scrollRows) if (other !== row && other.scrollLeft !== row.scrollLeft) other.scrollLeft = row.scrollLeft;
+    }, { passive: true });
   }
 
   refreshEditor() {
@@ -103,6 +122,43 @@ export class ToyCompareView extends View {
       this.enlarge(grid.heads[h], grid.tokens, grid.vmax, grid, h);
     };
     return { id, title, grid, strip, node };
+  }
+
+  /**
+   * Read the reader's model file, check it against the toy models' contract (its inputs and outputs, then
+   * its outputs' shapes on the sequence shown), and add it as one more model, drawn and scored with the
+   * others. Resolves to its id (the file name); rejects, the view unchanged, with the reason in the status.
+   */
+  async addOwnModel(file) {
+    try {
+      if (this.modelIds.includes(file.name)) throw new Error(`a model named “${file.name}” is already shown`);
+      await this.ensureModels();
+      this.note(`Reading “${file.name}” (${formatMB(file.size)}) in your browser…`);
+      const model = await this.backend.loadOwnModel(file.name, await file.arrayBuffer());
+      const trial = await runToy(model, this.ids, this.types);
+      const L = this.ids.length;
+      if (trial.classes !== this.task.vocab_size || trial.attentions[0][0].length !== L) {
+        throw new Error(`“${file.name}” gives ${trial.classes} classes and maps of ${trial.attentions[0][0].length} ` +
+          `tokens on this sequence; chapter 1's task needs ${this.task.vocab_size} classes and ${L} tokens`);
+      }
+      const section = this.buildSection(model.id);
+      this.sections[this.sections.length - 1].node.after(section.node);
+      this.sections.push(section);
+      this.linkScroll(section.strip);
+      this.modelIds.push(model.id);
+      this.models.push(model);
+      const most = Math.max(...this.sections.map((s) => s.grid.sameSizeAs || 1), model.info.num_layers * model.info.num_heads);
+      this.sections.forEach((s) => { s.grid.sameSizeAs = most; });
+    } catch (err) {
+      this.status.classList.add("mha-live-error");
+      setText(this.status, `Your model was not added: ${err && err.message ? err.message : err}.`);
+      throw err;
+    }
+    await this.run({ ids: this.ids, types: this.types });
+    const { num_layers: NL, num_heads: H } = this.models[this.models.length - 1].info;
+    this.note(`Your model “${file.name}” (${NL} layer${NL > 1 ? "s" : ""}, ${H} head${H > 1 ? "s" : ""}) runs in your ` +
+      "browser beside the book's; its file was not uploaded.");
+    return file.name;
   }
 
   /**

@@ -21,6 +21,7 @@ from pathlib import Path
 import pytest
 import torch
 
+from book_site import HTML_ROOT
 from test_live_views import (  # noqa: F401  (fixtures: bert, configs, page_html)
     MINILM_TOLERANCE, VIEW, _open, _require_models, bert, configs, page_html, py_attentions, run)
 
@@ -255,6 +256,52 @@ def test_each_view_exports_png_svg_csv_and_json_of_the_maps_shown(chromium_brows
         name, body = _download(page, toy.nth(1))
         heads = sum(len(layer) for m in state["models"] for layer in state["models"][m]["attentions"])
         assert len(ET.fromstring(body).findall(f".//{ns}rect")) == 1 + heads * len(state["ids"]) ** 2
+        assert visit.console_errors == [] and visit.off_site == []
+    finally:
+        context.close()
+
+
+def test_a_reader_adds_their_own_exported_model_to_the_toy_view(chromium_browser, book_url, page_html):
+    """The file is one that mha_lib.export.export_onnx wrote (the site's own chapter-1 model with two
+    heads), picked from disk: it must give exactly that model's maps and predictions, and never travel
+    to the server. Files that do not fit are refused with the reason, the view unchanged."""
+    _require_models()
+    context, page, visit = _open(chromium_browser, book_url, page_html)
+    try:
+        view = VIEW % "toy-compare"
+        picker = page.locator("[data-view=toy-compare] input[type=file]")
+        status = page.locator("[data-view=toy-compare] .mha-live-status")
+        sections = page.locator("[data-view=toy-compare] .mha-live-model")
+        assert sections.count() == 4
+        # not ONNX at all
+        picker.set_input_files(files=[{"name": "notes.onnx", "mimeType": "application/octet-stream",
+                                       "buffer": b"<script>window.__xss = 1</script> not a model"}])
+        page.wait_for_function(f"{view}.querySelector('.mha-live-status').textContent.includes('not added')",
+                               timeout=60_000)
+        assert "“notes.onnx” could not be read as an ONNX model" in status.text_content()
+        # ONNX, but not a toy model of the view's contract: MiniLM's file, whose inputs differ
+        picker.set_input_files(str(HTML_ROOT / "_static" / "models" / "all-MiniLM-L6-v2.onnx"))
+        page.wait_for_function(f"{view}.querySelector('.mha-live-status').textContent.includes('has the inputs')",
+                               timeout=60_000)
+        assert "the toy view runs models with the inputs [input_ids, token_type_ids, key_padding_mask, head_mask]" \
+            in status.text_content()
+        assert sections.count() == 4 and page.evaluate("window.__xss") is None
+        # the real thing: an exported chapter-1 model
+        own = "ch1-h2.onnx"
+        picker.set_input_files(str(HTML_ROOT / "_static" / "models" / own))
+        page.wait_for_function(f"!!({view}.mhaLive.lastResult.models || {{}})['{own}']", timeout=60_000)
+        result = page.evaluate(f"{view}.mhaLive.lastResult")
+        assert sections.count() == 5 and set(result["models"]) == {"ch1-h1", "ch1-h2", "ch1-h4", "ch1-h8", own}
+        mine, shipped = result["models"][own], result["models"]["ch1-h2"]
+        assert mine["predictions"] == shipped["predictions"] and mine["correct"] == shipped["correct"]
+        assert (torch.tensor(mine["attentions"]) - torch.tensor(shipped["attentions"])).abs().max().item() == 0
+        assert "runs in your browser beside the book's; its file was not uploaded" in status.text_content()
+        # an edit reruns it with the others; the file never went to the server
+        ids = result["ids"][1:] + result["ids"][:1]
+        after = page.evaluate(f"async (x) => await {view}.mhaLive.run(x)", {"ids": ids, "types": result["types"]})
+        assert after["models"][own]["predictions"] == after["models"]["ch1-h2"]["predictions"]
+        assert [m for m, _ in visit.requests if m not in ("GET", "HEAD")] == []  # nothing sent
+        assert [r for _, r in visit.requests if r.endswith("ch1-h2.onnx")] == ["_static/models/ch1-h2.onnx"]  # the site's
         assert visit.console_errors == [] and visit.off_site == []
     finally:
         context.close()
