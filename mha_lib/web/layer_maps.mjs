@@ -28,10 +28,11 @@ function layerControl(numLayers, start, onChange) {
   return { node, update, slider, all, value };
 }
 
-/** Heads of the chosen layer(s), as HeadGrid entries. mask: [layer][head] 0/1 or null. */
+/** Heads of the chosen layer(s), as HeadGrid entries (with their layer and head). mask: [layer][head] 0/1 or null. */
 function headsOf(attentions, which, mask) {
   const layers = which === "all" ? attentions.map((_, l) => l) : [which];
-  return layers.map((l) => attentions[l].map((map, h) => ({ label: `L${l}.H${h}`, map, off: !!mask && !mask[l][h] })));
+  return layers.map((l) => attentions[l].map((map, h) => ({ label: `L${l}.H${h}`, layer: l, head: h, map,
+    off: !!mask && !mask[l][h] })));
 }
 
 /** Shows MiniLM's maps of one text, one layer or all. Shared by the sentence and prune views. */
@@ -99,7 +100,7 @@ export class LayerMaps {
       const { grid, title } = this.grids[i];
       grid.minMap = groups.length > 1 ? 72 : 110;
       title.hidden = groups.length === 1;
-      setText(title, `layer ${heads[0].label.split(".")[0].slice(1)}`);
+      setText(title, `layer ${heads[0].layer}`);
       grid.onEnlarge = (h) => {
         this.view.lastFocus = grid.buttons[h];
         this.view.enlarge(grid.heads[h], this.tokens, vmax, grid, h);

@@ -9,7 +9,7 @@
 import { WordPieceTokenizer } from "./wordpiece.mjs";
 import { checkDigest } from "./integrity.mjs";
 import { rowFilesFor } from "./compute.mjs";
-import { downloadText, formatMB } from "./text.mjs";
+import { downloadText, errorText, formatMB } from "./text.mjs";
 
 const HERE = import.meta.url;
 /** `path` relative to this module; null where the module has no folder (anywidget loads it from a blob: URL). */
@@ -248,7 +248,7 @@ async function loadOwnModel(name, buffer) {
   try {
     session = await ort.InferenceSession.create(new Uint8Array(buffer), { executionProviders: ["wasm"] });
   } catch (err) {
-    throw new Error(`“${name}” could not be read as an ONNX model (${err && err.message ? err.message : err})`);
+    throw new Error(`“${name}” could not be read as an ONNX model (${errorText(err)})`);
   }
   const list = (names) => `[${names.join(", ")}]`;
   if (session.inputNames.length !== TOY_INPUTS.length || !TOY_INPUTS.every((n) => session.inputNames.includes(n))) {

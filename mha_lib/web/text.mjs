@@ -23,6 +23,11 @@ export function downloadText(models, modelBytes, runtime) {
   return parts.join(" and ");
 }
 
+/** What went wrong, in words: an Error's message, or the thrown value itself. */
+export function errorText(err) {
+  return err && err.message ? err.message : String(err);
+}
+
 /** A token as a short label: long tokens are cut with "…" (the readout shows them whole). */
 export function shortLabel(token, max = 12) {
   const chars = Array.from(String(token));

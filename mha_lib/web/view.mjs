@@ -19,7 +19,7 @@ import { browserBackend } from "./runtime_browser.mjs";
 import { Legend, ZoomView, bitmapOf, figureCanvas } from "./draw.mjs";
 import { fileName, figureCsv, figureSvg } from "./figure.mjs";
 import { debounce, el, setText } from "./dom.mjs";
-import { formatMB } from "./text.mjs";
+import { errorText, formatMB, shortLabel } from "./text.mjs";
 
 export const MINILM = "all-MiniLM-L6-v2";
 export const TYPING_DELAY_MS = 300; // debounce of the text box
@@ -271,7 +271,7 @@ export class View {
       done();
       this.status.classList.add("mha-live-error");
       setText(this.status, `${this.backend.who} could not compute this input ` +
-        `(${err && err.message ? err.message : err}). The maps show the last result.`);
+        `(${errorText(err)}). The maps show the last result.`);
       throw err;
     }
     done();
@@ -286,7 +286,7 @@ export class View {
         "aria-label": `Download the maps shown as ${kind}` }, kind);
       button.addEventListener("click", () => this.download(kind.toLowerCase()).catch((err) => {
         this.status.classList.add("mha-live-error");
-        setText(this.status, `The ${kind} file could not be made (${err && err.message ? err.message : err}).`);
+        setText(this.status, `The ${kind} file could not be made (${errorText(err)}).`);
       }));
       return button;
     });
@@ -300,13 +300,11 @@ export class View {
    */
   exportFigure() {
     const heads = this.maps.shownHeads();
-    const layers = [...new Set(heads.map((h) => h.label.split(".")[0]))];
+    const layers = [...new Set(heads.map((h) => `L${h.layer}`))];
     const input = this.maps.input; // the text of the maps drawn, not of a run still computing
     const off = heads.filter((h) => h.off).map((h) => h.label);
     const which = layers.length > 1 ? `layers ${layers.join(", ")}` : `layer ${layers[0]}`;
-    const chars = Array.from(input);
-    const short = chars.length > 120 ? `${chars.slice(0, 119).join("")}…` : input;
-    const title = [`${this.modelIds[0]}: attention of ${which} (${heads.length} heads)`, `Input: “${short}”`,
+    const title = [`${this.modelIds[0]}: attention of ${which} (${heads.length} heads)`, `Input: “${shortLabel(input, 120)}”`,
       `${off.length ? `Turned off: ${off.join(" ")}. ` : ""}Rows are queries, columns keys; ` +
       `colour 0 to ${this.maps.vmax.toFixed(2)}.`];
     return { name: [this.modelIds[0], ...layers], title, heads, vmax: this.maps.vmax,
@@ -319,10 +317,7 @@ export class View {
   exportScores(heads) {
     const r = this.result;
     if (r.fidelity === undefined || !r.mask) return null;
-    const drawn = heads.every((h) => {
-      const [l, k] = h.label.slice(1).split(".H").map(Number);
-      return !r.mask[l][k] === h.off;
-    });
+    const drawn = heads.every((h) => !r.mask[h.layer][h.head] === h.off);
     return drawn ? { fidelity: r.fidelity, mrr: r.mrr, mask: r.mask } : null;
   }
 

@@ -4,7 +4,7 @@
 import { runBert } from "./compute.mjs";
 import { describeValue } from "./checks.mjs";
 import { debounce, el, setText } from "./dom.mjs";
-import { truncationText, unknownText } from "./text.mjs";
+import { shortLabel, truncationText, unknownText } from "./text.mjs";
 import { hasWords } from "./wordpiece.mjs";
 import { LayerMaps } from "./layer_maps.mjs";
 import { MINILM, TYPING_DELAY_MS, View } from "./view.mjs";
@@ -42,7 +42,7 @@ export class SentenceView extends View {
    */
   describeShown(pending = true) {
     const text = this.result.text || "";
-    const short = Array.from(text).length > 90 ? `${Array.from(text).slice(0, 89).join("")}…` : text;
+    const short = shortLabel(text, 90);
     const stale = pending && this.text.value !== text;
     this.root.classList.toggle("mha-live-stale", stale);
     setText(this.shown, stale ? `Still the maps of “${short}”: those of your text follow once the model has read it.`

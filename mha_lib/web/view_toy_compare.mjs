@@ -4,7 +4,7 @@
 import { markedTokens, prevMarkedLabels, runToy } from "./compute.mjs";
 import { checkToyInput } from "./checks.mjs";
 import { debounce, el, setText } from "./dom.mjs";
-import { formatMB } from "./text.mjs";
+import { errorText, formatMB } from "./text.mjs";
 import { HeadGrid } from "./draw.mjs";
 import { largestWeight } from "./layout.mjs";
 import { TOGGLE_DELAY_MS, View } from "./view.mjs";
@@ -151,7 +151,7 @@ export class ToyCompareView extends View {
       this.sections.forEach((s) => { s.grid.sameSizeAs = most; });
     } catch (err) {
       this.status.classList.add("mha-live-error");
-      setText(this.status, `Your model was not added: ${err && err.message ? err.message : err}.`);
+      setText(this.status, `Your model was not added: ${errorText(err)}.`);
       throw err;
     }
     await this.run({ ids: this.ids, types: this.types });
