@@ -228,6 +228,32 @@
   }
   linkFullSizeFigures();
 
+  /* Display equations wider than their box scroll inside it (mha_book.css); the box then gets the
+   * class mha-scrolls, which adds a "scroll the equation" label under it. Checked after MathJax has
+   * typeset the page and again whenever an equation's box changes width. */
+  function markScrollingEquations() {
+    function mark(box) {
+      box.classList.toggle("mha-scrolls", box.scrollWidth > box.clientWidth + 1);
+    }
+    function start() {
+      var boxes = document.querySelectorAll('.bd-article mjx-container[display="true"]');
+      if (!boxes.length) return;
+      var resized = new ResizeObserver(function (entries) {
+        for (var i = 0; i < entries.length; i++) mark(entries[i].target);
+      });
+      for (var i = 0; i < boxes.length; i++) {
+        resized.observe(boxes[i]);
+        mark(boxes[i]);
+      }
+    }
+    // MathJax loads after this script: by the window's load event it exists and has started
+    var mj = window.MathJax;
+    if (mj && mj.startup && mj.startup.promise) mj.startup.promise.then(start);
+    else start();
+  }
+  if (document.readyState === "complete") markScrollingEquations();
+  else window.addEventListener("load", markScrollingEquations);
+
   /* Live views (issue 17). A notebook cell's mha_lib.live.live_view(...) output is an element
    * <div class="mha-live-view" data-view=... data-config=...> holding a static figure. When a
    * page has one, the ES module _static/live/mha_live.mjs (copied from mha_lib/web/ by

@@ -191,6 +191,43 @@ def test_figure_without_caption_or_alt_fails(tmp_path, metadata, word):
     assert "99_figure.ipynb" in result.stderr and word in result.stderr
 
 
+def _glued_figure_cell(glued: bool):
+    cell = nbformat.v4.new_code_cell('glue("fig_x", fig, display=False)\nplt.show()', execution_count=1,
+                                     metadata={"tags": ["remove-output"]})
+    png = {"image/png": "iVBORw0KGgo=", "text/plain": "<Figure>"}
+    cell.outputs = [nbformat.v4.new_output("display_data", data=png)]
+    if glued:
+        cell.outputs.insert(0, nbformat.v4.new_output(
+            "display_data", data={f"application/papermill.record/{k}": v for k, v in png.items()},
+            metadata={"scrapbook": {"name": "fig_x", "mime_prefix": "application/papermill.record/"}}))
+    return cell
+
+
+PASTE = "```{glue:figure} fig_x\n:name: fig-x\n:alt: A line that rises.\n\nA caption.\n```"
+
+
+@pytest.mark.parametrize("cells, word", [
+    (lambda: [_glued_figure_cell(False)], "without gluing it"),
+    (lambda: [nbformat.v4.new_markdown_cell(PASTE)], "which no code cell glues"),
+    (lambda: [nbformat.v4.new_markdown_cell(PASTE.replace(":alt: A line that rises.\n", "")),
+              _glued_figure_cell(True)], "lacks :alt:"),
+])
+def test_figure_moved_by_glue_must_be_glued_and_described(tmp_path, cells, word):
+    root = make_book_copy(tmp_path)
+    write_notebook(root / "chapters" / "99_glue.ipynb", cells())
+    result = run_check(root)
+    assert result.returncode == 1
+    assert "99_glue.ipynb" in result.stderr and word in result.stderr, result.stderr
+
+
+def test_figure_moved_by_glue_passes_when_complete(tmp_path):
+    root = make_book_copy(tmp_path)
+    write_notebook(root / "chapters" / "99_glue.ipynb",
+                   [nbformat.v4.new_markdown_cell(PASTE), _glued_figure_cell(True)])
+    result = run_check(root)
+    assert result.returncode == 0, result.stderr
+
+
 def test_wrong_kernel_fails(tmp_path):
     root = make_book_copy(tmp_path)
     path = root / "chapters" / "99_kernel.ipynb"

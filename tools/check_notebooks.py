@@ -4,12 +4,15 @@ Fails (exit 1), naming the file, when:
   * _toc.yml names a page that does not exist;
   * a chapter notebook has a code cell that was never executed, or an error output;
   * a chapter notebook's kernelspec is not python3;
-  * a figure (a plain image output) has no number, caption or alt text in its cell metadata.
+  * a figure (a plain image output) has no number, caption or alt text in its cell metadata,
+    or is hidden (remove-output) without being glued;
+  * a {glue:figure} pastes a key no cell glues, or lacks a name, alt text or caption.
 
 Usage: python tools/check_notebooks.py [ROOT]
 """
 from __future__ import annotations
 
+import re
 import sys
 from pathlib import Path
 
@@ -72,6 +75,7 @@ def notebook_problems(path: Path) -> list[str]:
                     f"{output.get('ename')}: {output.get('evalue')}"
                 )
         problems.extend(figure_problems(path, index, cell))
+    problems.extend(glue_figure_problems(path, nb))
     return problems
 
 
@@ -82,6 +86,12 @@ def figure_problems(path: Path, index: int, cell) -> list[str]:
     plain = [o for o in cell.get("outputs", []) if "image/png" in o.get("data", {}) and "text/html" not in o.get("data", {})]
     if not plain:
         return []
+    if "remove-output" in cell.get("metadata", {}).get("tags", []):
+        # Drawn here, shown elsewhere: the figure is glued and a {glue:figure} directive places it
+        # (with its name, caption and alt text; glue_figure_problems checks those).
+        glued = [o for o in cell.get("outputs", []) if "scrapbook" in o.get("metadata", {})
+                 and any(k.endswith("image/png") for k in o.get("data", {}))]
+        return [] if glued else [f"{path}: code cell {index} hides its figure (remove-output) without gluing it"]
     meta = cell.get("metadata", {}).get("mystnb", {})
     figure, image = meta.get("figure", {}), meta.get("image", {})
     missing = [key for key, value in (("figure.name", figure.get("name")), ("figure.caption", figure.get("caption")),
@@ -92,6 +102,29 @@ def figure_problems(path: Path, index: int, cell) -> list[str]:
     if missing:
         return [f"{path}: code cell {index} shows a figure without mystnb {', '.join(missing)} in its metadata"]
     return []
+
+
+GLUE_FIGURE = re.compile(r"```\{glue:figure\}[ \t]*(\S+)\n((?::[^\n]*\n)*)(.*?)```", re.S)
+
+
+def glue_figure_problems(path: Path, nb) -> list[str]:
+    """Every ``{glue:figure}`` directive in a markdown cell names a glued key, and carries a
+    ``:name:`` (for {numref}), an ``:alt:`` text and a caption."""
+    glued = {o["metadata"]["scrapbook"]["name"] for c in nb.cells if c.cell_type == "code"
+             for o in c.get("outputs", []) if "scrapbook" in o.get("metadata", {})}
+    problems = []
+    for index, cell in enumerate(nb.cells):
+        if cell.cell_type != "markdown":
+            continue
+        for key, options, caption in GLUE_FIGURE.findall(cell.source):
+            if key not in glued:
+                problems.append(f"{path}: markdown cell {index} pastes {key!r}, which no code cell glues")
+            missing = [o for o in (":name:", ":alt:") if o not in options]
+            if not caption.strip():
+                missing.append("a caption")
+            if missing:
+                problems.append(f"{path}: markdown cell {index}: {{glue:figure}} {key} lacks {', '.join(missing)}")
+    return problems
 
 
 def check(root: Path) -> list[str]:

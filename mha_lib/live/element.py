@@ -135,7 +135,7 @@ def live_view(view: str, model: str, config: Mapping[str, Any], *, fallback: Any
         raise ValueError(f"caption must be a str, got {type(caption).__name__}")
     note = ('<p class="mha-live-noscript">This figure is live where JavaScript and WebAssembly SIMD run (the book\'s '
             "web pages in a recent Chrome, Edge, Firefox or Safari): your browser recomputes it. Here it shows what "
-            "the notebook computed; run the cell in Jupyter or Colab (with anywidget) and the kernel recomputes "
+            "the notebook computed; run the cell in Jupyter, Colab or VS Code (with anywidget) and the kernel recomputes "
             "it.</p>")
     cap = f'<p class="mha-live-caption">{html.escape(caption)}</p>' if caption else ""
     markup = (f'<div class="mha-live-view" data-view="{view}" data-model="{model}" '
