@@ -156,7 +156,8 @@
       var shrunk = shown > 0 && shown < SHRUNK * img.naturalWidth;
       var link = img.parentElement && img.parentElement.classList.contains("mha-full-size") ? img.parentElement : null;
       if (!link) {
-        if (!shrunk || img.closest("a, .jupyter-widgets, .widget-image, .mha-live-view") || /\.svg(\?|#|$)/i.test(img.src)) return;
+        // SVG diagrams too: on a phone their labels shrink below reading size; the tab can zoom them
+        if (!shrunk || img.closest("a, .jupyter-widgets, .widget-image, .mha-live-view")) return;
         var href = fullSizeUrl(img);
         if (!href) return;
         link = document.createElement("a");
@@ -228,15 +229,15 @@
   }
   linkFullSizeFigures();
 
-  /* Display equations wider than their box scroll inside it (mha_book.css); the box then gets the
-   * class mha-scrolls, which adds a "scroll the equation" label under it. Checked after MathJax has
-   * typeset the page and again whenever an equation's box changes width. */
-  function markScrollingEquations() {
+  /* Display equations and tables wider than their box scroll inside it (mha_book.css); the box then
+   * gets the class mha-scrolls, which adds a "scroll the equation" / "scroll the table" label. Checked
+   * after MathJax has typeset the page and again whenever a box changes width. */
+  function markScrollingBoxes() {
     function mark(box) {
       box.classList.toggle("mha-scrolls", box.scrollWidth > box.clientWidth + 1);
     }
     function start() {
-      var boxes = document.querySelectorAll('.bd-article mjx-container[display="true"]');
+      var boxes = document.querySelectorAll('.bd-article mjx-container[display="true"], .bd-article table');
       if (!boxes.length) return;
       var resized = new ResizeObserver(function (entries) {
         for (var i = 0; i < entries.length; i++) mark(entries[i].target);
@@ -251,8 +252,8 @@
     if (mj && mj.startup && mj.startup.promise) mj.startup.promise.then(start);
     else start();
   }
-  if (document.readyState === "complete") markScrollingEquations();
-  else window.addEventListener("load", markScrollingEquations);
+  if (document.readyState === "complete") markScrollingBoxes();
+  else window.addEventListener("load", markScrollingBoxes);
 
   /* Live views (issue 17). A notebook cell's mha_lib.live.live_view(...) output is an element
    * <div class="mha-live-view" data-view=... data-config=...> holding a static figure. When a

@@ -187,7 +187,11 @@ export class ZoomView {
     close.addEventListener("click", () => onClose());
     // a long input's map is larger than the column: it scrolls inside this box, both ways
     this.scroller = el("div", { class: "mha-live-zoom-scroll" }, this.canvas);
-    this.node = el("div", { class: "mha-live-zoom", hidden: "" }, this.title, this.scroller, el("div", {}, close));
+    // the cell under the pointer or cursor, said again right under the map: the view's own readout
+    // (the live region) sits above the maps, off screen on a phone once a map is enlarged
+    this.cellText = el("p", { class: "mha-live-zoom-readout" });
+    this.node = el("div", { class: "mha-live-zoom", hidden: "" }, this.title, this.scroller, this.cellText,
+      el("div", {}, close));
     this.cursor = { q: 0, k: 0 };
     this.canvas.addEventListener("keydown", (e) => this.key(e, onClose));
     const point = (event) => {
@@ -211,13 +215,15 @@ export class ZoomView {
     setText(this.title, `${head.label}${head.off ? " (turned off)" : ""}, enlarged: rows are queries, ` +
       `columns are keys (${tokens.length} tokens). Arrow keys move through the cells; Escape closes.`);
     this.cursor = { q: Math.min(this.cursor.q, tokens.length - 1), k: Math.min(this.cursor.k, tokens.length - 1) };
+    setText(this.cellText, "Point at a cell, or use the arrow keys, to read its weight here.");
     this.draw();
   }
 
   draw() {
     if (this.node.hidden || !this.head) return;
     const n = this.tokens.length;
-    const width = this.node.parentNode ? this.node.parentNode.clientWidth : 600;
+    // the box the map is drawn in (inside the view's padding), else the view's width
+    const width = this.scroller.clientWidth || (this.node.parentNode ? this.node.parentNode.clientWidth : 600);
     const probe = this.canvas.getContext("2d");
     probe.font = "12px sans-serif";
     const labels = this.tokens.map((t) => shortLabel(t));
@@ -256,7 +262,9 @@ export class ZoomView {
 
   move(q, k, reveal = false) {
     this.cursor = { q, k };
-    setText(this.readout, readoutText(this.head.label, this.tokens, q, k, this.head.map[q][k]));
+    const text = readoutText(this.head.label, this.tokens, q, k, this.head.map[q][k]);
+    setText(this.readout, text);
+    setText(this.cellText, text);
     this.draw();
     if (reveal) this.reveal(q, k);
   }

@@ -739,6 +739,15 @@ def test_on_a_touch_screen_a_tap_enlarges_a_map_and_taps_in_it_read_cells(chromi
         canvas.tap(position={"x": box["width"] - 5, "y": box["height"] - 5})  # the last query and key
         tokens = page.evaluate(f"{VIEW % 'sentence'}.mhaLive.lastResult.tokens")
         assert readout.text_content().startswith(f"L0.H4: query “{tokens[-1]}”"), readout.text_content()
+        # the enlarged map fits its box (no last column cut off), and the cell's reading is said again
+        # right under it, in sight: the view's readout is above the maps, off screen on a phone
+        fit = page.evaluate(f"""() => {{ const s = document.querySelector('{view} .mha-live-zoom-scroll');
+            return [s.scrollWidth, s.clientWidth]; }}""")
+        assert fit[0] <= fit[1], fit
+        under = page.locator(f"{view} .mha-live-zoom-readout")
+        assert under.text_content() == readout.text_content()
+        b = under.bounding_box()
+        assert b["y"] >= 0 and b["y"] + b["height"] <= 844, b
         assert visit.console_errors == [] and visit.off_site == []
     finally:
         context.close()

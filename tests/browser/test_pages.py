@@ -131,7 +131,7 @@ def test_explorer_sliders_show_their_ends_and_announce_the_readout(open_page, re
 
 
 BIG_IMAGES = """() => [...document.querySelectorAll('.bd-article img')]
-  .filter(i => !i.closest('.jupyter-widgets, .mha-live-view') && !/\\.svg$/.test(i.src) && i.naturalWidth
+  .filter(i => !i.closest('.jupyter-widgets, .mha-live-view') && i.naturalWidth
                && i.getBoundingClientRect().width < 0.8 * i.naturalWidth)
   .map(i => ({linked: !!(i.closest('a.mha-full-size') && i.closest('a.mha-full-size').href),
               alt: i.alt, natural: [i.naturalWidth, i.naturalHeight]}))"""

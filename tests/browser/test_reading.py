@@ -9,8 +9,9 @@ On every chapter page of the built book:
 * code the reader sees (code cells not folded away) takes at most a quarter of the page's height
   at 1280 px;
 * at 1280 px and at 390 px no visible code line is cut off: the code wraps or fits;
-* at 390 px every display equation that is wider than its box scrolls inside that box, and the box
-  says so (the class ``mha-scrolls``, which draws a "scroll the equation" label);
+* at 390 px every display equation or table that is wider than its box scrolls inside that box,
+  and the box says so (the class ``mha-scrolls``, which draws a "scroll the equation" or "scroll
+  the table sideways" label), on the chapters, the intro and the interactive-figures page;
 * figure captions render their symbols: no raw TeX (``$``, ``\\command``) and no tag text such as
   ``<bos>`` outside code.
 """
@@ -25,6 +26,7 @@ from book_site import book_pages
 pytestmark = pytest.mark.browser
 
 CHAPTERS = [p for p in book_pages() if p.startswith("chapters/0")] or ["<no built book>"]
+READ_ON_A_PHONE = CHAPTERS + [p for p in book_pages() if p in ("intro.html", "chapters/interactive_figures.html")]
 
 READING = """() => {
   const art = document.querySelector('.bd-article') || document.body;
@@ -50,7 +52,7 @@ READING = """() => {
   };
 }"""
 
-EQUATIONS = """() => [...document.querySelectorAll('.bd-article mjx-container[display="true"]')]
+EQUATIONS = """() => [...document.querySelectorAll('.bd-article mjx-container[display="true"], .bd-article table')]
   .filter(m => m.getBoundingClientRect().width > 0)
   .map(m => ({wide: m.scrollWidth > m.clientWidth + 1, overflow: getComputedStyle(m).overflowX,
               hinted: m.classList.contains('mha-scrolls'), text: (m.textContent || '').slice(0, 40)}))"""
@@ -85,16 +87,16 @@ def test_chapter_shows_before_it_tells(open_page, rel):
     assert not m["cut"], f"{rel}: code lines cut off at 1280 px: {m['cut']}"
 
 
-@pytest.mark.parametrize("rel", CHAPTERS)
-def test_phone_keeps_code_and_equations_in_reach(open_page, rel):
+@pytest.mark.parametrize("rel", READ_ON_A_PHONE)
+def test_phone_keeps_code_equations_and_tables_in_reach(open_page, rel):
     page, _ = open_page(rel, width=390, height=844)
     _settle_math(page)
     m = page.evaluate(READING)
     assert not m["cut"], f"{rel}: code lines cut off at 390 px: {m['cut']}"
     for eq in page.evaluate(EQUATIONS):
         if eq["wide"]:
-            assert eq["overflow"] in ("auto", "scroll"), f"{rel}: equation {eq['text']!r} is cut off at 390 px"
-            assert eq["hinted"], f"{rel}: equation {eq['text']!r} scrolls at 390 px without the scroll hint"
+            assert eq["overflow"] in ("auto", "scroll"), f"{rel}: {eq['text']!r} is cut off at 390 px"
+            assert eq["hinted"], f"{rel}: {eq['text']!r} scrolls at 390 px without the scroll hint"
 
 
 @pytest.mark.parametrize("rel", CHAPTERS)
