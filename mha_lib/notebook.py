@@ -3,6 +3,8 @@
 * :func:`glue`: myst-nb's ``glue`` (it feeds computed numbers into the prose of the HTML book),
   or a no-op where myst-nb is not installed (e.g. Colab), since every glued number is also
   printed by its cell.
+* :func:`glue_html`: glue only an object's HTML (``_repr_html_``), e.g. a live view to paste
+  earlier in a chapter with ``{glue:}``: no widget view, whose ids change at every run.
 * :func:`sig`: a number rounded to a few significant digits, for printing and for the prose
   (nbval compares printed numbers, so they carry no more digits than are stable).
 """
@@ -13,7 +15,7 @@ from typing import Any
 
 from . import checks
 
-__all__ = ["glue", "sig"]
+__all__ = ["glue", "glue_html", "sig"]
 
 
 def glue(name: str, value: Any, display: bool = True) -> None:
@@ -29,6 +31,29 @@ def glue(name: str, value: Any, display: bool = True) -> None:
     except ImportError:
         return None
     myst_glue(name, value, display=display)
+    return None
+
+
+def glue_html(name: str, value: Any) -> None:
+    """Glue ``value``'s HTML alone (``value._repr_html_()``), not displayed, for a ``{glue:}`` paste.
+
+    A :class:`mha_lib.live.LiveView` displays as HTML plus, in a kernel with anywidget, a widget
+    view; gluing the object itself would store the widget view too, whose model id changes at every
+    run (nbval would see it). Nothing happens where myst-nb is not installed, as for :func:`glue`.
+
+    Raises:
+        ValueError: ``name`` not a non-empty string, or ``value`` without a ``_repr_html_`` method.
+    """
+    if not isinstance(name, str) or not name:
+        raise ValueError(f"glue name must be a non-empty str, got {name!r}")
+    html = getattr(value, "_repr_html_", None)
+    if not callable(html):
+        raise ValueError(f"glue_html needs an object with _repr_html_, got {type(value).__name__}")
+    try:
+        from IPython.display import HTML
+    except ImportError:  # no kernel front end: nothing to paste into
+        return None
+    glue(name, HTML(html()), display=False)
     return None
 
 

@@ -79,6 +79,11 @@ def notebook_problems(path: Path) -> list[str]:
     return problems
 
 
+def glued_name(output) -> str | None:
+    """The key a glue output (myst-nb's ``glue``: a scrapbook record) was stored under, else None."""
+    return output.get("metadata", {}).get("scrapbook", {}).get("name")
+
+
 def figure_problems(path: Path, index: int, cell) -> list[str]:
     """A plain image output (a matplotlib figure) must be a numbered figure: the cell's metadata
     carries ``mystnb.figure.name``, ``mystnb.figure.caption`` and ``mystnb.image.alt`` (real alt
@@ -89,7 +94,7 @@ def figure_problems(path: Path, index: int, cell) -> list[str]:
     if "remove-output" in cell.get("metadata", {}).get("tags", []):
         # Drawn here, shown elsewhere: the figure is glued and a {glue:figure} directive places it
         # (with its name, caption and alt text; glue_figure_problems checks those).
-        glued = [o for o in cell.get("outputs", []) if "scrapbook" in o.get("metadata", {})
+        glued = [o for o in cell.get("outputs", []) if glued_name(o)
                  and any(k.endswith("image/png") for k in o.get("data", {}))]
         return [] if glued else [f"{path}: code cell {index} hides its figure (remove-output) without gluing it"]
     meta = cell.get("metadata", {}).get("mystnb", {})
@@ -110,8 +115,7 @@ GLUE_FIGURE = re.compile(r"```\{glue:figure\}[ \t]*(\S+)\n((?::[^\n]*\n)*)(.*?)`
 def glue_figure_problems(path: Path, nb) -> list[str]:
     """Every ``{glue:figure}`` directive in a markdown cell names a glued key, and carries a
     ``:name:`` (for {numref}), an ``:alt:`` text and a caption."""
-    glued = {o["metadata"]["scrapbook"]["name"] for c in nb.cells if c.cell_type == "code"
-             for o in c.get("outputs", []) if "scrapbook" in o.get("metadata", {})}
+    glued = {glued_name(o) for c in nb.cells if c.cell_type == "code" for o in c.get("outputs", [])} - {None}
     problems = []
     for index, cell in enumerate(nb.cells):
         if cell.cell_type != "markdown":

@@ -53,3 +53,9 @@ def require_book() -> None:
         pytest.fail(f"{NODE_MODULES} is missing: run `npm ci --prefix tests/browser`")
 
 
+def settle_math(page) -> None:
+    """Wait until MathJax (when the page has it) has typeset the page."""
+    page.wait_for_function(
+        "() => !window.MathJax || !MathJax.startup || !MathJax.startup.promise || "
+        "MathJax.startup.promise.then(() => true)", timeout=20_000)
+    page.wait_for_timeout(300)

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from book_site import SCREENSHOTS, book_pages
+from book_site import SCREENSHOTS, book_pages, settle_math
 
 pytestmark = pytest.mark.browser
 
@@ -40,19 +40,12 @@ MEASURE = """() => {
 }"""
 
 
-def _settle_math(page) -> None:
-    page.wait_for_function(
-        "() => !window.MathJax || !MathJax.startup || !MathJax.startup.promise || "
-        "MathJax.startup.promise.then(() => true)", timeout=20_000)
-    page.wait_for_timeout(300)
-
-
 @pytest.mark.parametrize("device", WIDTHS)
 @pytest.mark.parametrize("rel", PAGES)
 def test_page_reads_at_laptop_and_phone_width(open_page, rel, device):
     width, height = WIDTHS[device]
     page, visit = open_page(rel, width=width, height=height)
-    _settle_math(page)
+    settle_math(page)
     m = page.evaluate(MEASURE)
     assert m["scrollWidth"] <= m["width"], f"{rel} is {m['scrollWidth']} px wide at {width} px: {m['wide']}"
     assert not m["wide"], f"{rel}: elements past the right edge at {width} px: {m['wide']}"

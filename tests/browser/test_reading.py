@@ -21,7 +21,7 @@ import re
 
 import pytest
 
-from book_site import book_pages
+from book_site import book_pages, settle_math
 
 pytestmark = pytest.mark.browser
 
@@ -64,17 +64,10 @@ CAPTIONS = """() => [...document.querySelectorAll('.bd-article figcaption')].map
 })"""
 
 
-def _settle_math(page) -> None:
-    page.wait_for_function(
-        "() => !window.MathJax || !MathJax.startup || !MathJax.startup.promise || "
-        "MathJax.startup.promise.then(() => true)", timeout=20_000)
-    page.wait_for_timeout(300)
-
-
 @pytest.mark.parametrize("rel", CHAPTERS)
 def test_chapter_shows_before_it_tells(open_page, rel):
     page, _ = open_page(rel, width=1280, height=800)
-    _settle_math(page)
+    settle_math(page)
     m = page.evaluate(READING)
     assert m["firstFigure"] is not None, f"{rel} has no figure"
     assert m["firstFigure"] <= 1.2 * 800, \
@@ -90,7 +83,7 @@ def test_chapter_shows_before_it_tells(open_page, rel):
 @pytest.mark.parametrize("rel", READ_ON_A_PHONE)
 def test_phone_keeps_code_equations_and_tables_in_reach(open_page, rel):
     page, _ = open_page(rel, width=390, height=844)
-    _settle_math(page)
+    settle_math(page)
     m = page.evaluate(READING)
     assert not m["cut"], f"{rel}: code lines cut off at 390 px: {m['cut']}"
     for eq in page.evaluate(EQUATIONS):
@@ -102,7 +95,7 @@ def test_phone_keeps_code_equations_and_tables_in_reach(open_page, rel):
 @pytest.mark.parametrize("rel", CHAPTERS)
 def test_captions_render_their_symbols(open_page, rel):
     page, _ = open_page(rel, width=1280, height=800)
-    _settle_math(page)
+    settle_math(page)
     for text in page.evaluate(CAPTIONS):
         assert "$" not in text, f"{rel}: raw TeX in a caption: {text[:120]!r}"
         assert not re.search(r"\\[a-zA-Z]+", text), f"{rel}: a TeX command in a caption: {text[:120]!r}"
