@@ -353,3 +353,90 @@ def test_prune_config_takes_distractors_none_as_none(bert):
 def test_prune_config_needs_a_bert_encoder(model):
     with pytest.raises(ValueError, match="bert must be a mha_lib.pretrained.BertEncoder"):
         live.prune_config(model(), "A sentence.", ["a b"], ["b a"])
+
+
+# ----------------------------------------------------------------------------- the digit view (chapter 7)
+DIGITS = ["ch7-digits-h1", "ch7-digits-h2", "ch7-digits-h4", "ch7-digits-h8"]
+
+
+def _test_digits(n=4):
+    images, labels = tasks.SHIPPED["ch7-digits-h4"].make_task().images("test")
+    return images[:n], labels[:n]
+
+
+def test_digit_config_equals_mha_lib():
+    from mha_lib.analysis import attention_rollout
+    from mha_lib.model import patchify
+
+    images, labels = _test_digits()
+    config = live.digit_config(DIGITS, images, labels, index=2)
+    assert config["models"] == DIGITS and config["side"] == 8 and config["label"] == int(labels[2])
+    assert config["pixels"] == images[2].flatten().tolist()
+    assert [x["label"] for x in config["examples"]] == labels.tolist()
+    for name in DIGITS:
+        model = tasks.load_trained(name)
+        with torch.no_grad():
+            out = model(patchify(images[2:3], 1), output_attentions=True)
+        r = config["results"][name]
+        H = tasks.SHIPPED[name].model["num_heads"]
+        cls = torch.tensor(r["cls"])
+        assert cls.shape == (2, H, 8, 8)
+        assert torch.allclose(cls.flatten(2), torch.stack([w[0, :, 0, 1:] for w in out.attentions]), atol=1e-6)
+        assert torch.allclose(cls.sum((-1, -2)) + torch.tensor(r["cls_self"]), torch.ones(2, H), atol=1e-5)
+        assert torch.allclose(torch.tensor(r["rollout"]).flatten(), attention_rollout(out.attentions)[0, 0, 1:],
+                              atol=1e-6)
+        probs = out.logits[0].softmax(-1)
+        assert torch.allclose(torch.tensor(r["probabilities"]), probs, atol=1e-6)
+        assert r["prediction"] == int(probs.argmax())
+    view = live.live_view("digit", "ch7-digits-h4", config)  # the contract holds
+    assert 'data-view="digit"' in view.html
+
+
+def test_digit_config_takes_loaded_models_and_checks_them():
+    images, labels = _test_digits(2)
+    mine = tasks.load_trained("ch7-digits-h4", 1)  # another seed than the site's
+    config = live.digit_config(["ch7-digits-h4"], images, labels, models={"ch7-digits-h4": mine})
+    assert config["results"]["ch7-digits-h4"] == live.digit_readings(mine, images[0])
+    with pytest.raises(ValueError, match="is not a ch7-digits-h8 model"):
+        live.digit_config(["ch7-digits-h8"], images, labels, models={"ch7-digits-h8": mine})
+    with pytest.raises(ValueError, match="models has 'ch7-digits-h2', which is not in spec_names"):
+        live.digit_config(["ch7-digits-h4"], images, labels, models={"ch7-digits-h2": mine})
+
+
+@pytest.mark.parametrize("kwargs, match", [
+    ({"spec_names": []}, "spec_names is empty"),
+    ({"spec_names": ["ch1-h1"]}, "one-pixel patches of chapter 7's DigitsTask"),
+    ({"spec_names": ["ch7-digits-h3"]}, "not a shipped model"),
+    ({"spec_names": ["ch7-digits-h1", "ch7-digits-h1"]}, "names a model twice"),
+    ({"images": torch.zeros(2, 8)}, r"images must be an \(N, 8, 8\) float tensor"),
+    ({"images": torch.zeros(25, 8, 8), "labels": torch.zeros(25, dtype=torch.long)}, "1 <= N <= 24"),
+    ({"images": torch.full((2, 8, 8), 16.0)}, r"grey levels in \[0, 1\], got \[16, 16\]"),
+    ({"images": torch.full((2, 8, 8), float("nan"))}, "grey levels"),
+    ({"images": torch.zeros(2, 8, 8, dtype=torch.long)}, "float tensor"),
+    ({"labels": torch.tensor([3, 10])}, "labels must be 2 integer digits in 0-9"),
+    ({"labels": torch.tensor([3.0, 1.0])}, "labels must be 2 integer digits"),
+    ({"labels": torch.tensor([3])}, "labels must be 2 integer digits"),
+    ({"index": 2}, "index=2 is out of range for 2 images"),
+    ({"index": "0"}, "index"),
+    ({"models": ["x"]}, "models must be a dict"),
+])
+def test_digit_config_refuses_bad_arguments(kwargs, match):
+    images, labels = _test_digits(2)
+    args = {"spec_names": ["ch7-digits-h1"], "images": images, "labels": labels, **kwargs}
+    with pytest.raises(ValueError, match=match):
+        live.digit_config(args.pop("spec_names"), args.pop("images"), args.pop("labels"), **args)
+
+
+@pytest.mark.parametrize("image, match", [
+    (torch.zeros(64), r"image must be an \(8, 8\) float tensor"),
+    (torch.full((8, 8), -0.5), r"values must lie in \[0, 1\]"),
+    (torch.full((8, 8), float("inf")), r"values must lie in \[0, 1\]"),
+])
+def test_digit_readings_refuses_bad_images_and_models(image, match):
+    model = tasks.load_trained("ch7-digits-h1")
+    with pytest.raises(ValueError, match=match):
+        live.digit_readings(model, image)
+    with pytest.raises(ValueError, match="the digit view draws one-pixel patches"):
+        live.digit_readings(tasks.load_trained("ch1-h1"), torch.zeros(8, 8))
+    with pytest.raises(ValueError, match="chapter-7 TokenClassifier"):
+        live.digit_readings("ch7-digits-h1", torch.zeros(8, 8))

@@ -271,3 +271,47 @@ def test_a_batch_too_large_for_the_kernel_is_refused_before_running(bert):
     reply, _ = live.KernelRunner("sentence", MINILM, {}).answer({"op": "run", "request": 1, "model": MINILM,
                                                                  "feeds": feeds})
     assert reply["op"] == "error" and f"at most {live.MAX_KERNEL_TOKENS}" in reply["message"], reply
+
+
+def _patch_message(pixels, model="ch7-digits-h4", H=4, **changes):
+    feeds = {"patches": {"type": "float32", "dims": [1, len(pixels), 1], "data": list(pixels)},
+             "head_mask": {"type": "float32", "dims": [2, H], "data": [1.0] * (2 * H)}}
+    for name, change in changes.items():
+        feeds[name] = {**feeds[name], **change}
+    return {"op": "run", "request": "d", "model": model, "feeds": feeds}
+
+
+def test_digit_run_equals_mha_lib():
+    from mha_lib.model import patchify
+
+    images, _ = tasks.SHIPPED["ch7-digits-h4"].make_task().images("test")
+    runner = live.KernelRunner("digit", "ch7-digits-h4", {"models": ["ch7-digits-h1", "ch7-digits-h4"]})
+    info, _ = runner.answer({"op": "load", "request": 1, "model": "ch7-digits-h4"})
+    assert info["info"]["inputs"] == ["patches", "head_mask"] and info["info"]["max_length"] == 65
+    reply, buffers = runner.answer(_patch_message(images[5].flatten().tolist()))
+    out = outputs_of(reply, buffers)
+    model = tasks.load_trained("ch7-digits-h4")
+    with torch.no_grad():
+        ref = model(patchify(images[5:6], 1), output_attentions=True)
+    torch.testing.assert_close(out["logits"], ref.logits, atol=1e-5, rtol=0)
+    torch.testing.assert_close(out["attentions"], torch.stack(ref.attentions), atol=1e-6, rtol=0)
+
+
+@pytest.mark.parametrize("changes, match", [
+    ({"patches": {"dims": [1, 65, 1], "data": [0.0] * 65}}, r"dims must be \[1, N, 1\] with 1 <= N <= 64"),
+    ({"patches": {"dims": [2, 64, 1], "data": [0.0] * 128}}, r"dims must be \[1, N, 1\]"),
+    ({"patches": {"dims": [1, 64], "data": [0.0] * 64}}, r"dims must be \[1, N, 1\]"),
+    ({"patches": {"data": [0.0] * 63}}, "data must be a list of 64 numbers, got 63"),
+    ({"patches": {"data": [float("nan")] + [0.0] * 63}}, r"feeds\['patches'\]\[0\]\[0\] = nan is not a finite number"),
+    ({"patches": {"data": ["0"] + [0.0] * 63}}, r"\[0\]\[0\] = '0' is not a finite number"),
+    ({"head_mask": {"dims": [1, 4]}}, r"feeds\['head_mask'\] must be \{dims: \[2, 4\], data: 8 numbers\}"),
+    ({"head_mask": {"data": [2.0] * 8}}, r"feeds\['head_mask'\]\[0\]\[0\] = 2.0 is not a number in \[0, 1\]"),
+])
+def test_bad_digit_messages_get_an_error_naming_the_value(changes, match):
+    runner = live.KernelRunner("digit", "ch7-digits-h4", {"models": ["ch7-digits-h4"]})
+    reply, buffers = runner.answer(_patch_message([0.0] * 64, **changes))
+    assert reply["op"] == "error" and buffers == []
+    assert re.search(match, reply["message"]), reply["message"]
+    extra = _patch_message([0.0] * 64)
+    extra["feeds"]["input_ids"] = extra["feeds"]["patches"]
+    assert "exactly the inputs ['patches', 'head_mask']" in runner.answer(extra)[0]["message"]

@@ -178,6 +178,26 @@ def _score_cases():
     return cases
 
 
+def _digit_cases():
+    """Chapter 7's models' attentions and logits on a few images, with what mha_lib.live.digit_readings reads."""
+    import torch
+
+    from mha_lib import tasks
+    from mha_lib.live import digit_readings
+    from mha_lib.model import patchify
+
+    images, _ = tasks.SHIPPED["ch7-digits-h4"].make_task().images("test")
+    blank = torch.zeros(8, 8)
+    cases = []
+    for name, image in [("ch7-digits-h4", images[0]), ("ch7-digits-h8", images[1]), ("ch7-digits-h1", blank)]:
+        model = tasks.load_trained(name)
+        with torch.no_grad():
+            out = model(patchify(image[None], 1), output_attentions=True)
+        cases.append({"attentions": [w[0].tolist() for w in out.attentions], "logits": out.logits[0].tolist(),
+                      **digit_readings(model, image)})
+    return cases
+
+
 def write_fixture(path: Path) -> dict:
     tokenizer, folder = _tokenizer()
     cases = []
@@ -191,7 +211,8 @@ def write_fixture(path: Path) -> dict:
     normalized = backend.normalizer.normalize_str(text)
     words = [w for w, _ in backend.pre_tokenizer.pre_tokenize_str(normalized)]
     fixture = {"vocab": str(folder / "vocab.txt"), "max_length": tokenizer.max_length, "cases": cases,
-               "sweep": {"text": text, "words": words}, "prev_marked": _task_cases(), "scores": _score_cases()}
+               "sweep": {"text": text, "words": words}, "prev_marked": _task_cases(), "scores": _score_cases(),
+               "digits": _digit_cases()}
     path.write_text(json.dumps(fixture, ensure_ascii=False), encoding="utf-8")
     return fixture
 
@@ -267,6 +288,11 @@ _TOY = {"models": ["ch1-h1", "ch1-h2"], "task": {"kind": "prev_marked", "vocab_s
         "types": [0, 1], "results": {m: {"attentions": [[_map(2)] * h], "predictions": [0, 2], "confidence": [0.5, 0.9]}
                                      for m, h in (("ch1-h1", 1), ("ch1-h2", 2))}}
 _MINILM = "all-MiniLM-L6-v2"
+_PIXELS = [0.0] * 32 + [1.0] * 32
+_DIGIT = {"models": ["ch7-digits-h1", "ch7-digits-h2"], "side": 8, "pixels": _PIXELS, "label": 3,
+          "examples": [{"label": 3, "pixels": _PIXELS}],
+          "results": {m: {"probabilities": [0.1] * 10, "cls": [[_map(8)] * h] * 2, "rollout": _map(8)}
+                      for m, h in (("ch7-digits-h1", 1), ("ch7-digits-h2", 2))}}
 
 
 def _with(config, path, value):
@@ -333,6 +359,21 @@ CONTRACT_CASES = [
     ("toy-compare", "ch1-h1", _with(_TOY, ("results", "ch1-h1", "predictions"), [1]), "'results'['ch1-h1']['predictions']"),
     ("toy-compare", "ch1-h1", _with(_TOY, ("results", "ch1-h1", "confidence", 0), "x"),
      "'results'['ch1-h1']['confidence'][0]"),
+    ("digit", "ch7-digits-h2", _DIGIT, None),
+    ("digit", "ch7-digits-h1", _with(_DIGIT, ("label",), REMOVE), None),
+    ("digit", "ch7-digits-h4", _DIGIT, "model"),
+    ("digit", "ch7-digits-h1", _with(_DIGIT, ("side",), 4), "'side'"),
+    ("digit", "ch7-digits-h1", _with(_DIGIT, ("pixels",), _PIXELS[:63]), "'pixels'"),
+    ("digit", "ch7-digits-h1", _with(_DIGIT, ("pixels", 5), "ink"), "'pixels'[5]"),
+    ("digit", "ch7-digits-h1", _with(_DIGIT, ("examples",), []), "'examples'"),
+    ("digit", "ch7-digits-h1", _with(_DIGIT, ("examples", 0, "label"), -1), "'examples'[0]['label']"),
+    ("digit", "ch7-digits-h1", _with(_DIGIT, ("examples", 0, "pixels"), [0.5]), "'examples'[0]['pixels']"),
+    ("digit", "ch7-digits-h1", _with(_DIGIT, ("results", "ch7-digits-h2", "probabilities"), [1.0]),
+     "'results'['ch7-digits-h2']['probabilities']"),
+    ("digit", "ch7-digits-h1", _with(_DIGIT, ("results", "ch7-digits-h1", "cls", 1, 0), _map(7)),
+     "'results'['ch7-digits-h1']['cls'][1][0]"),
+    ("digit", "ch7-digits-h1", _with(_DIGIT, ("results", "ch7-digits-h1", "rollout", 2), [0.1] * 7),
+     "'results'['ch7-digits-h1']['rollout'][2]"),
 ]
 
 

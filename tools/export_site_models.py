@@ -11,6 +11,8 @@ Usage: python tools/export_site_models.py OUTDIR [--cache DIR] [--force]
   checked against fp32 mha_lib on :data:`mha_lib.export.CHECK_SENTENCES` before it is written;
 * ``ch1-h1.onnx`` ... ``ch1-h8.onnx``: chapter 1's toy models (seed 0 of the shipped weights),
   exact float32, checked against mha_lib on the task's own sequences;
+* ``ch7-digits-h1.onnx`` ... ``ch7-digits-h8.onnx``: chapter 7's Vision Transformers (seed 0),
+  exact float32, checked against mha_lib on 64 test digits;
 * ``all-MiniLM-L6-v2.vocab.txt`` (the checkpoint's WordPiece vocabulary, unchanged),
   ``all-MiniLM-L6-v2.LICENSE.txt`` (Apache-2.0, saying the file was converted) and
   ``mha_lib.LICENSE.txt`` (the repository's licence, for the toy models);
@@ -42,7 +44,8 @@ sys.path.insert(0, str(ROOT))  # mha_lib from this checkout, also without `pip i
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 MINILM = "all-MiniLM-L6-v2"
-TOY_MODELS = ("ch1-h1", "ch1-h2", "ch1-h4", "ch1-h8")
+TOY_MODELS = ("ch1-h1", "ch1-h2", "ch1-h4", "ch1-h8",  # chapter 1's toy view
+              "ch7-digits-h1", "ch7-digits-h2", "ch7-digits-h4", "ch7-digits-h8")  # chapter 7's digit view
 TOY_SEED = 0
 ROWS_PER_FILE = 32  # token rows per file: 24,576 bytes of float16 (a sentence needs about 8 files)
 MAX_BYTES = 25_000_000  # issue 17: MiniLM's file as a static server sends it, no compression assumed
@@ -83,7 +86,7 @@ def minilm_folder() -> tuple[str, str]:
 
 # ----------------------------------------------------------------------------- the exports
 def export_toy(name: str, dest: Path) -> dict:
-    """Export seed 0 of a shipped toy model, exact, and check it on the task's own sequences."""
+    """Export seed 0 of a shipped toy model (chapter 1's or 7's), exact, and check it on the task's own inputs."""
     import torch
 
     from mha_lib import export, tasks
@@ -91,8 +94,11 @@ def export_toy(name: str, dest: Path) -> dict:
     model = tasks.load_trained(name, TOY_SEED)
     info = export.export_onnx(model, dest)
     batch = tasks.SHIPPED[name].make_task().dataset(64, seed=1)
-    inputs = {"input_ids": batch.input_ids, "token_type_ids": batch.token_type_ids,
-              "key_padding_mask": torch.zeros_like(batch.input_ids, dtype=torch.bool)}  # (64, 16) each
+    if "patches" in info.inputs:  # a ViT: 64 test digits as (64, 64, 1) one-pixel patches
+        inputs = {"patches": batch.input_ids}
+    else:
+        inputs = {"input_ids": batch.input_ids, "token_type_ids": batch.token_type_ids,
+                  "key_padding_mask": torch.zeros_like(batch.input_ids, dtype=torch.bool)}  # (64, 16) each
     inputs = {k: v for k, v in inputs.items() if k in info.inputs}
     worst = export.compare_onnx(model, export.onnx_session(dest), inputs)
     if max(worst.values()) > TOY_TOLERANCE:

@@ -21,7 +21,7 @@ the model's inputs (token ids, token types, padding mask, head mask) as a widget
 shows; ``_config.yml`` makes the html builder prefer it) and the widget's view. Without anywidget,
 or outside a kernel, it is ``text/html`` only; where no script runs, the fallback figure shows.
 
-Three views (``data-view``):
+Four views (``data-view``):
 
 * ``"sentence"`` -- all-MiniLM-L6-v2 on a sentence the reader types, every head of a layer
   (:func:`sentence_config`);
@@ -29,7 +29,10 @@ Three views (``data-view``):
   2-, 4- and 8-head models side by side; the reader edits the tokens and moves the mark
   (:func:`toy_compare_config`);
 * ``"prune"`` -- MiniLM with head toggles: embedding fidelity and paraphrase ranking against the
-  unpruned model, and one sentence's maps (:func:`prune_config`).
+  unpruned model, and one sentence's maps (:func:`prune_config`);
+* ``"digit"`` -- chapter 7's Vision Transformers on an 8x8 digit the reader draws: the ten
+  probabilities, each head's [CLS] attention over the pixels and the attention rollout
+  (:func:`digit_config`).
 
 Usage in a chapter cell::
 
@@ -45,14 +48,15 @@ to keep pages small; NaN and infinity are refused.
 The files, each importing only those before it: ``values.py`` (a config's numbers as JSON:
 :data:`DECIMALS`), ``contract.py`` (:func:`view_contract`, the check of a config against
 ``view_contract.json``), ``configs.py`` (:func:`sentence_config`, :func:`toy_compare_config`,
-:func:`prune_config`, :func:`paraphrase_scores`), ``esm.py`` (:func:`widget_esm`,
+:func:`prune_config`, :func:`paraphrase_scores`, :func:`digit_config`, :func:`digit_readings`), ``esm.py`` (:func:`widget_esm`,
 :data:`WIDGET_MODULES`), ``kernel.py`` (:class:`KernelRunner`, the kernel's models and the check of
 a run message's feeds), ``widget.py`` (:class:`LiveWidget`, made on first use), ``element.py``
 (:func:`live_view`, :class:`LiveView`). This module re-exports them.
 """
 from __future__ import annotations
 
-from .configs import paraphrase_scores, prune_config, sentence_config, toy_compare_config
+from .configs import (MAX_DIGIT_EXAMPLES, digit_config, digit_readings, paraphrase_scores, prune_config,
+                      sentence_config, toy_compare_config)
 from .contract import view_contract
 from .element import VIEWS, WIDGET_VIEW_MIME, LiveView, live_view
 from .esm import WIDGET_MODULES, widget_esm
@@ -74,6 +78,7 @@ MAX_KERNEL_ROWS = _kernel.MAX_KERNEL_ROWS
 MAX_KERNEL_TOKENS = _kernel.MAX_KERNEL_TOKENS
 
 __all__ = ["VIEWS", "LiveView", "live_view", "sentence_config", "toy_compare_config", "prune_config",
+           "digit_config", "digit_readings", "MAX_DIGIT_EXAMPLES",
            "paraphrase_scores", "DECIMALS", "KernelRunner", "widget_esm", "MAX_KERNEL_ROWS", "MAX_KERNEL_TOKENS"]
 
 

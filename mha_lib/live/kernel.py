@@ -1,6 +1,7 @@
 """The kernel's side of a live view: :class:`KernelRunner` answers the view's messages with mha_lib's models."""
 from __future__ import annotations
 
+import math
 from typing import Any, Dict, List, Mapping, Optional, Tuple
 
 import numpy as np
@@ -49,7 +50,9 @@ class KernelRunner:
       (little-endian): ``attentions`` (num_layers, B, H, L, L), the weights before the head
       mask, and ``sentence_embedding`` (B, d_model) for MiniLM (:meth:`BertEncoder.pool
       <mha_lib.pretrained.BertEncoder.pool>` of the last hidden state) or ``logits`` (B, L, C)
-      for a toy model -- what the exported file computes, here by mha_lib in float32.
+      for a toy model -- what the exported file computes, here by mha_lib in float32. A model
+      on image patches (chapter 7's ViTs) takes ``patches`` (B, N, patch_dim) grey levels and
+      ``head_mask`` instead.
     * anything wrong -> ``{"op": "error", "message": ...}`` naming the offending value.
 
     Args:
@@ -60,7 +63,7 @@ class KernelRunner:
 
     def __init__(self, view: str, model: str, config: Mapping[str, Any]):
         self.view = view
-        self.models = list(config["models"]) if view == "toy-compare" else [model]
+        self.models = list(config["models"]) if view in ("toy-compare", "digit") else [model]
 
     def answer(self, content: Any) -> Tuple[dict, List[bytes]]:
         """The answer to one message: ``(content, buffers)``. Never raises: an error is an answer.
@@ -125,9 +128,13 @@ class KernelRunner:
         """
         model = self._model(model_id)
         info = _model_info(model)
-        x = _message_feeds(feeds, info, _config_of(model))
-        out = model(x["input_ids"], token_type_ids=x.get("token_type_ids"), key_padding_mask=x["key_padding_mask"],
-                    head_mask=x["head_mask"], output_attentions=True)
+        cfg = _config_of(model)
+        x = _patch_feeds(feeds, info, cfg) if cfg.patch_dim else _message_feeds(feeds, info, cfg)
+        if cfg.patch_dim:
+            out = model(x["patches"], head_mask=x["head_mask"], output_attentions=True)
+        else:
+            out = model(x["input_ids"], token_type_ids=x.get("token_type_ids"),
+                        key_padding_mask=x["key_padding_mask"], head_mask=x["head_mask"], output_attentions=True)
         attentions = torch.stack(out.attentions)[:, :1].float().cpu()  # (num_layers, 1, H, L, L): row 0, drawn
         if info["kind"] == "bert":
             embedding = model.pool(out.last_hidden_state, x["key_padding_mask"])  # (B, d_model)
@@ -150,6 +157,8 @@ def _model_info(model) -> dict:
     inputs = ["input_ids", "token_type_ids", "key_padding_mask", "head_mask"]
     if not cfg.type_vocab_size:
         inputs.remove("token_type_ids")
+    if cfg.patch_dim:
+        inputs = ["patches", "head_mask"]
     return {"kind": "bert" if bert else "token-classifier", "num_layers": len(heads), "num_heads": heads[0],
             "max_length": max_length, "inputs": inputs,
             "outputs": ["sentence_embedding", "attentions"] if bert else ["logits", "attentions"]}
@@ -164,6 +173,40 @@ def _vocab_text(model) -> Optional[str]:
     if [vocab[t] for t in tokens] != list(range(len(tokens))):
         raise ValueError("the tokenizer's ids are not 0..V-1: no vocab.txt can list them")
     return "\n".join(tokens) + "\n"
+
+
+def _head_mask_feed(feeds: Mapping, info: dict) -> torch.Tensor:
+    """The (num_layers, H) head mask of a run message: numbers in [0, 1]; ValueError naming the value."""
+    NL, H = info["num_layers"], info["num_heads"]
+    feed = feeds["head_mask"]
+    dims, data = (feed.get("dims"), feed.get("data")) if isinstance(feed, Mapping) else (None, None)
+    if dims != [NL, H] or not isinstance(data, list) or len(data) != NL * H:
+        raise ValueError(f"feeds['head_mask'] must be {{dims: [{NL}, {H}], data: {NL * H} numbers}}, got {feed!r:.60}")
+    for i, v in enumerate(data):  # the page sends 0 (off) and 1 (on); a gate in between is allowed
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 <= v <= 1:
+            raise ValueError(f"feeds['head_mask'][{i // H}][{i % H}] = {v!r:.40} is not a number in [0, 1]")
+    return torch.tensor(data, dtype=torch.float32).view(NL, H)
+
+
+def _patch_feeds(feeds: Any, info: dict, cfg) -> Dict[str, torch.Tensor]:
+    """The tensors of a run message for a model on patches: ``patches`` (1, N, patch_dim) finite
+    numbers with N + [CLS] <= max_length, and ``head_mask``; ValueError naming the feed and value."""
+    if not isinstance(feeds, Mapping) or set(feeds) != {"patches", "head_mask"}:
+        got = sorted(map(repr, feeds)) if isinstance(feeds, Mapping) else type(feeds).__name__
+        raise ValueError(f"feeds must hold exactly the inputs ['patches', 'head_mask'], got {got}")
+    feed = feeds["patches"]
+    dims, data = (feed.get("dims"), feed.get("data")) if isinstance(feed, Mapping) else (None, None)
+    room = info["max_length"] - int(bool(cfg.cls_token))
+    if (not isinstance(dims, list) or len(dims) != 3 or dims[0] != 1 or dims[2] != cfg.patch_dim
+            or not all(isinstance(d, int) and not isinstance(d, bool) for d in dims) or not 1 <= dims[1] <= room):
+        raise ValueError(f"feeds['patches'].dims must be [1, N, {cfg.patch_dim}] with 1 <= N <= {room}, got {dims!r:.60}")
+    if not isinstance(data, list) or len(data) != dims[1] * dims[2]:
+        raise ValueError(f"feeds['patches'].data must be a list of {dims[1] * dims[2]} numbers, got "
+                         f"{len(data) if isinstance(data, list) else type(data).__name__}")
+    for i, v in enumerate(data):
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
+            raise ValueError(f"feeds['patches'][0][{i // dims[2]}] = {v!r:.40} is not a finite number")
+    return {"patches": torch.tensor(data, dtype=torch.float32).view(dims), "head_mask": _head_mask_feed(feeds, info)}
 
 
 def _message_feeds(feeds: Any, info: dict, cfg) -> Dict[str, torch.Tensor]:
@@ -209,10 +252,6 @@ def _message_feeds(feeds: Any, info: dict, cfg) -> Dict[str, torch.Tensor]:
         T = cfg.type_vocab_size
         out["token_type_ids"] = integers("token_type_ids", (B, L), 0, T, f"a token type in [0, {T})")
     out["key_padding_mask"] = integers("key_padding_mask", (B, L), 0, 2, "0 or 1 (1 = padding)").bool()
-    NL, H = info["num_layers"], info["num_heads"]
-    mask, _ = values("head_mask", (NL, H))
-    for i, v in enumerate(mask):  # the page sends 0 (off) and 1 (on); a gate in between is allowed
-        if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 <= v <= 1:
-            raise ValueError(f"feeds['head_mask'][{i // H}][{i % H}] = {v!r:.40} is not a number in [0, 1]")
-    out["head_mask"] = torch.tensor(mask, dtype=torch.float32).view(NL, H)
+    values("head_mask", (info["num_layers"], info["num_heads"]))  # the same words as the other feeds
+    out["head_mask"] = _head_mask_feed(feeds, info)
     return out

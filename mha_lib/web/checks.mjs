@@ -86,6 +86,24 @@ export function checkToyInput(input, length, vocabSize) {
 }
 
 /**
+ * Check a digit view's input: `length` grey levels (numbers in [0, 1], row by row), as a list or {pixels}.
+ * @returns {number[]} a copy
+ * @throws {Error} naming the offending value: "pixels[12] = 1.5 is outside [0, 1]", "pixels has 63 grey levels, expected 64"
+ */
+export function checkDigitInput(input, length) {
+  const fail = (what) => {
+    throw new Error(`run(pixels): ${what}`);
+  };
+  const pixels = input && typeof input === "object" && !Array.isArray(input) ? input.pixels : input;
+  const level = (v, i) => {
+    if (typeof v !== "number" || !Number.isFinite(v)) fail(`pixels[${i}] = ${describeValue(v)} is not a number`);
+    if (v < 0 || v > 1) fail(`pixels[${i}] = ${v} is outside [0, 1] (0 = paper, 1 = ink)`);
+    return v;
+  };
+  return checkArray(pixels, { name: "pixels", length, what: "grey levels", item: level, fail });
+}
+
+/**
  * Check a head mask: numLayers rows of numHeads values, each 0 or 1 (numbers) or a boolean.
  * @returns {number[][]} [layer][head] of 0/1, a copy
  * @throws {Error} naming the offending value: `mask[2][5] = "0" is not 0/1 ...`, "mask has 5 rows, expected 6"

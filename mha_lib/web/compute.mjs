@@ -241,3 +241,73 @@ export async function runToy(model, ids, types) {
     classes: C,
   };
 }
+
+/**
+ * Row 0 ([CLS]) of attention rollout (Abnar and Zuidema 2020), as mha_lib.analysis.attention_rollout:
+ * A_l = (mean over heads of W_l + I) / 2 and R = A_n ... A_1; row 0 of R is e_0 A_n ... A_1.
+ * @param {number[][][][]} attentions  [layer][head][query][key], L x L maps
+ * @returns {number[]} L values: how much of each position flows into position 0 at the top
+ */
+export function clsRollout(attentions) {
+  const L = attentions[0][0].length;
+  let row = new Float64Array(L);
+  row[0] = 1;
+  for (let l = attentions.length - 1; l >= 0; l--) {
+    const heads = attentions[l];
+    const next = new Float64Array(L);
+    for (let q = 0; q < L; q++) {
+      if (!row[q]) continue;
+      for (let k = 0; k < L; k++) {
+        let mean = 0;
+        for (const map of heads) mean += map[q][k];
+        next[k] += row[q] * (0.5 * (mean / heads.length) + (q === k ? 0.5 : 0));
+      }
+    }
+    row = next;
+  }
+  return Array.from(row);
+}
+
+/** A flat list of side * side values as [row][column]. */
+function asGrid(values, side) {
+  return Array.from({ length: side }, (_, r) => Array.from(values.slice(r * side, (r + 1) * side)));
+}
+
+/**
+ * What the digit view shows of one run, as mha_lib.live.digit_readings: the ten probabilities, [CLS]'s
+ * weights on the pixels of each head ([layer][head][row][column]) and on itself, and the rollout.
+ * @param {number[][][][]} attentions  [layer][head][query][key], (1 + side^2) tokens, [CLS] first
+ * @param {ArrayLike<number>} logits   the classes' logits
+ * @param {number} side                pixels per image side (8)
+ */
+export function digitReadings(attentions, logits, side) {
+  let best = 0;
+  for (let c = 1; c < logits.length; c++) if (logits[c] > logits[best]) best = c;
+  const exps = Array.from(logits, (x) => Math.exp(x - logits[best]));
+  const total = exps.reduce((a, b) => a + b, 0);
+  return {
+    probabilities: exps.map((e) => e / total),
+    prediction: best,
+    cls: attentions.map((layer) => layer.map((map) => asGrid(map[0].slice(1), side))),
+    cls_self: attentions.map((layer) => layer.map((map) => map[0][0])),
+    rollout: asGrid(clsRollout(attentions).slice(1), side),
+  };
+}
+
+/**
+ * A chapter-7 Vision Transformer on one image: `pixels` (side * side grey levels in [0, 1], row by row)
+ * as one-pixel patches (1, side^2, 1) after [CLS]; every head on.
+ * @returns {{probabilities, prediction, cls, cls_self, rollout}}  see digitReadings
+ */
+export async function runDigit(model, pixels, side) {
+  const { Tensor } = model.ort;
+  const feeds = { patches: new Tensor("float32", Float32Array.from(pixels), [1, pixels.length, 1]),
+    head_mask: headMaskTensor(model, null) };
+  for (const name of model.session.inputNames) {
+    if (!(name in feeds)) throw new Error(`the model ${model.id} asks for an input "${name}" the digit view does not give`);
+  }
+  const out = checkFinite(model.id, await runSession(model, feeds));
+  const C = Number(out.logits.dims[out.logits.dims.length - 1]);
+  const attentions = attentionsFromOutput(out.attentions.data, out.attentions.dims, 0, pixels.length + 1);
+  return digitReadings(attentions, out.logits.data.subarray(0, C), side);
+}

@@ -1,7 +1,12 @@
 // draw.mjs -- drawing: maps on canvas, the grid of heads, the enlarged head, the colour scale.
 //
 // Data shapes: a map is [query][key] weights in [0, 1]; tokens are the L row and column labels; a
-// head is {label, map, off} (off: turned off by the head mask, drawn grey).
+// head is {label, map, off, ink?} (off: turned off by the head mask, drawn grey; ink: [row][column]
+// booleans, marked with a dot: the digit view's strokes under its pixel maps).
+//
+// A grid or an enlarged map says what a cell is through `words` (default: attention between tokens):
+//   {cell(head, tokens, q, k) -> readout text, map(head, n) -> a map's accessible name, axes -> the enlarged
+//   map's "rows are ..., columns are ..."}.
 
 import { colourOf, greyOf, gridLayout, rowEnd, zoomLayout } from "./layout.mjs";
 import { figureLayout } from "./figure.mjs";
@@ -90,6 +95,29 @@ function sizeCanvas(canvas, w, h = w) {
   return ctx;
 }
 
+/** The words of a map of token-to-token attention (see the top of this file). */
+export const TOKEN_WORDS = {
+  cell: (head, tokens, q, k) => readoutText(head.label, tokens, q, k, head.map[q][k]),
+  map: (head, n) => `attention map of ${n} tokens`,
+  axes: "rows are queries, columns are keys",
+};
+
+/** Dots on the cells of `ink` ([row][column] booleans) of a map drawn at (x, y), `size` px a side. */
+function paintInk(ctx, ink, x, y, size) {
+  if (!ink) return;
+  const cell = size / ink.length;
+  ctx.lineWidth = 1;
+  ink.forEach((row, q) => row.forEach((on, k) => {
+    if (!on) return;
+    ctx.beginPath();
+    ctx.arc(x + (k + 0.5) * cell, y + (q + 0.5) * cell, Math.max(1.5, cell * 0.14), 0, 2 * Math.PI);
+    ctx.fillStyle = "#fff";
+    ctx.fill();
+    ctx.strokeStyle = "#000";
+    ctx.stroke();
+  }));
+}
+
 /** The cell under a pointer event on a map drawn at `origin` with `cell` px cells, or null. */
 function cellAt(event, canvas, origin, cell, n) {
   const box = canvas.getBoundingClientRect();
@@ -103,8 +131,9 @@ function cellAt(event, canvas, origin, cell, n) {
  * heads: [{label, map: [q][k], off}], tokens: [L].
  */
 export class HeadGrid {
-  constructor({ readout, minMap = 110, sameSizeAs = null }) {
+  constructor({ readout, minMap = 110, sameSizeAs = null, words = TOKEN_WORDS }) {
     this.readout = readout;
+    this.words = words;
     this.minMap = minMap;
     this.sameSizeAs = sameSizeAs; // lay out as if this many heads were shown (side-by-side models)
     this.node = el("div", { class: "mha-live-grid" });
@@ -152,10 +181,11 @@ export class HeadGrid {
       }
       const [canvas, caption] = button.children;
       setText(caption, head.off ? `${head.label} (off)` : head.label);
-      button.setAttribute("aria-label", `${head.label}${head.off ? ", turned off" : ""}: attention map of ` +
-        `${n} tokens; Enter enlarges it`);
+      button.setAttribute("aria-label", `${head.label}${head.off ? ", turned off" : ""}: ` +
+        `${this.words.map(head, n)}; Enter enlarges it`);
       const ctx = sizeCanvas(canvas, layout.map);
       paintMap(ctx, head.map, this.vmax, head.off, 0, 0, layout.map);
+      paintInk(ctx, head.ink, 0, 0, layout.map);
       button.dataset.cell = String(layout.map / n);
     });
     // the enlarged map stays under its head's row (the number of columns may have changed)
@@ -169,7 +199,7 @@ export class HeadGrid {
       if (event.pointerType === "touch") return;
       const head = this.heads[i];
       const at = cellAt(event, canvas, 0, Number(button.dataset.cell), this.tokens.length);
-      if (head && at) setText(this.readout, readoutText(head.label, this.tokens, at.q, at.k, head.map[at.q][at.k]));
+      if (head && at) setText(this.readout, this.words.cell(head, this.tokens, at.q, at.k));
     };
     canvas.addEventListener("pointermove", show);
     canvas.addEventListener("pointerdown", show); // a pen or mouse press (touch: see above)
@@ -207,13 +237,15 @@ export class ZoomView {
     this.canvas.addEventListener("pointerdown", point);
   }
 
-  open(head, tokens, vmax) {
+  /** Enlarge `head` (its cells named by `tokens`), colours 0 .. vmax; `words` say what a cell is (see the top). */
+  open(head, tokens, vmax, words = TOKEN_WORDS) {
     this.head = head;
     this.tokens = tokens;
     this.vmax = vmax;
+    this.words = words;
     this.node.hidden = false;
-    setText(this.title, `${head.label}${head.off ? " (turned off)" : ""}, enlarged: rows are queries, ` +
-      `columns are keys (${tokens.length} tokens). Arrow keys move through the cells; Escape closes.`);
+    setText(this.title, `${head.label}${head.off ? " (turned off)" : ""}, enlarged: ${words.axes} ` +
+      `(${tokens.length} a side). Arrow keys move through the cells; Escape closes.`);
     this.cursor = { q: Math.min(this.cursor.q, tokens.length - 1), k: Math.min(this.cursor.k, tokens.length - 1) };
     setText(this.cellText, "Point at a cell, or use the arrow keys, to read its weight here.");
     this.draw();
@@ -234,6 +266,7 @@ export class ZoomView {
     const ctx = sizeCanvas(this.canvas, layout.size);
     ctx.clearRect(0, 0, layout.size, layout.size);
     paintMap(ctx, this.head.map, this.vmax, this.head.off, layout.margin, layout.margin, layout.cell * n);
+    paintInk(ctx, this.head.ink, layout.margin, layout.margin, layout.cell * n);
     if (layout.labels) {
       ctx.fillStyle = "#222";
       ctx.font = "12px sans-serif";
@@ -256,13 +289,12 @@ export class ZoomView {
     ctx.lineWidth = 1;
     ctx.strokeStyle = "#000";
     ctx.strokeRect(layout.margin + k * layout.cell - 1, layout.margin + q * layout.cell - 1, layout.cell + 2, layout.cell + 2);
-    this.canvas.setAttribute("aria-label", `${this.head.label}: ` +
-      readoutText("cell", this.tokens, q, k, this.head.map[q][k]).replace(/^cell: /, ""));
+    this.canvas.setAttribute("aria-label", this.words.cell(this.head, this.tokens, q, k));
   }
 
   move(q, k, reveal = false) {
     this.cursor = { q, k };
-    const text = readoutText(this.head.label, this.tokens, q, k, this.head.map[q][k]);
+    const text = this.words.cell(this.head, this.tokens, q, k);
     setText(this.readout, text);
     setText(this.cellText, text);
     this.draw();

@@ -41,7 +41,7 @@ export class View {
     this.status = el("p", { class: "mha-live-status", role: "status" });
     this.about = el("p", { class: "mha-live-about" }); // which browsers, which model and runtime, their licences
     this.progress = el("progress", { hidden: "", max: "1", value: "0", "aria-label": "download progress" });
-    this.readout = el("p", { class: "mha-live-readout", "aria-live": "polite" }, READOUT_HINT);
+    this.readout = el("p", { class: "mha-live-readout", "aria-live": "polite" }, this.readoutHint);
     this.legend = new Legend();
     // the colour scale and the readout stay in sight (sticky) while the reader points at the maps below
     this.bar = el("div", { class: "mha-live-bar" }, this.legend.node, this.readout);
@@ -194,9 +194,14 @@ export class View {
     return err;
   }
 
+  /** What the readout says before a cell is pointed at (a view of other maps says other words). */
+  get readoutHint() {
+    return READOUT_HINT;
+  }
+
   /** The readout's hint again: the cell it named belongs to maps no longer shown (new input, other layer). */
   clearReadout() {
-    setText(this.readout, READOUT_HINT);
+    setText(this.readout, this.readoutHint);
   }
 
   /** A message that keeps the maps (empty text, truncation). */
@@ -224,7 +229,7 @@ export class View {
   /** Enlarge `head` under the row of the clicked map (grid.buttons[index]), keyboard focus in it. */
   enlarge(head, tokens, vmax, grid, index) {
     if (grid) grid.placeZoom(this.zoom.node, index);
-    this.zoom.open(head, tokens, vmax);
+    this.zoom.open(head, tokens, vmax, grid ? grid.words : undefined);
     this.zoom.canvas.focus({ preventScroll: true });
     this.zoom.node.scrollIntoView({ block: "nearest" });
   }

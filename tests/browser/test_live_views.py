@@ -465,7 +465,8 @@ def test_chapter_live_views_mount_and_show_the_notebook_numbers(chromium_browser
         page.wait_for_function("[...document.querySelectorAll('.mha-live-view')].every(e => e.mhaLive && e.mhaLive.lastResult)",
                                timeout=30_000)
         views = page.evaluate("""() => [...document.querySelectorAll('.mha-live-view')].map(e => ({
-            view: e.dataset.view, config: JSON.parse(e.dataset.config), result: e.mhaLive.lastResult,
+            view: e.dataset.view, model: e.dataset.model, config: JSON.parse(e.dataset.config),
+            result: e.mhaLive.lastResult,
             canvases: e.querySelectorAll('canvas').length,
             fallbackHidden: [...e.querySelectorAll('.mha-live-fallback')].every(i => i.hidden)}))""")
         assert views
@@ -474,6 +475,9 @@ def test_chapter_live_views_mount_and_show_the_notebook_numbers(chromium_browser
             if v["view"] == "toy-compare":
                 first = v["config"]["models"][0]
                 expected, tokens = v["config"]["results"][first]["attentions"], None
+            elif v["view"] == "digit":  # [CLS]'s rows over the pixels, of the model shown
+                expected = v["config"]["results"][v["model"]]["cls"]
+                assert v["result"]["pixels"] == v["config"]["pixels"]
             else:
                 expected, tokens = v["config"]["attentions"], v["config"]["tokens"]
                 assert v["result"]["tokens"] == tokens

@@ -9,10 +9,11 @@ import { KernelTensor, kernelBackend } from "../runtime_kernel.mjs";
 import { URLS, fetchTokenRows, getManifest, licenceParts } from "../runtime_browser.mjs";
 import { VIRIDIS, colourOf, greyOf, gridLayout, largestWeight, rowEnd, zoomLayout } from "../layout.mjs";
 import {
-  argmaxRows, attentionsFromOutput, checkFinite, markedTokens, paraphraseScores, prevMarkedLabels, tokenRowFeeds,
+  argmaxRows, attentionsFromOutput, checkFinite, clsRollout, digitReadings, markedTokens, paraphraseScores,
+  prevMarkedLabels, tokenRowFeeds,
 } from "../compute.mjs";
 import { checkConfig } from "../contract.mjs";
-import { arrayFlaw, checkArray, checkHeadMask, checkToyInput, describeValue } from "../checks.mjs";
+import { arrayFlaw, checkArray, checkDigitInput, checkHeadMask, checkToyInput, describeValue } from "../checks.mjs";
 import { downloadText, formatMB, readoutText, shortLabel, truncationText, unknownText } from "../text.mjs";
 import { SVG_RECT_CELLS, csvField, escapeXml, figureCsv, figureLayout, figureSvg, fileName } from "../figure.mjs";
 import { setText } from "../dom.mjs";
@@ -108,6 +109,41 @@ test("fidelity and paraphrase MRR equal mha_lib.live.paraphrase_scores (mha_lib)
     assert.ok(Math.abs(got.fidelity - c.fidelity) < 1e-5, `fidelity ${got.fidelity} vs ${c.fidelity}`);
     assert.ok(Math.abs(got.mrr - c.mrr) < 1e-6, `mrr ${got.mrr} vs ${c.mrr}`);
   }
+});
+
+test("digit readings equal mha_lib.live.digit_readings: probabilities, [CLS] rows, rollout (mha_lib)", needsFixture, () => {
+  assert.ok(fixture.digits.length >= 3);
+  const far = (a, b) => Math.max(...a.flat(4).map((x, i) => Math.abs(x - b.flat(4)[i])));
+  for (const c of fixture.digits) {
+    const got = digitReadings(c.attentions, c.logits, 8);
+    assert.equal(got.prediction, c.prediction);
+    assert.ok(far(got.probabilities, c.probabilities) < 1e-6, "probabilities");
+    assert.ok(far(got.cls, c.cls) < 1e-7 && far(got.cls_self, c.cls_self) < 1e-7, "[CLS] rows");
+    assert.ok(far(got.rollout, c.rollout) < 1e-6, `rollout off by ${far(got.rollout, c.rollout)}`);
+  }
+});
+
+test("rollout: one layer of uniform heads gives (uniform + identity) / 2; rows of R sum to 1", () => {
+  const L = 4;
+  const uniform = Array.from({ length: L }, () => new Array(L).fill(1 / L));
+  const row = clsRollout([[uniform, uniform]]);
+  assert.deepEqual(row.map((x) => +x.toFixed(6)), [0.625, 0.125, 0.125, 0.125]);
+  const two = clsRollout([[uniform], [uniform]]);
+  assert.ok(Math.abs(two.reduce((a, b) => a + b, 0) - 1) < 1e-12);
+});
+
+test("digit input: 64 grey levels in [0, 1], as a list or {pixels}; the message names the value", () => {
+  assert.deepEqual(checkDigitInput({ pixels: new Array(64).fill(0.5) }, 64), new Array(64).fill(0.5));
+  assert.throws(() => checkDigitInput(new Array(63).fill(0), 64), /pixels has 63 grey levels, expected 64/);
+  const bad = new Array(64).fill(0);
+  bad[12] = 1.5;
+  assert.throws(() => checkDigitInput(bad, 64), /pixels\[12\] = 1.5 is outside \[0, 1\]/);
+  bad[12] = NaN;
+  assert.throws(() => checkDigitInput(bad, 64), /pixels\[12\] = NaN is not a number/);
+  bad[12] = "0.5";
+  assert.throws(() => checkDigitInput(bad, 64), /pixels\[12\] = "0.5" is not a number/);
+  assert.throws(() => checkDigitInput("ink", 64), /pixels must be a list of 64 grey levels, got "ink"/);
+  assert.throws(() => checkDigitInput(new Array(64), 64), /sparse array/);
 });
 
 test("scores: all heads on gives fidelity 1; bad shapes are refused", () => {
