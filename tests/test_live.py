@@ -440,3 +440,80 @@ def test_digit_readings_refuses_bad_images_and_models(image, match):
         live.digit_readings(tasks.load_trained("ch1-h1"), torch.zeros(8, 8))
     with pytest.raises(ValueError, match="chapter-7 TokenClassifier"):
         live.digit_readings("ch7-digits-h1", torch.zeros(8, 8))
+
+
+# ----------------------------------------------------------------------------- the induction view (chapter 5)
+def test_copyable_positions_are_the_task_labels_on_a_repeat():
+    task = tasks.SHIPPED["ch5-induction-l2"].make_task()
+    batch = task.dataset(16, seed=2)
+    for b in range(16):
+        ids = batch.input_ids[b].tolist()
+        labelled = (batch.labels[b] != tasks.IGNORE_INDEX).nonzero().flatten().tolist()
+        got = live.copyable_positions(ids)
+        assert set(labelled) <= set(got)  # every asked position; a repeat by chance adds more
+        assert all(any(ids[j] == ids[i] and ids[j + 1] == ids[i + 1] for j in range(i)) for i in got)
+    assert live.copyable_positions([4, 5, 4, 6, 4, 5]) == [4]
+
+
+def test_induction_config_and_readings_equal_mha_lib():
+    from mha_lib.analysis import induction_score, previous_token_score
+
+    task = tasks.SHIPPED["ch5-induction-l2"].make_task()
+    ids = task.dataset(1, seed=3).input_ids[0].tolist()
+    config = live.induction_config("ch5-induction-l2", ids)
+    spec = tasks.SHIPPED["ch5-induction-l2"]
+    assert config["models"] == [live.checkpoint_id("ch5-induction-l2", s) for s in spec.checkpoints]
+    assert config["steps"] == list(spec.checkpoints) and config["checkpoint"] == len(spec.checkpoints) - 1
+    assert config["mask"] == [[1] * 4, [1] * 4] and config["ids"] == ids
+    mask = torch.tensor([[0.0, 1, 1, 1], [1, 1, 1, 0]])
+    for step, head_mask in [(2000, None), (600, mask)]:
+        model = tasks.load_trained("ch5-induction-l2", step=step)
+        r = live.induction_readings(model, ids, head_mask)
+        with torch.no_grad():
+            out = model(torch.tensor([ids]), head_mask=head_mask, output_attentions=True)
+        assert torch.allclose(torch.tensor(r["attentions"]), torch.stack(out.attentions)[:, 0], atol=1e-6)
+        assert r["predictions"] == out.logits[0].argmax(-1).tolist()
+        x = torch.tensor([ids])
+        assert torch.allclose(torch.tensor(r["previous"]), torch.stack([previous_token_score(w) for w in out.attentions]))
+        assert torch.allclose(torch.tensor(r["induction"]), torch.stack([induction_score(w, x) for w in out.attentions]))
+        right = [r["predictions"][i] == ids[i + 1] for i in r["copyable"]]
+        assert r["accuracy"] == sum(right) / len(right)
+    final = live.induction_readings(tasks.load_trained("ch5-induction-l2", step=2000), ids)
+    assert {k: config[k] for k in final} == final
+    assert final["accuracy"] == 1.0  # the trained circuit continues the repeat ...
+    blind = live.induction_readings(tasks.load_trained("ch5-induction-l2", step=2000), ids, [[0] * 4, [1] * 4])
+    assert blind["accuracy"] < 0.5  # ... and fails without its previous-token layer
+    view = live.live_view("induction", config["models"][-1], config)
+    assert 'data-view="induction"' in view.html
+
+
+def test_induction_readings_leave_out_what_a_sequence_cannot_score():
+    model = tasks.load_trained("ch5-induction-l2", step=0)
+    r = live.induction_readings(model, list(range(10)))  # no token twice
+    assert "induction" not in r and "accuracy" not in r and r["copyable"] == []
+
+
+@pytest.mark.parametrize("kwargs, match", [
+    ({"spec_name": "ch1-h1"}, "no training checkpoints on chapter 5's InductionTask"),
+    ({"spec_name": "ch5-induction-l1"}, "no training checkpoints"),
+    ({"spec_name": "nope"}, "not a shipped model"),
+    ({"ids": [3]}, "ids has 1 tokens; the model reads 2 to 32"),
+    ({"ids": list(range(33))}, "ids has 33 tokens"),
+    ({"ids": [3, 64]}, r"ids\[1\] = 64 is not a token id in \[0, 64\)"),
+    ({"ids": [3, True]}, r"ids\[1\] = True is not a token id"),
+    ({"ids": "3 4"}, "ids must be a list of token ids, got str"),
+    ({"models": {5: None}}, r"models must be a dict \{step: model\}"),
+])
+def test_induction_config_refuses_bad_arguments(kwargs, match):
+    args = {"spec_name": "ch5-induction-l2", "ids": [1, 2, 1, 2], **kwargs}
+    with pytest.raises(ValueError, match=match):
+        live.induction_config(args.pop("spec_name"), args.pop("ids"), **args)
+
+
+def test_induction_readings_refuse_bad_masks_and_models():
+    model = tasks.load_trained("ch5-induction-l2", step=0)
+    for bad in ([[1, 1, 1, 1]], [[1, 1, 1, 2], [1, 1, 1, 1]], "on"):
+        with pytest.raises(ValueError, match=r"head_mask must be a \(2, 4\) grid of 0/1"):
+            live.induction_readings(model, [1, 2, 1], bad)
+    with pytest.raises(ValueError, match="not a causal language model"):
+        live.induction_readings(tasks.load_trained("ch1-h1"), [1, 2, 1])

@@ -315,3 +315,22 @@ def test_bad_digit_messages_get_an_error_naming_the_value(changes, match):
     extra = _patch_message([0.0] * 64)
     extra["feeds"]["input_ids"] = extra["feeds"]["patches"]
     assert "exactly the inputs ['patches', 'head_mask']" in runner.answer(extra)[0]["message"]
+
+
+def test_induction_checkpoints_run_in_the_kernel_like_mha_lib():
+    ids = [5, 9, 3, 5, 9, 3, 7, 1]
+    runner = live.KernelRunner("induction", "ch5-induction-l2.step600",
+                               {"models": ["ch5-induction-l2.step600", "ch5-induction-l2.step2000"]})
+    info, _ = runner.answer({"op": "load", "request": 1, "model": "ch5-induction-l2.step600"})
+    assert info["info"]["inputs"] == ["input_ids", "key_padding_mask", "head_mask"]
+    mask = torch.tensor([[1.0, 0, 1, 1], [1, 1, 1, 1]])
+    reply, buffers = runner.answer({"op": "run", "request": 2, "model": "ch5-induction-l2.step600", "feeds": feeds_of(
+        torch.tensor([ids]), None, torch.zeros(1, len(ids), dtype=torch.bool), mask)})
+    out = outputs_of(reply, buffers)
+    model = tasks.load_trained("ch5-induction-l2", step=600)
+    with torch.no_grad():
+        ref = model(torch.tensor([ids]), head_mask=mask, output_attentions=True)
+    torch.testing.assert_close(out["logits"], ref.logits, atol=1e-5, rtol=0)
+    torch.testing.assert_close(out["attentions"], torch.stack(ref.attentions), atol=1e-6, rtol=0)
+    bad, _ = runner.answer({"op": "load", "request": 3, "model": "ch5-induction-l2.step700"})
+    assert bad["op"] == "error" and "not one of this view's models" in bad["message"]

@@ -198,6 +198,27 @@ def _digit_cases():
     return cases
 
 
+def _induction_cases():
+    """Chapter 5's checkpoints' attentions and logits on sequences, heads off, and mha_lib.live.induction_readings."""
+    import torch
+
+    from mha_lib import tasks
+    from mha_lib.live import induction_readings
+
+    task = tasks.SHIPPED["ch5-induction-l2"].make_task()
+    repeat = task.dataset(1, seed=3).input_ids[0].tolist()
+    cases = []
+    for step, ids, mask in [(2000, repeat, None), (600, repeat, [[0, 1, 1, 1], [1, 1, 0, 1]]),
+                            (2000, list(range(20)), None), (0, [5, 5, 5, 5, 5], [[0, 0, 0, 0], [0, 0, 0, 0]])]:
+        model = tasks.load_trained("ch5-induction-l2", step=step)
+        with torch.no_grad():
+            out = model(torch.tensor([ids]), head_mask=None if mask is None else torch.tensor(mask, dtype=torch.float32),
+                        output_attentions=True)
+        cases.append({"ids": ids, "logits": out.logits[0].flatten().tolist(),
+                      "attentions": [w[0].tolist() for w in out.attentions], **induction_readings(model, ids, mask)})
+    return cases
+
+
 def write_fixture(path: Path) -> dict:
     tokenizer, folder = _tokenizer()
     cases = []
@@ -212,7 +233,7 @@ def write_fixture(path: Path) -> dict:
     words = [w for w, _ in backend.pre_tokenizer.pre_tokenize_str(normalized)]
     fixture = {"vocab": str(folder / "vocab.txt"), "max_length": tokenizer.max_length, "cases": cases,
                "sweep": {"text": text, "words": words}, "prev_marked": _task_cases(), "scores": _score_cases(),
-               "digits": _digit_cases()}
+               "digits": _digit_cases(), "induction": _induction_cases()}
     path.write_text(json.dumps(fixture, ensure_ascii=False), encoding="utf-8")
     return fixture
 
@@ -288,6 +309,11 @@ _TOY = {"models": ["ch1-h1", "ch1-h2"], "task": {"kind": "prev_marked", "vocab_s
         "types": [0, 1], "results": {m: {"attentions": [[_map(2)] * h], "predictions": [0, 2], "confidence": [0.5, 0.9]}
                                      for m, h in (("ch1-h1", 1), ("ch1-h2", 2))}}
 _MINILM = "all-MiniLM-L6-v2"
+_INDUCTION = {"models": ["m.step0", "m.step10"], "steps": [0, 10], "checkpoint": 1,
+              "task": {"vocab_size": 8, "seq_len": 4}, "ids": [1, 2, 1], "attentions": [[_map(3)] * 2] * 2,
+              "mask": [[1, 1], [1, 0]], "predictions": [2, 1, 2], "confidence": [0.5, 0.5, 0.9],
+              "previous": [[0.5, 0.5], [0.5, 0.5]], "induction": [[0.1, 0.2], [0.3, 0.4]], "copyable": [],
+              "accuracy": 1.0}
 _PIXELS = [0.0] * 32 + [1.0] * 32
 _DIGIT = {"models": ["ch7-digits-h1", "ch7-digits-h2"], "side": 8, "pixels": _PIXELS, "label": 3,
           "examples": [{"label": 3, "pixels": _PIXELS}],
@@ -359,6 +385,20 @@ CONTRACT_CASES = [
     ("toy-compare", "ch1-h1", _with(_TOY, ("results", "ch1-h1", "predictions"), [1]), "'results'['ch1-h1']['predictions']"),
     ("toy-compare", "ch1-h1", _with(_TOY, ("results", "ch1-h1", "confidence", 0), "x"),
      "'results'['ch1-h1']['confidence'][0]"),
+    ("induction", "m.step10", _INDUCTION, None),
+    ("induction", "m.step0", _with(_with(_INDUCTION, ("induction",), REMOVE), ("accuracy",), REMOVE), None),
+    ("induction", "m.step20", _INDUCTION, "model"),
+    ("induction", "m.step0", _with(_INDUCTION, ("steps",), [0]), "'steps'"),
+    ("induction", "m.step0", _with(_INDUCTION, ("checkpoint",), 2), "'checkpoint'"),
+    ("induction", "m.step0", _with(_INDUCTION, ("task", "seq_len"), 1), "'task'['seq_len']"),
+    ("induction", "m.step0", _with(_INDUCTION, ("ids",), [1]), "'ids'"),
+    ("induction", "m.step0", _with(_INDUCTION, ("attentions", 1, 0), _map(2)), "'attentions'[1][0]"),
+    ("induction", "m.step0", _with(_INDUCTION, ("mask", 1), [1]), "'mask'[1]"),
+    ("induction", "m.step0", _with(_INDUCTION, ("predictions",), [2, 1]), "'predictions'"),
+    ("induction", "m.step0", _with(_INDUCTION, ("previous",), [[0.5, 0.5]]), "'previous'"),
+    ("induction", "m.step0", _with(_INDUCTION, ("induction", 0, 1), None), "'induction'[0][1]"),
+    ("induction", "m.step0", _with(_INDUCTION, ("copyable",), [-1]), "'copyable'[0]"),
+    ("induction", "m.step0", _with(_INDUCTION, ("accuracy",), "1"), "'accuracy'"),
     ("digit", "ch7-digits-h2", _DIGIT, None),
     ("digit", "ch7-digits-h1", _with(_DIGIT, ("label",), REMOVE), None),
     ("digit", "ch7-digits-h4", _DIGIT, "model"),

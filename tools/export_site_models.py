@@ -13,6 +13,8 @@ Usage: python tools/export_site_models.py OUTDIR [--cache DIR] [--force]
   exact float32, checked against mha_lib on the task's own sequences;
 * ``ch7-digits-h1.onnx`` ... ``ch7-digits-h8.onnx``: chapter 7's Vision Transformers (seed 0),
   exact float32, checked against mha_lib on 64 test digits;
+* ``ch5-induction-l2.step0.onnx`` ... ``.step2000.onnx``: chapter 5's training checkpoints (seed 0),
+  exact float32, checked against mha_lib on the task's sequences;
 * ``all-MiniLM-L6-v2.vocab.txt`` (the checkpoint's WordPiece vocabulary, unchanged),
   ``all-MiniLM-L6-v2.LICENSE.txt`` (Apache-2.0, saying the file was converted) and
   ``mha_lib.LICENSE.txt`` (the repository's licence, for the toy models);
@@ -46,6 +48,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 MINILM = "all-MiniLM-L6-v2"
 TOY_MODELS = ("ch1-h1", "ch1-h2", "ch1-h4", "ch1-h8",  # chapter 1's toy view
               "ch7-digits-h1", "ch7-digits-h2", "ch7-digits-h4", "ch7-digits-h8")  # chapter 7's digit view
+CHECKPOINT_MODELS = ("ch5-induction-l2",)  # chapter 5's induction view: every training checkpoint
 TOY_SEED = 0
 ROWS_PER_FILE = 32  # token rows per file: 24,576 bytes of float16 (a sentence needs about 8 files)
 MAX_BYTES = 25_000_000  # issue 17: MiniLM's file as a static server sends it, no compression assumed
@@ -85,13 +88,14 @@ def minilm_folder() -> tuple[str, str]:
 
 
 # ----------------------------------------------------------------------------- the exports
-def export_toy(name: str, dest: Path) -> dict:
-    """Export seed 0 of a shipped toy model (chapter 1's or 7's), exact, and check it on the task's own inputs."""
+def export_toy(name: str, dest: Path, step: int | None = None) -> dict:
+    """Export seed 0 of a shipped toy model (chapter 1's, 5's or 7's; a training checkpoint with ``step``),
+    exact, and check it on the task's own inputs."""
     import torch
 
     from mha_lib import export, tasks
 
-    model = tasks.load_trained(name, TOY_SEED)
+    model = tasks.load_trained(name, TOY_SEED, step=step)
     info = export.export_onnx(model, dest)
     batch = tasks.SHIPPED[name].make_task().dataset(64, seed=1)
     if "patches" in info.inputs:  # a ViT: 64 test digits as (64, 64, 1) one-pixel patches
@@ -241,6 +245,7 @@ def cached(cache: Path, model_id: str, key: str, make) -> tuple[Path, dict, bool
 
 def build(outdir: Path, cache: Path, force: bool = False) -> dict:
     from mha_lib import tasks
+    from mha_lib.live import checkpoint_id
 
     outdir.mkdir(parents=True, exist_ok=True)
     cache.mkdir(parents=True, exist_ok=True)
@@ -255,6 +260,12 @@ def build(outdir: Path, cache: Path, force: bool = False) -> dict:
         key = sha256_files([weights])
         key.update(f"seed={TOY_SEED}".encode())
         jobs.append((name, key, lambda dest, name=name: export_toy(name, dest)))
+    for name in CHECKPOINT_MODELS:
+        weights, _ = tasks.weight_files(name)
+        for step in tasks.SHIPPED[name].checkpoints:
+            key = sha256_files([weights])
+            key.update(f"step={step}".encode())
+            jobs.append((checkpoint_id(name, step), key, lambda dest, name=name, step=step: export_toy(name, dest, step)))
     manifest = {"models": {}}
     for model_id, weights_hash, make in jobs:
         start = time.perf_counter()

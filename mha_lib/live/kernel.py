@@ -9,6 +9,7 @@ import torch
 
 from .. import tasks
 from ..pretrained import BertEncoder, load_bert
+from .induction import STEP_SEPARATOR
 
 MINILM_ID = "all-MiniLM-L6-v2"
 
@@ -24,8 +25,11 @@ _KERNEL_MODELS: Dict[str, Any] = {}  # model id -> loaded model, shared by every
 def _kernel_model(model_id: str):
     """The mha_lib model behind a site model id, loaded once per kernel, in eval mode."""
     if model_id not in _KERNEL_MODELS:
+        name, sep, step = model_id.partition(STEP_SEPARATOR)
         if model_id == MINILM_ID:
             model, _ = load_bert(verbose=False)
+        elif sep and step.isdigit():  # a training checkpoint: induction.checkpoint_id(name, step)
+            model = tasks.load_trained(name, step=int(step))
         else:
             model = tasks.load_trained(model_id)  # the spec's first seed: the site's model
         _KERNEL_MODELS[model_id] = model.eval()
@@ -63,7 +67,7 @@ class KernelRunner:
 
     def __init__(self, view: str, model: str, config: Mapping[str, Any]):
         self.view = view
-        self.models = list(config["models"]) if view in ("toy-compare", "digit") else [model]
+        self.models = list(config["models"]) if view in ("toy-compare", "induction", "digit") else [model]
 
     def answer(self, content: Any) -> Tuple[dict, List[bytes]]:
         """The answer to one message: ``(content, buffers)``. Never raises: an error is an answer.

@@ -311,3 +311,78 @@ export async function runDigit(model, pixels, side) {
   const attentions = attentionsFromOutput(out.attentions.data, out.attentions.dims, 0, pixels.length + 1);
   return digitReadings(attentions, out.logits.data.subarray(0, C), side);
 }
+
+/**
+ * Positions i whose next token a copy can give, as mha_lib.live.copyable_positions: an earlier j < i has
+ * x_j = x_i and x_{j+1} = x_{i+1} (chapter 5's repeated segment, and any repeat by chance).
+ * @param {number[]} ids
+ * @returns {number[]} ascending, in 0 .. L-2
+ */
+export function copyablePositions(ids) {
+  const seen = new Set();
+  const out = [];
+  for (let i = 0; i + 1 < ids.length; i++) {
+    const bigram = `${ids[i]},${ids[i + 1]}`;
+    if (seen.has(bigram)) out.push(i);
+    seen.add(bigram);
+  }
+  return out;
+}
+
+/** A head's mean weight on the previous token over queries 1 .. L-1 (mha_lib.analysis.previous_token_score). */
+export function previousTokenScore(map) {
+  let sum = 0;
+  for (let q = 1; q < map.length; q++) sum += map[q][q - 1];
+  return sum / (map.length - 1);
+}
+
+/**
+ * A head's mean weight on induction targets (mha_lib.analysis.induction_score): for every query i whose token
+ * occurred before, its summed weight on the keys j < i with x_{j-1} = x_i; null when no query has one.
+ */
+export function inductionScore(map, ids) {
+  let sum = 0;
+  let queries = 0;
+  for (let i = 0; i < ids.length; i++) {
+    let on = 0;
+    let any = false;
+    for (let j = 1; j < i; j++) {
+      if (ids[j - 1] === ids[i]) {
+        on += map[i][j];
+        any = true;
+      }
+    }
+    if (any) {
+      sum += on;
+      queries += 1;
+    }
+  }
+  return queries ? sum / queries : null;
+}
+
+/**
+ * What the induction view shows of one run, as mha_lib.live.induction_readings: the maps, each position's
+ * next-token prediction and its probability, every head's previous-token and induction scores, the
+ * copyable positions and the share of them predicted right (keys absent where mha_lib leaves them out).
+ * @param {number[][][][]} attentions  [layer][head][query][key]
+ * @param {Float32Array} logits        (L, V) row-major
+ * @param {number[]} ids               the L tokens
+ */
+export function inductionReadings(attentions, logits, ids) {
+  const L = ids.length;
+  const { predictions, confidence } = argmaxRows(logits, L, logits.length / L);
+  const copyable = copyablePositions(ids);
+  const out = { attentions, predictions, confidence,
+    previous: attentions.map((layer) => layer.map(previousTokenScore)), copyable };
+  const induction = attentions.map((layer) => layer.map((map) => inductionScore(map, ids)));
+  if (induction[0][0] !== null) out.induction = induction;
+  if (copyable.length) out.accuracy = copyable.filter((i) => predictions[i] === ids[i + 1]).length / copyable.length;
+  return out;
+}
+
+/** A causal token model (chapter 5) on one sequence, heads switched off by `mask` ([layer][head] 0/1). */
+export async function runInduction(model, ids, mask) {
+  const out = checkFinite(model.id, await runSession(model, feedsFor(model, [ids], null, mask)));
+  const attentions = attentionsFromOutput(out.attentions.data, out.attentions.dims, 0, ids.length);
+  return inductionReadings(attentions, out.logits.data, ids);
+}

@@ -9,7 +9,7 @@
 import { WordPieceTokenizer } from "./wordpiece.mjs";
 import { checkDigest } from "./integrity.mjs";
 import { rowFilesFor } from "./compute.mjs";
-import { downloadText, errorText, formatMB } from "./text.mjs";
+import { downloadText, errorText, formatMB, modelsText } from "./text.mjs";
 
 const HERE = import.meta.url;
 /** `path` relative to this module; null where the module has no folder (anywidget loads it from a blob: URL). */
@@ -49,7 +49,7 @@ export function licenceParts(modelIds, manifest) {
   const parts = [];
   for (const [file, { ids, info }] of groups) {
     const name = (info && typeof info.license_name === "string" && info.license_name) || LICENCE_NAMES[file] || "";
-    parts.push({ label: `${ids.length > 1 ? "Models" : "Model"}: ${ids.join(", ")}`, detail: name,
+    parts.push({ label: `${ids.length > 1 ? "Models" : "Model"}: ${modelsText(ids)}`, detail: name,
       href: file === "?" ? null : new URL(file, URLS.models).href });
   }
   parts.push({ label: "Runtime: onnxruntime-web", detail: "MIT", href: new URL("LICENSE", URLS.ortDir).href });

@@ -7,6 +7,7 @@
 
 import { WordPieceTokenizer } from "./wordpiece.mjs";
 import { describeValue } from "./checks.mjs";
+import { modelsText } from "./text.mjs";
 
 /** A tensor of the kernel backend: what onnxruntime-web's Tensor holds, as feedsFor builds it. */
 export class KernelTensor {
@@ -104,7 +105,7 @@ export function kernelBackend(widget) {
     privacy: "Typed text goes to this notebook's kernel, which computes the maps with mha_lib.",
     about(modelIds) {
       return { lead: `Computed by this notebook's kernel with mha_lib (PyTorch): ` +
-        `${modelIds.length > 1 ? "models" : "model"} ${modelIds.join(", ")}.`, parts: [] };
+        `${modelIds.length > 1 ? "models" : "model"} ${modelsText(modelIds)}.`, parts: [] };
     },
     async firstTimeText() {
       return "The notebook's kernel recomputes it with mha_lib.";

@@ -56,3 +56,22 @@ export function unknownText(tokens) {
   return ` ${unknown} of its ${pieces} word pieces ${unknown === 1 ? "is" : "are"} [UNK]: the model's vocabulary is ` +
     "English, so it cannot tell those characters apart (they all become the same unknown token).";
 }
+
+/**
+ * Model ids for people: training checkpoints of one model (mha_lib.live.checkpoint_id, "name.stepN") become
+ * "name at 12 training checkpoints (steps 0 to 2,000)"; other ids stay as they are.
+ * @param {string[]} ids
+ * @returns {string} the ids, joined by ", "
+ */
+export function modelsText(ids) {
+  const groups = new Map(); // name -> steps, in order of first appearance; a plain id is its own group
+  for (const id of ids) {
+    const m = /^(.+)\.step(\d+)$/.exec(id);
+    const key = m ? m[1] : id;
+    if (!groups.has(key)) groups.set(key, []);
+    if (m) groups.get(key).push(Number(m[2]));
+  }
+  return [...groups].map(([name, steps]) => (steps.length > 1
+    ? `${name} at ${steps.length} training checkpoints (steps ${Math.min(...steps).toLocaleString("en-US")} to ` +
+      `${Math.max(...steps).toLocaleString("en-US")})` : steps.length ? `${name} after ${steps[0]} steps` : name)).join(", ");
+}

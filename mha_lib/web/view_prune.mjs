@@ -6,6 +6,7 @@ import { checkHeadMask, describeValue, isList } from "./checks.mjs";
 import { debounce, el, setText } from "./dom.mjs";
 import { formatMB, truncationText } from "./text.mjs";
 import { hasWords } from "./wordpiece.mjs";
+import { HeadToggles } from "./head_toggles.mjs";
 import { LayerMaps } from "./layer_maps.mjs";
 import { MINILM, TOGGLE_DELAY_MS, View } from "./view.mjs";
 
@@ -21,7 +22,11 @@ export class PruneView extends View {
     this.scores = el("p", { class: "mha-live-scores", "aria-live": "polite" });
     this.maps = new LayerMaps(this, config.attentions.length, config.layer || 0);
     this.sentenceNote = el("p", { class: "mha-live-note" });
-    this.attach([this.buildToggles(), this.scores, this.sentenceNote, this.maps.control.node], [this.maps.node]);
+    this.toggles = new HeadToggles(this.mask, (mask) => {
+      this.mask = mask;
+      this.toggled();
+    });
+    this.attach([this.toggles.node, this.scores, this.sentenceNote, this.maps.control.node], [this.maps.node]);
     // the download notice (sizes) before the toggles: read before the first click
     this.root.insertBefore(this.progress, this.about.nextSibling);
     this.root.insertBefore(this.status, this.progress);
@@ -34,68 +39,12 @@ export class PruneView extends View {
     this.later = debounce(() => this.run({ mask: this.mask }).catch(() => {}), TOGGLE_DELAY_MS);
   }
 
-  buildToggles() {
-    const [NL, H] = [this.mask.length, this.mask[0].length];
-    const grid = el("div", { class: "mha-live-toggles", role: "group",
-      "aria-label": `heads: ${NL} layers x ${H}; pressed = on; arrow keys move between heads` });
-    grid.append(el("span", { class: "mha-live-toggles-head" })); // the header row (hidden on a phone)
-    for (let h = 0; h < H; h++) grid.append(el("span", { class: "mha-live-toggles-head", "aria-hidden": "true" }, `H${h}`));
-    this.toggles = [];
-    for (let l = 0; l < NL; l++) {
-      grid.append(el("span", { class: "mha-live-toggles-layer", "aria-hidden": "true" }, `L${l}`));
-      const row = [];
-      for (let h = 0; h < H; h++) {
-        // one Tab stop for the whole grid (roving tabindex): the arrow keys move, Space or Enter toggles
-        const button = el("button", { type: "button", "aria-label": `layer ${l} head ${h}`, title: `L${l}.H${h}`,
-          tabindex: l === 0 && h === 0 ? "0" : "-1" }, String(h));
-        button.addEventListener("click", () => {
-          this.mask[l][h] = this.mask[l][h] ? 0 : 1;
-          this.rove(l, h, false);
-          this.toggled();
-        });
-        button.addEventListener("keydown", (event) => {
-          const moves = { ArrowUp: [-1, 0], ArrowDown: [1, 0], ArrowLeft: [0, -1], ArrowRight: [0, 1] };
-          let to = null;
-          if (event.key in moves) to = [l + moves[event.key][0], h + moves[event.key][1]];
-          else if (event.key === "Home") to = [event.ctrlKey ? 0 : l, 0];
-          else if (event.key === "End") to = [event.ctrlKey ? NL - 1 : l, H - 1];
-          if (!to) return;
-          event.preventDefault();
-          this.rove(Math.min(NL - 1, Math.max(0, to[0])), Math.min(H - 1, Math.max(0, to[1])), true);
-        });
-        row.push(button);
-        grid.append(button);
-      }
-      this.toggles.push(row);
-    }
-    const allOn = el("button", { type: "button", class: "mha-live-button" }, "All heads on");
-    allOn.addEventListener("click", () => {
-      this.mask = this.mask.map((row) => row.map(() => 1));
-      this.toggled();
-    });
-    this.refreshToggles();
-    return el("div", {}, el("p", { class: "mha-live-note" }, "Click a head to turn it off or on (pressed = on); " +
-      "with the keyboard, Tab into the grid, move with the arrow keys and toggle with Space."), grid, allOn);
-  }
-
-  /** Make toggle (l, h) the grid's one Tab stop; `focus` moves the keyboard focus there. */
-  rove(l, h, focus) {
-    this.toggles.flat().forEach((b) => b.setAttribute("tabindex", "-1"));
-    this.toggles[l][h].setAttribute("tabindex", "0");
-    if (focus) this.toggles[l][h].focus();
-  }
-
   describeSentence(text = this.text) {
     setText(this.sentenceNote, `The maps below are those of the sentence “${text}”: a head turned off still ` +
       "computes its weights (drawn grey), but its output no longer reaches the next layer.");
   }
 
-  refreshToggles() {
-    this.toggles.forEach((row, l) => row.forEach((b, h) => b.setAttribute("aria-pressed", this.mask[l][h] ? "true" : "false")));
-  }
-
   toggled() {
-    this.refreshToggles();
     this.maps.show(this.maps.tokens, this.maps.attentions, this.mask); // grey at once; new weights follow
     this.ensureModels().catch(() => {});
     this.later();
@@ -181,7 +130,7 @@ export class PruneView extends View {
     if (spec.text !== undefined) this.text = spec.text;
     if (newMask) {
       this.mask = newMask;
-      this.refreshToggles();
+      this.toggles.set(newMask);
     }
     const mask = this.mask.map((row) => row.slice());
     const texts = this.texts();

@@ -9,12 +9,13 @@ import { KernelTensor, kernelBackend } from "../runtime_kernel.mjs";
 import { URLS, fetchTokenRows, getManifest, licenceParts } from "../runtime_browser.mjs";
 import { VIRIDIS, colourOf, greyOf, gridLayout, largestWeight, rowEnd, zoomLayout } from "../layout.mjs";
 import {
-  argmaxRows, attentionsFromOutput, checkFinite, clsRollout, digitReadings, markedTokens, paraphraseScores,
-  prevMarkedLabels, tokenRowFeeds,
+  argmaxRows, attentionsFromOutput, checkFinite, clsRollout, copyablePositions, digitReadings, inductionReadings,
+  markedTokens, paraphraseScores, prevMarkedLabels, tokenRowFeeds,
 } from "../compute.mjs";
+import { parseSequence, repeatedSequence } from "../view_induction.mjs";
 import { checkConfig } from "../contract.mjs";
 import { arrayFlaw, checkArray, checkDigitInput, checkHeadMask, checkToyInput, describeValue } from "../checks.mjs";
-import { downloadText, formatMB, readoutText, shortLabel, truncationText, unknownText } from "../text.mjs";
+import { downloadText, formatMB, modelsText, readoutText, shortLabel, truncationText, unknownText } from "../text.mjs";
 import { SVG_RECT_CELLS, csvField, escapeXml, figureCsv, figureLayout, figureSvg, fileName } from "../figure.mjs";
 import { setText } from "../dom.mjs";
 import { checkDigest, sha256Hex, sha256Of } from "../integrity.mjs";
@@ -144,6 +145,48 @@ test("digit input: 64 grey levels in [0, 1], as a list or {pixels}; the message 
   assert.throws(() => checkDigitInput(bad, 64), /pixels\[12\] = "0.5" is not a number/);
   assert.throws(() => checkDigitInput("ink", 64), /pixels must be a list of 64 grey levels, got "ink"/);
   assert.throws(() => checkDigitInput(new Array(64), 64), /sparse array/);
+});
+
+test("induction readings equal mha_lib.live.induction_readings: predictions, scores, copyable, accuracy (mha_lib)",
+  needsFixture, () => {
+    assert.ok(fixture.induction.length >= 4);
+    const far = (a, b) => Math.max(0, ...a.flat(4).map((x, i) => Math.abs(x - b.flat(4)[i])));
+    for (const c of fixture.induction) {
+      const got = inductionReadings(c.attentions, new Float32Array(c.logits), c.ids);
+      assert.deepEqual(got.predictions, c.predictions);
+      assert.deepEqual(got.copyable, c.copyable);
+      assert.ok(far(got.confidence, c.confidence) < 1e-5, "confidence");
+      assert.ok(far(got.previous, c.previous) < 1e-6, `previous off by ${far(got.previous, c.previous)}`);
+      assert.equal(got.induction === undefined, c.induction === undefined);
+      if (c.induction) assert.ok(far(got.induction, c.induction) < 1e-6, "induction");
+      assert.equal(got.accuracy, c.accuracy);
+    }
+  });
+
+test("copyable positions: a token pair seen before; the reader's sequence parsed, naming a bad token", () => {
+  assert.deepEqual(copyablePositions([1, 2, 3, 1, 2, 3]), [3, 4]);
+  assert.deepEqual(copyablePositions([1, 2, 1, 3]), []); // 1 occurred before, but followed by another token
+  assert.deepEqual(copyablePositions([7, 7, 7]), [1]);
+  assert.deepEqual(parseSequence(" 3, 5  63\n0", 64, 32), [3, 5, 63, 0]);
+  assert.throws(() => parseSequence("3 64", 64, 32), /token 1 is "64", not a number in 0..63/);
+  assert.throws(() => parseSequence("3 -1", 64, 32), /token 1 is "-1"/);
+  assert.throws(() => parseSequence("3 x", 64, 32), /token 1 is "x"/);
+  assert.throws(() => parseSequence("3", 64, 32), /the sequence has 1 tokens; give 2 to 32/);
+  assert.throws(() => parseSequence(Array(33).fill(1).join(" "), 64, 32), /33 tokens/);
+  let seed = 1;
+  const random = () => ((seed = (seed * 16807) % 2147483647) - 1) / 2147483646;
+  for (let k = 0; k < 50; k++) {
+    const ids = repeatedSequence(64, 32, random);
+    assert.equal(ids.length, 32);
+    assert.ok(ids.every((t) => Number.isInteger(t) && t >= 0 && t < 64));
+    assert.ok(copyablePositions(ids).length >= 2, ids.join(" ")); // a repeat of 3 or more tokens
+  }
+});
+
+test("model ids for people: a model's checkpoints said once", () => {
+  const ids = [0, 200, 2000].map((s) => `ch5-induction-l2.step${s}`);
+  assert.equal(modelsText(ids), "ch5-induction-l2 at 3 training checkpoints (steps 0 to 2,000)");
+  assert.equal(modelsText(["ch1-h1", "ch1-h2"]), "ch1-h1, ch1-h2");
 });
 
 test("scores: all heads on gives fidelity 1; bad shapes are refused", () => {
