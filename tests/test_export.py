@@ -213,6 +213,33 @@ def test_causal_and_patch_models_export(tmp_path, name):
             assert not np.triu(got["attentions"][:, 0], k=1).any()
 
 
+def test_encoder_decoder_exports_with_two_lengths_and_a_gate_per_attention_module(tmp_path):
+    """Chapter 6's encoder-decoder: source and target lengths free and different, head_mask rows in the class's
+    module order (encoder, then self and cross per decoder layer), the three kinds of attention stacked."""
+    model = tasks.load_trained("ch6-translation")
+    info = export.export_onnx(model, tmp_path / "ch6.onnx")
+    assert info.kind == "encoder-decoder" and info.inputs == ("src_ids", "input_ids", "head_mask")
+    assert info.outputs == ("logits", "encoder_attentions", "attentions", "cross_attentions")
+    assert (info.num_layers, info.num_heads, info.max_length) == (6, 4, 13)
+    session = export.onnx_session(info.path)
+    g = torch.Generator().manual_seed(0)
+    for S, T in ((1, 1), (13, 2), (5, 13), (9, 9)):
+        src = torch.randint(3, 27, (2, S), generator=g)
+        tgt = torch.randint(0, 27, (2, T), generator=g)
+        gates = torch.ones(6, 4)
+        gates[0, 1] = gates[3, 2] = gates[5, 0] = 0  # an encoder head, a decoder self- and a cross-attention head
+        with torch.no_grad():
+            ref = model(tgt, src_ids=src, head_mask=gates, output_attentions=True)
+        got = export.run_onnx(session, src_ids=src, input_ids=tgt, head_mask=gates)
+        assert_close(got["logits"], ref.logits, f"logits S={S} T={T}")
+        for name in ("encoder_attentions", "attentions", "cross_attentions"):
+            assert_close(got[name], torch.stack(getattr(ref, name)), f"{name} S={S} T={T}", absolute=True)
+    with pytest.raises(ValueError, match=r"src_ids holds values in \[3, 27\], outside \[0, source_vocab_size=27\)"):
+        export.run_onnx(session, src_ids=torch.tensor([[3, 27]]), input_ids=torch.tensor([[1]]))
+    with pytest.raises(ValueError, match=r"src_ids must be \(B, S\) with the B of input_ids and 1 <= S <= 13"):
+        export.run_onnx(session, src_ids=torch.full((1, 14), 3), input_ids=torch.tensor([[1]]))
+
+
 # ----------------------------------------------------------------------------- the web copy
 def test_web_minilm_is_small_uses_8_bit_weights_and_stays_close(minilm_web):
     import onnx
@@ -557,8 +584,8 @@ def _ragged():
 
 
 @pytest.mark.parametrize("make, kwargs, match", [
-    (lambda: torch.nn.Linear(2, 2), {}, "TokenClassifier, Encoder or BertEncoder"),
-    (lambda: tasks.load_trained("ch6-translation"), {}, "encoder-decoder"),
+    (lambda: torch.nn.Linear(2, 2), {}, "TokenClassifier, Encoder, BertEncoder or EncoderDecoder"),
+    (lambda: tasks.load_trained("ch6-translation").half(), {}, "float16"),
     (_ragged, {}, r"\[3, 4\] kept heads"),
     (lambda: tasks.load_trained("ch1-h1").half(), {}, "float16"),
     (lambda: tasks.load_trained("ch1-h1"), {"opset": 17}, "opset=17"),

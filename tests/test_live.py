@@ -517,3 +517,58 @@ def test_induction_readings_refuse_bad_masks_and_models():
             live.induction_readings(model, [1, 2, 1], bad)
     with pytest.raises(ValueError, match="not a causal language model"):
         live.induction_readings(tasks.load_trained("ch1-h1"), [1, 2, 1])
+
+
+# ----------------------------------------------------------------------------- the translate view (chapter 6)
+def _pair(seed=1):
+    task = tasks.SHIPPED["ch6-translation"].make_task()
+    pair = task.dataset(1, seed=seed)
+    n = int(pair.marked[0])
+    return task, pair, (pair.inputs["src_ids"][0, :n] - 3).tolist()
+
+
+def test_translation_readings_are_generate_and_its_cross_attention():
+    task, pair, words = _pair()
+    model = tasks.load_trained("ch6-translation")
+    r = live.translation_readings(model, task, words)
+    tokens = model.generate(pair.inputs["src_ids"], bos_id=task.BOS, max_new_tokens=task.seq_len, eos_id=task.EOS)[0]
+    assert r["tokens"] == tokens[: len(r["tokens"])].tolist() and r["tokens"][-1] == task.EOS
+    assert r["expected"] == pair.labels[0, : len(words) + 1].tolist()  # the task's own translation
+    assert r["source_ids"] == pair.inputs["src_ids"][0, : len(words) + 1].tolist()
+    with torch.no_grad():
+        _, steps = model.generate(pair.inputs["src_ids"][:, : len(words) + 1], bos_id=task.BOS,
+                                  max_new_tokens=len(r["tokens"]), eos_id=task.EOS, output_attentions=True)
+    for t, (_, cross) in enumerate(steps):  # each step's new row, decoded with the cache
+        for layer in range(2):
+            assert torch.allclose(torch.tensor(r["cross"][layer])[:, t], cross[layer][0, :, 0], atol=1e-5)
+    n = len(words)
+    for layer in range(2):
+        for h in range(4):
+            want = sum(r["cross"][layer][h][j][n - 1 - j] for j in range(n)) / n
+            assert r["aligned"][layer][h] == pytest.approx(want)
+    config = live.translation_config("ch6-translation", words)
+    assert config["words"] == words and config["dictionary"] == task.dictionary().tolist()
+    assert 'data-view="translate"' in live.live_view("translate", "ch6-translation", config).html
+
+
+@pytest.mark.parametrize("kwargs, match", [
+    ({"spec_name": "ch1-h1"}, "a translate view runs chapter 6's TranslationTask"),
+    ({"spec_name": "nope"}, "not a shipped model"),
+    ({"words": []}, "words has 0 words; a source sentence has 1 to 12"),
+    ({"words": list(range(13))}, "words has 13 words"),
+    ({"words": [3, 24]}, r"words\[1\] = 24 is not a word number in \[0, 24\)"),
+    ({"words": [3, -1]}, r"words\[1\] = -1"),
+    ({"words": "s1 s2"}, "words must be a list of source word numbers"),
+])
+def test_translation_config_refuses_bad_arguments(kwargs, match):
+    args = {"spec_name": "ch6-translation", "words": [1, 2, 3, 4], **kwargs}
+    with pytest.raises(ValueError, match=match):
+        live.translation_config(args.pop("spec_name"), args.pop("words"))
+
+
+def test_translation_readings_refuse_other_models_and_tasks():
+    task, _, words = _pair()
+    with pytest.raises(ValueError, match="chapter 6's EncoderDecoder"):
+        live.translation_readings(tasks.load_trained("ch1-h1"), task, words)
+    with pytest.raises(ValueError, match="task must be a TranslationTask"):
+        live.translation_readings(tasks.load_trained("ch6-translation"), tasks.SHIPPED["ch1-h1"].make_task(), words)

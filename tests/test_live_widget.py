@@ -334,3 +334,27 @@ def test_induction_checkpoints_run_in_the_kernel_like_mha_lib():
     torch.testing.assert_close(out["attentions"], torch.stack(ref.attentions), atol=1e-6, rtol=0)
     bad, _ = runner.answer({"op": "load", "request": 3, "model": "ch5-induction-l2.step700"})
     assert bad["op"] == "error" and "not one of this view's models" in bad["message"]
+
+
+def test_the_encoder_decoder_runs_in_the_kernel_like_mha_lib():
+    runner = live.KernelRunner("translate", "ch6-translation", {"models": ["ch6-translation"]})
+    info, _ = runner.answer({"op": "load", "request": 1, "model": "ch6-translation"})
+    assert info["info"]["kind"] == "encoder-decoder" and info["info"]["inputs"] == ["src_ids", "input_ids", "head_mask"]
+    assert (info["info"]["num_layers"], info["info"]["num_heads"], info["info"]["max_length"]) == (6, 4, 13)
+    src, tgt = [17, 6, 21, 9, 2], [1, 12, 24]
+    feeds = {"src_ids": {"type": "int64", "dims": [1, 5], "data": src},
+             "input_ids": {"type": "int64", "dims": [1, 3], "data": tgt},
+             "head_mask": {"type": "float32", "dims": [6, 4], "data": [1.0] * 24}}
+    reply, buffers = runner.answer({"op": "run", "request": 2, "model": "ch6-translation", "feeds": feeds})
+    out = outputs_of(reply, buffers)
+    model = tasks.load_trained("ch6-translation")
+    with torch.no_grad():
+        ref = model(torch.tensor([tgt]), src_ids=torch.tensor([src]), output_attentions=True)
+    torch.testing.assert_close(out["logits"], ref.logits, atol=1e-5, rtol=0)
+    torch.testing.assert_close(out["cross_attentions"], torch.stack(ref.cross_attentions), atol=1e-6, rtol=0)
+    for name, change, match in [("src_ids", {"data": [17, 6, 27, 9, 2]}, r"feeds\['src_ids'\]\[0\]\[2\] = 27 is not a token id"),
+                                ("input_ids", {"dims": [1, 14], "data": [1] * 14}, r"dims must be \[1, n\] with 1 <= n <= 13"),
+                                ("src_ids", {"data": [1, 2]}, r"data must be a list of 5 ids, got 2")]:
+        bad = {**feeds, name: {**feeds[name], **change}}
+        reply, _ = runner.answer({"op": "run", "request": 3, "model": "ch6-translation", "feeds": bad})
+        assert reply["op"] == "error" and re.search(match, reply["message"]), reply["message"]

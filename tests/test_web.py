@@ -219,6 +219,26 @@ def _induction_cases():
     return cases
 
 
+def _translation_cases():
+    """Chapter 6's model: the last greedy step's logits and cross-attention, and mha_lib.live.translation_readings."""
+    import torch
+
+    from mha_lib import tasks
+    from mha_lib.live import translation_readings
+
+    task = tasks.SHIPPED["ch6-translation"].make_task()
+    model = tasks.load_trained("ch6-translation")
+    cases = []
+    for words in ([14, 3, 18, 19], [0], list(range(12)), [5, 5, 5, 5, 5]):
+        r = translation_readings(model, task, words)
+        with torch.no_grad():
+            out = model(torch.tensor([[task.BOS] + r["tokens"][:-1]]), src_ids=torch.tensor([r["source_ids"]]),
+                        output_attentions=True)
+        cases.append({"words": words, "logits": out.logits[0].flatten().tolist(), "dictionary": task.dictionary().tolist(),
+                      "task": {"bos": task.BOS, "eos": task.EOS}, **r})
+    return cases
+
+
 def write_fixture(path: Path) -> dict:
     tokenizer, folder = _tokenizer()
     cases = []
@@ -233,7 +253,8 @@ def write_fixture(path: Path) -> dict:
     words = [w for w, _ in backend.pre_tokenizer.pre_tokenize_str(normalized)]
     fixture = {"vocab": str(folder / "vocab.txt"), "max_length": tokenizer.max_length, "cases": cases,
                "sweep": {"text": text, "words": words}, "prev_marked": _task_cases(), "scores": _score_cases(),
-               "digits": _digit_cases(), "induction": _induction_cases()}
+               "digits": _digit_cases(), "induction": _induction_cases(),
+               "translation": _translation_cases()}
     path.write_text(json.dumps(fixture, ensure_ascii=False), encoding="utf-8")
     return fixture
 
@@ -314,6 +335,10 @@ _INDUCTION = {"models": ["m.step0", "m.step10"], "steps": [0, 10], "checkpoint":
               "mask": [[1, 1], [1, 0]], "predictions": [2, 1, 2], "confidence": [0.5, 0.5, 0.9],
               "previous": [[0.5, 0.5], [0.5, 0.5]], "induction": [[0.1, 0.2], [0.3, 0.4]], "copyable": [],
               "accuracy": 1.0}
+_TRANSLATE = {"models": ["ch6-translation"], "task": {"num_words": 4, "min_words": 1, "max_words": 3, "bos": 1, "eos": 2},
+              "dictionary": [0, 1, 2, 4, 3, 6, 5], "words": [0, 1], "source_ids": [3, 4, 2], "tokens": [3, 4, 2],
+              "confidence": [0.9, 0.9, 0.9], "expected": [3, 4, 2],
+              "cross": [[[[0.5, 0.5, 0.0]] * 3] * 2] * 2, "aligned": [[0.5, 0.5], [0.5, 0.5]]}
 _PIXELS = [0.0] * 32 + [1.0] * 32
 _DIGIT = {"models": ["ch7-digits-h1", "ch7-digits-h2"], "side": 8, "pixels": _PIXELS, "label": 3,
           "examples": [{"label": 3, "pixels": _PIXELS}],
@@ -399,6 +424,15 @@ CONTRACT_CASES = [
     ("induction", "m.step0", _with(_INDUCTION, ("induction", 0, 1), None), "'induction'[0][1]"),
     ("induction", "m.step0", _with(_INDUCTION, ("copyable",), [-1]), "'copyable'[0]"),
     ("induction", "m.step0", _with(_INDUCTION, ("accuracy",), "1"), "'accuracy'"),
+    ("translate", "ch6-translation", _TRANSLATE, None),
+    ("translate", "ch1-h1", _TRANSLATE, "model"),
+    ("translate", "ch6-translation", _with(_TRANSLATE, ("models",), ["ch6-translation", "x"]), "'models'"),
+    ("translate", "ch6-translation", _with(_TRANSLATE, ("task", "bos"), -1), "'task'['bos']"),
+    ("translate", "ch6-translation", _with(_TRANSLATE, ("words",), []), "'words'"),
+    ("translate", "ch6-translation", _with(_TRANSLATE, ("confidence",), [0.9]), "'confidence'"),
+    ("translate", "ch6-translation", _with(_TRANSLATE, ("cross", 1, 0), [[0.5, 0.5]] * 3), "'cross'[1][0]"),
+    ("translate", "ch6-translation", _with(_TRANSLATE, ("cross", 0, 1), [[0.5, 0.5, 0.0]] * 2), "'cross'[0][1]"),
+    ("translate", "ch6-translation", _with(_TRANSLATE, ("aligned",), [[0.5]]), "'aligned'"),
     ("digit", "ch7-digits-h2", _DIGIT, None),
     ("digit", "ch7-digits-h1", _with(_DIGIT, ("label",), REMOVE), None),
     ("digit", "ch7-digits-h4", _DIGIT, "model"),

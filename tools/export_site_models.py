@@ -15,6 +15,9 @@ Usage: python tools/export_site_models.py OUTDIR [--cache DIR] [--force]
   exact float32, checked against mha_lib on 64 test digits;
 * ``ch5-induction-l2.step0.onnx`` ... ``.step2000.onnx``: chapter 5's training checkpoints (seed 0),
   exact float32, checked against mha_lib on the task's sequences;
+* ``ch6-translation.onnx``: chapter 6's encoder-decoder (seed 0), exact float32, checked against
+  mha_lib on the task's pairs, and its greedy decoding (the file run once per step, as the page does)
+  against :meth:`~mha_lib.model.EncoderDecoder.generate` on 64 test sentences;
 * ``all-MiniLM-L6-v2.vocab.txt`` (the checkpoint's WordPiece vocabulary, unchanged),
   ``all-MiniLM-L6-v2.LICENSE.txt`` (Apache-2.0, saying the file was converted) and
   ``mha_lib.LICENSE.txt`` (the repository's licence, for the toy models);
@@ -47,6 +50,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 MINILM = "all-MiniLM-L6-v2"
 TOY_MODELS = ("ch1-h1", "ch1-h2", "ch1-h4", "ch1-h8",  # chapter 1's toy view
+              "ch6-translation",  # chapter 6's translate view
               "ch7-digits-h1", "ch7-digits-h2", "ch7-digits-h4", "ch7-digits-h8")  # chapter 7's digit view
 CHECKPOINT_MODELS = ("ch5-induction-l2",)  # chapter 5's induction view: every training checkpoint
 TOY_SEED = 0
@@ -98,7 +102,14 @@ def export_toy(name: str, dest: Path, step: int | None = None) -> dict:
     model = tasks.load_trained(name, TOY_SEED, step=step)
     info = export.export_onnx(model, dest)
     batch = tasks.SHIPPED[name].make_task().dataset(64, seed=1)
-    if "patches" in info.inputs:  # a ViT: 64 test digits as (64, 64, 1) one-pixel patches
+    greedy = {}
+    if info.kind == "encoder-decoder":  # teacher-forced pairs, then the page's greedy loop against generate()
+        inputs = {"src_ids": batch.inputs["src_ids"], "input_ids": batch.input_ids}
+        greedy = {"greedy_mismatches": greedy_mismatches(model, export.onnx_session(dest), batch)}
+        if greedy["greedy_mismatches"]:
+            raise SystemExit(f"{name}: greedy decoding with the file differs from generate() on "
+                             f"{greedy['greedy_mismatches']} of 64 sentences")
+    elif "patches" in info.inputs:  # a ViT: 64 test digits as (64, 64, 1) one-pixel patches
         inputs = {"patches": batch.input_ids}
     else:
         inputs = {"input_ids": batch.input_ids, "token_type_ids": batch.token_type_ids,
@@ -107,7 +118,32 @@ def export_toy(name: str, dest: Path, step: int | None = None) -> dict:
     worst = export.compare_onnx(model, export.onnx_session(dest), inputs)
     if max(worst.values()) > TOY_TOLERANCE:
         raise SystemExit(f"{name}: the ONNX file differs from mha_lib by {worst} (> {TOY_TOLERANCE})")
-    return entry(info, dest, license=TOY_LICENSE, checked={f"{k}_max_abs": v for k, v in worst.items()})
+    return entry(info, dest, license=TOY_LICENSE, checked={**{f"{k}_max_abs": v for k, v in worst.items()}, **greedy})
+
+
+def greedy_mismatches(model, session, batch) -> int:
+    """Sentences of ``batch`` whose greedy translation differs between mha_lib's ``generate`` and the file run
+    once per step on the prefix (the page's loop: ``translate`` in mha_lib/web/compute.mjs)."""
+    import numpy as np
+
+    from mha_lib import export
+
+    task_bos, task_eos = 1, 2
+    wrong = 0
+    for b in range(batch.input_ids.shape[0]):
+        n = int(batch.marked[b])
+        src = batch.inputs["src_ids"][b : b + 1, : n + 1]  # (1, S): the words and EOS, no padding
+        want = model.generate(src, bos_id=task_bos, max_new_tokens=batch.input_ids.shape[1], eos_id=task_eos)[0]
+        got = [task_bos]
+        for _ in range(batch.input_ids.shape[1]):  # at most T steps, each on the whole prefix
+            logits = export.run_onnx(session, src_ids=src, input_ids=np.array([got]))["logits"]  # (1, t, C)
+            got.append(int(logits[0, -1].argmax()))
+            if got[-1] == task_eos:
+                break
+        want = want.tolist()
+        stop = want.index(task_eos) + 1 if task_eos in want else len(want)
+        wrong += got[1:] != want[:stop]
+    return wrong
 
 
 def rows_dir(dest: Path) -> Path:

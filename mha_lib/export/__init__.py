@@ -30,8 +30,10 @@ runs (a negative id would wrap around in ``Gather``).
 
 The traced pass is mha_lib's own forward: value checks are skipped while tracing
 (:func:`mha_lib.checks.tracing`) and the pass has no Python branch on tensor values, so a fully
-padded row gets all-zero attention rows in the file, as in mha_lib. Not exported: the
-encoder-decoder (chapter 6: two input sequences and three kinds of attention) and models pruned
+padded row gets all-zero attention rows in the file, as in mha_lib. The encoder-decoder
+(chapter 6) gets its own interface: ``src_ids`` (B, S) and ``input_ids`` (B, T) in, a ``head_mask``
+row per attention module, and ``logits``, ``encoder_attentions``, ``attentions`` and
+``cross_attentions`` out (greedy decoding runs the file once per step). Not exported: models pruned
 to different head counts per layer (``attentions`` and ``head_mask`` would be ragged).
 
 :func:`split_for_web` makes the copy the book serves: every weight matrix in float16 (computed in

@@ -124,6 +124,12 @@ def _checked_feeds(session, inputs: Mapping) -> Dict[str, np.ndarray]:
                 raise ValueError(f"{other} has shape {feeds[other].shape}, {seq} {a.shape}: they must be (B, L) alike")
     if "input_ids" in expected:
         integers("input_ids", number("vocab_size"), "vocab_size")
+    if "src_ids" in expected:  # an encoder-decoder's source: (B, S), S within max_length, ids of its vocabulary
+        a = feeds["src_ids"]
+        room = number("max_length")
+        if a.ndim != 2 or a.shape[0] != feeds["input_ids"].shape[0] or not 1 <= a.shape[1] <= (room or a.shape[1]):
+            raise ValueError(f"src_ids must be (B, S) with the B of input_ids and 1 <= S <= {room}, got shape {a.shape}")
+        integers("src_ids", number("source_vocab_size"), "source_vocab_size")
     if "token_type_ids" in expected:
         integers("token_type_ids", number("type_vocab_size"), "type_vocab_size")
     if "patches" in expected:

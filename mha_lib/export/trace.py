@@ -9,7 +9,7 @@ import torch
 from torch import nn
 
 from .. import checks
-from ..model import Encoder, TokenClassifier
+from ..model import Encoder, EncoderDecoder, TokenClassifier
 from ..pretrained import BertEncoder  # needs only torch at import; the tokenizer came with the model
 from .common import METADATA_PREFIX, _checked_onnx_output, _quiet, _require
 
@@ -24,9 +24,12 @@ class ExportInfo:
 
     Attributes:
         path: the ``.onnx`` file.
-        kind: ``"bert"`` (a BertEncoder), ``"token-classifier"`` or ``"encoder"``.
+        kind: ``"bert"`` (a BertEncoder), ``"token-classifier"``, ``"encoder"`` or
+            ``"encoder-decoder"``.
         inputs, outputs: the ONNX input and output names, in order.
-        num_layers, num_heads: the ``head_mask`` shape (num_layers, H).
+        num_layers, num_heads: the ``head_mask`` shape (num_layers, H); for an encoder-decoder
+            num_layers counts its attention modules (encoder layers, then self and cross per
+            decoder layer).
         max_length: the longest sequence the file accepts (positions), or None (no limit).
         opset: the ONNX opset of the default domain.
         bytes: the file's size in bytes.
@@ -84,9 +87,35 @@ class _Patches(_Exported):
         return self._run(patches, None, head_mask)
 
 
+class _Seq2Seq(_Exported):
+    """The encoder-decoder's teacher-forced pass: greedy decoding runs it once per step on the prefix."""
+
+    def forward(self, src_ids, input_ids, head_mask):
+        out = self.model(input_ids, src_ids=src_ids, head_mask=head_mask, output_attentions=True)
+        return (out.logits, torch.stack(out.encoder_attentions), torch.stack(out.attentions),  # (B, T, C), ...
+                torch.stack(out.cross_attentions))  # (NL_dec, B, H, T, S)
+
+
+def _describe_seq2seq(model) -> dict:
+    enc, dec = model.source_encoder, model.decoder
+    heads = enc.heads_per_layer + dec.heads_per_layer + [b.cross_attn.num_heads for b in dec.blocks]
+    if len(set(heads)) != 1:
+        raise ValueError(f"model has {heads} heads per attention module: export_onnx needs one count everywhere")
+    bad = sorted({str(p.dtype) for p in model.parameters() if p.dtype != torch.float32})
+    if bad:
+        raise ValueError(f"model has {bad} parameters; export_onnx writes float32 files: call model.float() first")
+    cfg = dec.config
+    return dict(kind="encoder-decoder", wrapper=_Seq2Seq, inputs=("src_ids", "input_ids", "head_mask"),
+                outputs=("logits", "encoder_attentions", "attentions", "cross_attentions"), config=cfg,
+                num_layers=len(enc.blocks) + 2 * len(dec.blocks), num_heads=heads[0],
+                max_length=min(cfg.max_len, enc.config.max_len), source_vocab_size=enc.config.vocab_size)
+
+
 def _describe(model) -> dict:
     """Kind, wrapper, names and sizes of an exportable model; ValueError for anything else."""
 
+    if isinstance(model, EncoderDecoder):
+        return _describe_seq2seq(model)
     if isinstance(model, BertEncoder):
         kind, encoder = "bert", model
     elif isinstance(model, TokenClassifier):
@@ -94,8 +123,8 @@ def _describe(model) -> dict:
     elif isinstance(model, Encoder):
         kind, encoder = "encoder", model
     else:
-        raise ValueError(f"model must be an mha_lib TokenClassifier, Encoder or BertEncoder, got "
-                         f"{type(model).__name__} (the encoder-decoder is not exported)")
+        raise ValueError(f"model must be an mha_lib TokenClassifier, Encoder, BertEncoder or EncoderDecoder, got "
+                         f"{type(model).__name__}")
     cfg = encoder.config
     if cfg.cross_attention:
         raise ValueError("model has cross-attention (config.cross_attention=True): a decoder reads a memory "
@@ -126,6 +155,12 @@ def _example_inputs(desc: dict, device) -> dict:
     """Inputs to trace with: B = 2 rows, the second one partly padded; L = 7 positions (fewer when the
     model has fewer). Sizes 0 and 1 are avoided: the exporter would take them for constants."""
     cfg = desc["config"]
+    if desc["kind"] == "encoder-decoder":  # S = 7 source and T = 5 target positions: two sizes, not one
+        S, T = min(7, desc["max_length"]), min(5, desc["max_length"] - 1)
+        src = 3 + torch.arange(2 * S, device=device).view(2, S) % (desc["source_vocab_size"] - 3)
+        tgt = 3 + torch.arange(2 * T, device=device).view(2, T) % (cfg.vocab_size - 3)
+        return {"src_ids": src, "input_ids": tgt,
+                "head_mask": torch.ones(desc["num_layers"], desc["num_heads"], device=device)}
     room = desc["max_length"] - int(cfg.cls_token) if desc["max_length"] is not None else 7
     L = max(1, min(7, room))
     B = 3 if L == 2 else 2  # two dynamic sizes with equal example values would be taken for one
@@ -145,6 +180,11 @@ def _example_inputs(desc: dict, device) -> dict:
 
 def _dynamic_shapes(desc: dict, example: dict) -> dict:
     cfg = desc["config"]
+    if desc["kind"] == "encoder-decoder":
+        batch = torch.export.Dim("batch", min=1)
+        return {"src_ids": {0: batch, 1: torch.export.Dim("source", min=1, max=desc["max_length"])},
+                "input_ids": {0: batch, 1: torch.export.Dim("target", min=1, max=desc["max_length"])},
+                "head_mask": None}
     batch = torch.export.Dim("batch", min=1)
     length = example["patches" if cfg.patch_dim else "input_ids"].shape[1]
     room = None if desc["max_length"] is None else desc["max_length"] - int(cfg.cls_token)
@@ -166,9 +206,13 @@ def export_onnx(model: nn.Module, path: Union[str, os.PathLike], *, opset: int =
 
     Args:
         model: a :class:`~mha_lib.model.TokenClassifier` (token or patch front-end, any pooling,
-            causal or not, GQA), a :class:`~mha_lib.pretrained.BertEncoder` or an
-            :class:`~mha_lib.model.Encoder`; float32; the same number (>= 1) of kept heads in every
-            layer; no cross-attention.
+            causal or not, GQA), a :class:`~mha_lib.pretrained.BertEncoder`, an
+            :class:`~mha_lib.model.Encoder` (no cross-attention) or an
+            :class:`~mha_lib.model.EncoderDecoder` (inputs ``src_ids`` (B, S), ``input_ids``
+            (B, T) and ``head_mask`` (modules, H); outputs ``logits`` (B, T, C) and the stacked
+            ``encoder_attentions``, ``attentions`` (causal) and ``cross_attentions``
+            (NL_dec, B, H, T, S): the teacher-forced pass, which greedy decoding runs per step);
+            float32; the same number (>= 1) of kept heads in every layer.
         path: the ``.onnx`` file to write (its folder must exist); overwritten. Its name must end
             in ``.onnx`` (any case): other extensions (``.json``, ``.textproto``) would make onnx
             save a text format that onnxruntime does not load, so they are refused.
@@ -221,6 +265,7 @@ def export_onnx(model: nn.Module, path: Union[str, os.PathLike], *, opset: int =
 def _metadata(desc: dict) -> Dict[str, str]:
     cfg = desc["config"]
     out = {"kind": desc["kind"], "num_layers": desc["num_layers"], "num_heads": desc["num_heads"],
+           **({"source_vocab_size": desc["source_vocab_size"]} if "source_vocab_size" in desc else {}),
            "vocab_size": cfg.vocab_size, "type_vocab_size": cfg.type_vocab_size or 0,
            "cls_token": int(bool(cfg.cls_token))}
     if desc["max_length"] is not None:

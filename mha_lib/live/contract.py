@@ -89,16 +89,19 @@ def _check_rule(value, rule: dict, path: str, config: dict, fail) -> None:
         for i, v in enumerate(value if "items" in rule else []):
             _check_rule(v, rule["items"], f"{path}[{i}]", config, fail)
     elif kind == "maps":
-        n = _size_of(rule["side"], config)
+        square = "side" in rule  # else rows and cols: a map that is not square (cross-attention)
+        n = _size_of(rule["side"] if square else rule["rows"], config)
+        width = _size_of(rule["side"] if square else rule["cols"], config)
+        shape = (f"a {n} x {n} map (one row and column per item of '{rule['side']}')" if square
+                 else f"a {n} x {width} map (rows: '{rule['rows']}', columns: '{rule['cols']}')")
         must(isinstance(value, list) and len(value) > 0, "a non-empty [layer][head][query][key] list")
         for i, layer in enumerate(value):
             if not isinstance(layer, list) or not layer:
                 fail(f"{path}[{i}] must be a non-empty list of heads, got {layer!r:.80}")
             for j, m in enumerate(layer):
                 if (not isinstance(m, list) or len(m) != n
-                        or any(not isinstance(row, list) or len(row) != n for row in m)):
-                    fail(f"{path}[{i}][{j}] must be a {n} x {n} map (one row and column per item of "
-                         f"'{rule['side']}'), got {m!r:.80}")
+                        or any(not isinstance(row, list) or len(row) != width for row in m)):
+                    fail(f"{path}[{i}][{j}] must be {shape}, got {m!r:.80}")
     elif kind == "head_mask":
         maps = config[rule["like"]]
         must(isinstance(value, list) and len(value) == len(maps),

@@ -8,6 +8,7 @@ import numpy as np
 import torch
 
 from .. import tasks
+from ..model import EncoderDecoder
 from ..pretrained import BertEncoder, load_bert
 from .induction import STEP_SEPARATOR
 
@@ -56,7 +57,9 @@ class KernelRunner:
       <mha_lib.pretrained.BertEncoder.pool>` of the last hidden state) or ``logits`` (B, L, C)
       for a toy model -- what the exported file computes, here by mha_lib in float32. A model
       on image patches (chapter 7's ViTs) takes ``patches`` (B, N, patch_dim) grey levels and
-      ``head_mask`` instead.
+      ``head_mask`` instead; the encoder-decoder (chapter 6) takes ``src_ids`` (1, S),
+      ``input_ids`` (1, T) and ``head_mask`` (a row per attention module) and answers with
+      ``logits`` and the stacked ``encoder_attentions``, ``attentions`` and ``cross_attentions``.
     * anything wrong -> ``{"op": "error", "message": ...}`` naming the offending value.
 
     Args:
@@ -67,7 +70,7 @@ class KernelRunner:
 
     def __init__(self, view: str, model: str, config: Mapping[str, Any]):
         self.view = view
-        self.models = list(config["models"]) if view in ("toy-compare", "induction", "digit") else [model]
+        self.models = list(config["models"]) if view in ("toy-compare", "induction", "translate", "digit") else [model]
 
     def answer(self, content: Any) -> Tuple[dict, List[bytes]]:
         """The answer to one message: ``(content, buffers)``. Never raises: an error is an answer.
@@ -133,6 +136,12 @@ class KernelRunner:
         model = self._model(model_id)
         info = _model_info(model)
         cfg = _config_of(model)
+        if isinstance(model, EncoderDecoder):
+            x = _seq2seq_feeds(feeds, info, model)
+            out = model(x["input_ids"], src_ids=x["src_ids"], head_mask=x["head_mask"], output_attentions=True)
+            return {"logits": out.logits.float().cpu(),
+                    **{name: torch.stack(getattr(out, name))[:, :1].float().cpu()
+                       for name in ("encoder_attentions", "attentions", "cross_attentions")}}
         x = _patch_feeds(feeds, info, cfg) if cfg.patch_dim else _message_feeds(feeds, info, cfg)
         if cfg.patch_dim:
             out = model(x["patches"], head_mask=x["head_mask"], output_attentions=True)
@@ -147,6 +156,8 @@ class KernelRunner:
 
 
 def _config_of(model):
+    if isinstance(model, EncoderDecoder):
+        return model.decoder.config
     return model.config if isinstance(model, BertEncoder) else model.encoder.config
 
 
@@ -154,6 +165,12 @@ def _model_info(model) -> dict:
     """What the view reads of a model (as the exported file's manifest entry says it)."""
     bert = isinstance(model, BertEncoder)
     cfg = _config_of(model)
+    if isinstance(model, EncoderDecoder):  # as export_onnx describes it: a head_mask row per attention module
+        enc, dec = model.source_encoder, model.decoder
+        return {"kind": "encoder-decoder", "num_layers": len(enc.blocks) + 2 * len(dec.blocks),
+                "num_heads": dec.heads_per_layer[0], "max_length": min(cfg.max_len, enc.config.max_len),
+                "inputs": ["src_ids", "input_ids", "head_mask"],
+                "outputs": ["logits", "encoder_attentions", "attentions", "cross_attentions"]}
     heads = (model if bert else model.encoder).heads_per_layer
     if len(set(heads)) != 1:
         raise ValueError(f"the model has {heads} heads per layer: a live view needs one count in every layer")
@@ -211,6 +228,31 @@ def _patch_feeds(feeds: Any, info: dict, cfg) -> Dict[str, torch.Tensor]:
         if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
             raise ValueError(f"feeds['patches'][0][{i // dims[2]}] = {v!r:.40} is not a finite number")
     return {"patches": torch.tensor(data, dtype=torch.float32).view(dims), "head_mask": _head_mask_feed(feeds, info)}
+
+
+def _seq2seq_feeds(feeds: Any, info: dict, model) -> Dict[str, torch.Tensor]:
+    """The tensors of a run message for the encoder-decoder: ``src_ids`` (1, S) and ``input_ids`` (1, T), ids
+    of its vocabularies with S, T in [1, max_length], and ``head_mask``; ValueError naming the feed and value."""
+    wanted = info["inputs"]
+    if not isinstance(feeds, Mapping) or set(feeds) != set(wanted):
+        got = sorted(map(repr, feeds)) if isinstance(feeds, Mapping) else type(feeds).__name__
+        raise ValueError(f"feeds must hold exactly the inputs {wanted}, got {got}")
+    out = {}
+    for name, vocab in (("src_ids", model.source_encoder.config.vocab_size), ("input_ids", model.decoder.config.vocab_size)):
+        feed = feeds[name]
+        dims, data = (feed.get("dims"), feed.get("data")) if isinstance(feed, Mapping) else (None, None)
+        if (not isinstance(dims, list) or len(dims) != 2 or dims[0] != 1 or not isinstance(dims[1], int)
+                or isinstance(dims[1], bool) or not 1 <= dims[1] <= info["max_length"]):
+            raise ValueError(f"feeds[{name!r}].dims must be [1, n] with 1 <= n <= {info['max_length']}, got {dims!r:.60}")
+        if not isinstance(data, list) or len(data) != dims[1]:
+            raise ValueError(f"feeds[{name!r}].data must be a list of {dims[1]} ids, got "
+                             f"{len(data) if isinstance(data, list) else type(data).__name__}")
+        for i, v in enumerate(data):
+            if isinstance(v, bool) or not isinstance(v, int) or not 0 <= v < vocab:
+                raise ValueError(f"feeds[{name!r}][0][{i}] = {v!r:.40} is not a token id in [0, {vocab})")
+        out[name] = torch.tensor(data, dtype=torch.long).view(1, -1)
+    out["head_mask"] = _head_mask_feed(feeds, info)
+    return out
 
 
 def _message_feeds(feeds: Any, info: dict, cfg) -> Dict[str, torch.Tensor]:

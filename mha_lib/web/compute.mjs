@@ -386,3 +386,88 @@ export async function runInduction(model, ids, mask) {
   const attentions = attentionsFromOutput(out.attentions.data, out.attentions.dims, 0, ids.length);
   return inductionReadings(attentions, out.logits.data, ids);
 }
+
+/**
+ * Per-layer, per-head maps of batch row 0 from a stacked output whose maps need not be square.
+ * @param {Float32Array} data  (num_layers, B, H, T, S), row-major
+ * @param {number[]} dims
+ * @returns {number[][][][]}   [layer][head][T][S]
+ */
+export function stackedMaps(data, dims) {
+  const [numLayers, B, H, T, S] = dims.map(Number);
+  if (data.length !== numLayers * B * H * T * S) throw new Error(`maps of dims [${dims}] do not fit ${data.length} values`);
+  const out = [];
+  for (let l = 0; l < numLayers; l++) {
+    const heads = [];
+    for (let h = 0; h < H; h++) {
+      const base = ((l * B) * H + h) * T * S;
+      heads.push(Array.from({ length: T }, (_, t) => Array.from(data.subarray(base + t * S, base + (t + 1) * S))));
+    }
+    out.push(heads);
+  }
+  return out;
+}
+
+/**
+ * What the translate view shows, as mha_lib.live.translation_readings: the greedy tokens, their probabilities,
+ * each step's cross-attention, the task's translation and each head's weight on the aligned source word.
+ * @param {number[]} words        the source word numbers k (ids k + 3)
+ * @param {number[]} tokens       the greedy output ids, up to and with the first EOS
+ * @param {Float32Array} logits   (T, C) of the run on BOS and tokens[:-1]
+ * @param {number[][][][]} cross  [layer][head][T][S] of that run
+ * @param {{bos, eos}} task
+ * @param {number[]} dictionary   the id each id translates to
+ */
+export function translationReadings(words, tokens, logits, cross, task, dictionary) {
+  const n = words.length;
+  const C = logits.length / tokens.length;
+  const confidence = tokens.map((id, t) => {
+    const row = logits.subarray(t * C, (t + 1) * C);
+    let top = -Infinity;
+    for (const x of row) top = Math.max(top, x);
+    let sum = 0;
+    for (const x of row) sum += Math.exp(x - top);
+    return Math.exp(row[id] - top) / sum;
+  });
+  const steps = Math.min(n, tokens.length); // the steps that predict a word of the translation
+  const aligned = cross.map((layer) => layer.map((map) => {
+    let s = 0;
+    for (let j = 0; j < steps; j++) s += map[j][n - 1 - j];
+    return steps ? s / steps : 0;
+  }));
+  return { source_ids: [...words.map((k) => k + 3), task.eos], tokens, confidence, cross,
+    expected: [...words.slice().reverse().map((k) => dictionary[k + 3]), task.eos], aligned };
+}
+
+/**
+ * Greedy decoding with an exported encoder-decoder (mha_lib.export: src_ids, input_ids, head_mask in; logits and
+ * cross_attentions out), as EncoderDecoder.generate: the file runs once per step on BOS and the tokens so far,
+ * and the arg-max of its last position is the next token, until EOS or max_words + 1 tokens. The last run read
+ * BOS and every token but the last: its cross-attention rows are the steps' (a causal decoder).
+ */
+export async function runTranslate(model, words, task, dictionary) {
+  const { Tensor } = model.ort;
+  const src = [...words.map((k) => k + 3), task.eos];
+  const feeds = (inputs) => ({
+    src_ids: new Tensor("int64", BigInt64Array.from(src, BigInt), [1, src.length]),
+    input_ids: new Tensor("int64", BigInt64Array.from(inputs, BigInt), [1, inputs.length]),
+    head_mask: headMaskTensor(model, null),
+  });
+  const tokens = [];
+  let out = null;
+  for (let t = 0; t <= task.max_words; t++) {
+    const inputs = [task.bos, ...tokens];
+    out = checkFinite(model.id, await runSession(model, feeds(inputs)));
+    const C = Number(out.logits.dims[2]);
+    const last = out.logits.data.subarray((inputs.length - 1) * C, inputs.length * C);
+    let best = 0;
+    for (let c = 1; c < C; c++) if (last[c] > last[best]) best = c;
+    tokens.push(best);
+    if (best === task.eos) break;
+  }
+  const T = tokens.length;
+  const C = Number(out.logits.dims[2]);
+  // the last run read [bos, ...tokens without its last]: T positions, one per token
+  return translationReadings(words, tokens, out.logits.data.subarray(0, T * C),
+    stackedMaps(out.cross_attentions.data, out.cross_attentions.dims), task, dictionary);
+}

@@ -80,16 +80,19 @@ function checkRule(value, rule, path, config, fail) {
       return;
     }
     case "maps": {
-      const n = sizeOf(rule.side, config);
+      const square = rule.side !== undefined; // else rows and cols: a map that is not square (cross-attention)
+      const n = sizeOf(square ? rule.side : rule.rows, config);
+      const m = sizeOf(square ? rule.side : rule.cols, config);
+      const shape = square ? `a ${n} x ${n} map (one row and column per item of '${rule.side}')`
+        : `a ${n} x ${m} map (rows: '${rule.rows}', columns: '${rule.cols}')`;
       must(isList(value) && value.length > 0, "a non-empty [layer][head][query][key] list");
       value.forEach((layer, i) => {
         if (!isList(layer) || layer.length === 0) {
           fail(`${path}[${i}] must be a non-empty list of heads, got ${describeValue(layer)}`);
         }
         layer.forEach((map, j) => {
-          if (!isList(map) || map.length !== n || map.some((row) => !isList(row) || row.length !== n)) {
-            fail(`${path}[${i}][${j}] must be a ${n} x ${n} map (one row and column per item of '${rule.side}'), ` +
-              `got ${describeValue(map)}`);
+          if (!isList(map) || map.length !== n || map.some((row) => !isList(row) || row.length !== m)) {
+            fail(`${path}[${i}][${j}] must be ${shape}, got ${describeValue(map)}`);
           }
         });
       });

@@ -1,27 +1,32 @@
 // draw.mjs -- drawing: maps on canvas, the grid of heads, the enlarged head, the colour scale.
 //
 // Data shapes: a map is [query][key] weights in [0, 1]; tokens are the L row and column labels; a
-// head is {label, map, off, ink?} (off: turned off by the head mask, drawn grey; ink: [row][column]
-// booleans, marked with a dot: the digit view's strokes under its pixel maps).
+// head is {label, map, off, ink?, keyTokens?} (off: turned off by the head mask, drawn grey; ink:
+// [row][column] booleans, marked with a dot: the digit view's strokes under its pixel maps; keyTokens:
+// the column labels of a map that is not square, e.g. cross-attention's L_target x S_source).
 //
 // A grid or an enlarged map says what a cell is through `words` (default: attention between tokens):
 //   {cell(head, tokens, q, k) -> readout text, map(head, n) -> a map's accessible name, axes -> the enlarged
 //   map's "rows are ..., columns are ..."}.
+
+/** The column labels of `head`'s map: its own keyTokens, else the row labels (a square map). */
+export const keysOf = (head, tokens) => head.keyTokens || tokens;
 
 import { colourOf, greyOf, gridLayout, rowEnd, zoomLayout } from "./layout.mjs";
 import { figureLayout } from "./figure.mjs";
 import { el, setText } from "./dom.mjs";
 import { readoutText, shortLabel } from "./text.mjs";
 
-/** A map's cells as an L x L canvas, one pixel a cell (grey when the head is off); `into` is reused when given. */
+/** A map's cells as a rows x columns canvas, one pixel a cell (grey when the head is off); `into` is reused when given. */
 export function bitmapOf(map, vmax, off, into = null) {
   const n = map.length;
-  const image = new ImageData(n, n);
+  const m = map[0].length;
+  const image = new ImageData(m, n);
   const colour = off ? greyOf : colourOf;
   for (let q = 0; q < n; q++) {
-    for (let k = 0; k < n; k++) {
+    for (let k = 0; k < m; k++) {
       const [r, g, b] = colour(map[q][k], vmax);
-      const p = (q * n + k) * 4;
+      const p = (q * m + k) * 4;
       image.data[p] = r;
       image.data[p + 1] = g;
       image.data[p + 2] = b;
@@ -29,7 +34,7 @@ export function bitmapOf(map, vmax, off, into = null) {
     }
   }
   const bitmap = into || document.createElement("canvas");
-  if (bitmap.width !== n) bitmap.width = n;
+  if (bitmap.width !== m) bitmap.width = m;
   if (bitmap.height !== n) bitmap.height = n;
   bitmap.getContext("2d").putImageData(image, 0, 0);
   return bitmap;
@@ -37,11 +42,15 @@ export function bitmapOf(map, vmax, off, into = null) {
 
 let scratch = null; // the one L x L canvas that every map is painted through (made once, not once a map)
 
-/** Paint a map's cells into an L x L bitmap (one pixel a cell), then scale it onto `canvas`. */
+/**
+ * Paint a map's cells into a bitmap (one pixel a cell), then scale it onto `canvas` at (x, y): `size` px for
+ * its longer side, square cells (a map that is not square leaves the rest of the size x size box empty).
+ */
 function paintMap(ctx, map, vmax, off, x, y, size) {
   scratch = scratch || document.createElement("canvas");
   ctx.imageSmoothingEnabled = false;
-  ctx.drawImage(bitmapOf(map, vmax, off, scratch), x, y, size, size);
+  const cell = size / Math.max(map.length, map[0].length);
+  ctx.drawImage(bitmapOf(map, vmax, off, scratch), x, y, cell * map[0].length, cell * map.length);
 }
 
 /**
@@ -49,7 +58,7 @@ function paintMap(ctx, map, vmax, off, x, y, size) {
  * same layout as the SVG.
  */
 export function figureCanvas(figure) {
-  const length = Math.max(...figure.heads.map((h) => h.tokens.length));
+  const length = Math.max(...figure.heads.map((h) => Math.max(h.tokens.length, (h.keyTokens || h.tokens).length)));
   const f = figureLayout(figure.heads.length, length, figure.title.length);
   const canvas = document.createElement("canvas");
   // twice the size, within 8192 px a side and 16 million pixels (the largest canvas some phones allow)
@@ -97,7 +106,7 @@ function sizeCanvas(canvas, w, h = w) {
 
 /** The words of a map of token-to-token attention (see the top of this file). */
 export const TOKEN_WORDS = {
-  cell: (head, tokens, q, k) => readoutText(head.label, tokens, q, k, head.map[q][k]),
+  cell: (head, tokens, q, k) => readoutText(head.label, tokens, q, k, head.map[q][k], keysOf(head, tokens)),
   map: (head, n) => `attention map of ${n} tokens`,
   axes: "rows are queries, columns are keys",
 };
@@ -118,12 +127,12 @@ function paintInk(ctx, ink, x, y, size) {
   }));
 }
 
-/** The cell under a pointer event on a map drawn at `origin` with `cell` px cells, or null. */
-function cellAt(event, canvas, origin, cell, n) {
+/** The cell under a pointer event on a map of n rows and m columns drawn at `origin` with `cell` px cells, or null. */
+function cellAt(event, canvas, origin, cell, n, m = n) {
   const box = canvas.getBoundingClientRect();
   const k = Math.floor((event.clientX - box.left - origin) / cell);
   const q = Math.floor((event.clientY - box.top - origin) / cell);
-  return q >= 0 && k >= 0 && q < n && k < n ? { q, k } : null;
+  return q >= 0 && k >= 0 && q < n && k < m ? { q, k } : null;
 }
 
 /**
@@ -165,7 +174,8 @@ export class HeadGrid {
     if (width === null) width = this.node.parentNode ? this.node.parentNode.clientWidth : 600;
     const n = this.tokens.length;
     if (!this.heads.length || !n) return;
-    const layout = gridLayout({ width, count: this.sameSizeAs || this.heads.length, length: n, minMap: this.minMap });
+    const side = Math.max(n, ...this.heads.map((h) => keysOf(h, this.tokens).length)); // cells along the longer side
+    const layout = gridLayout({ width, count: this.sameSizeAs || this.heads.length, length: side, minMap: this.minMap });
     this.node.style.gridTemplateColumns = `repeat(${layout.columns}, ${layout.map}px)`;
     this.columns = layout.columns;
     // reuse the buttons: a redraw after typing must not lose the keyboard focus
@@ -183,10 +193,12 @@ export class HeadGrid {
       setText(caption, head.off ? `${head.label} (off)` : head.label);
       button.setAttribute("aria-label", `${head.label}${head.off ? ", turned off" : ""}: ` +
         `${this.words.map(head, n)}; Enter enlarges it`);
-      const ctx = sizeCanvas(canvas, layout.map);
-      paintMap(ctx, head.map, this.vmax, head.off, 0, 0, layout.map);
+      const m = keysOf(head, this.tokens).length;
+      const cell = layout.map / side;
+      const ctx = sizeCanvas(canvas, cell * m, cell * n);
+      paintMap(ctx, head.map, this.vmax, head.off, 0, 0, cell * Math.max(n, m));
       paintInk(ctx, head.ink, 0, 0, layout.map);
-      button.dataset.cell = String(layout.map / n);
+      button.dataset.cell = String(cell);
     });
     // the enlarged map stays under its head's row (the number of columns may have changed)
     if (this.zoomed && this.zoomed.node.parentNode === this.node) this.placeZoom(this.zoomed.node, this.zoomed.index);
@@ -198,7 +210,8 @@ export class HeadGrid {
       // on a touch screen a tap enlarges the map (click); its cells are read in the enlarged map
       if (event.pointerType === "touch") return;
       const head = this.heads[i];
-      const at = cellAt(event, canvas, 0, Number(button.dataset.cell), this.tokens.length);
+      const at = head && cellAt(event, canvas, 0, Number(button.dataset.cell), this.tokens.length,
+        keysOf(head, this.tokens).length);
       if (head && at) setText(this.readout, this.words.cell(head, this.tokens, at.q, at.k));
     };
     canvas.addEventListener("pointermove", show);
@@ -226,7 +239,8 @@ export class ZoomView {
     this.canvas.addEventListener("keydown", (e) => this.key(e, onClose));
     const point = (event) => {
       if (!this.layout || !this.head) return;
-      const at = cellAt(event, this.canvas, this.layout.margin, this.layout.cell, this.tokens.length);
+      const at = cellAt(event, this.canvas, this.layout.margin, this.layout.cell, this.tokens.length,
+        keysOf(this.head, this.tokens).length);
       const key = at && `${this.head.label} ${at.q} ${at.k} ${this.tokens.length}`;
       if (at && key !== this.pointed) { // a new cell only: a long map is not redrawn at every pointer event
         this.pointed = key;
@@ -244,9 +258,11 @@ export class ZoomView {
     this.vmax = vmax;
     this.words = words;
     this.node.hidden = false;
+    const m = keysOf(head, tokens).length;
     setText(this.title, `${head.label}${head.off ? " (turned off)" : ""}, enlarged: ${words.axes} ` +
-      `(${tokens.length} a side). Arrow keys move through the cells; Escape closes.`);
-    this.cursor = { q: Math.min(this.cursor.q, tokens.length - 1), k: Math.min(this.cursor.k, tokens.length - 1) };
+      `(${m === tokens.length ? `${m} a side` : `${tokens.length} rows, ${m} columns`}). Arrow keys move through the ` +
+      "cells; Escape closes.");
+    this.cursor = { q: Math.min(this.cursor.q, tokens.length - 1), k: Math.min(this.cursor.k, keysOf(head, tokens).length - 1) };
     setText(this.cellText, "Point at a cell, or use the arrow keys, to read its weight here.");
     this.draw();
   }
@@ -254,18 +270,21 @@ export class ZoomView {
   draw() {
     if (this.node.hidden || !this.head) return;
     const n = this.tokens.length;
+    const keys = keysOf(this.head, this.tokens);
+    const side = Math.max(n, keys.length);
     // the box the map is drawn in (inside the view's padding), else the view's width
     const width = this.scroller.clientWidth || (this.node.parentNode ? this.node.parentNode.clientWidth : 600);
     const probe = this.canvas.getContext("2d");
     probe.font = "12px sans-serif";
     const labels = this.tokens.map((t) => shortLabel(t));
-    const labelWidth = Math.max(...labels.map((t) => probe.measureText(t).width));
-    const layout = zoomLayout(width, n, labelWidth);
+    const keyLabels = keys.map((t) => shortLabel(t));
+    const labelWidth = Math.max(...labels.map((t) => probe.measureText(t).width), ...keyLabels.map((t) => probe.measureText(t).width));
+    const layout = zoomLayout(width, side, labelWidth);
     this.layout = layout;
     this.scroller.classList.toggle("mha-live-zoom-long", layout.scrolls);
     const ctx = sizeCanvas(this.canvas, layout.size);
     ctx.clearRect(0, 0, layout.size, layout.size);
-    paintMap(ctx, this.head.map, this.vmax, this.head.off, layout.margin, layout.margin, layout.cell * n);
+    paintMap(ctx, this.head.map, this.vmax, this.head.off, layout.margin, layout.margin, layout.cell * side);
     paintInk(ctx, this.head.ink, layout.margin, layout.margin, layout.cell * n);
     if (layout.labels) {
       ctx.fillStyle = "#222";
@@ -273,7 +292,7 @@ export class ZoomView {
       ctx.textBaseline = "middle";
       ctx.textAlign = "right";
       labels.forEach((t, i) => ctx.fillText(t, layout.margin - 4, layout.margin + (i + 0.5) * layout.cell)); // queries
-      labels.forEach((t, i) => { // keys, written upwards
+      keyLabels.forEach((t, i) => { // keys, written upwards
         ctx.save();
         ctx.translate(layout.margin + (i + 0.5) * layout.cell, layout.margin - 4);
         ctx.rotate(-Math.PI / 2);
@@ -315,12 +334,13 @@ export class ZoomView {
 
   key(event, onClose) {
     const n = this.tokens.length;
+    const m = keysOf(this.head, this.tokens).length;
     const { q, k } = this.cursor;
     const moves = { ArrowUp: [-1, 0], ArrowDown: [1, 0], ArrowLeft: [0, -1], ArrowRight: [0, 1] };
     if (event.key in moves) {
       event.preventDefault();
       const [dq, dk] = moves[event.key];
-      this.move(Math.min(n - 1, Math.max(0, q + dq)), Math.min(n - 1, Math.max(0, k + dk)), true);
+      this.move(Math.min(n - 1, Math.max(0, q + dq)), Math.min(m - 1, Math.max(0, k + dk)), true);
     } else if (event.key === "Escape") {
       event.preventDefault();
       onClose();

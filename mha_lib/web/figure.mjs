@@ -2,7 +2,8 @@
 // their numbers as CSV, and the file names. The view's export bar (view.mjs) turns them into files.
 //
 // An export is {title: string[] (lines naming the model, the input, the layer and heads), heads, vmax, data}
-// where heads are [{label, tokens, map: [query][key], off}] in the order shown and data is the JSON.
+// where heads are [{label, tokens, map: [query][key], off, keyTokens?}] in the order shown (keyTokens: the
+// column labels of a map that is not square) and data is the JSON.
 
 import { colourOf, greyOf } from "./layout.mjs";
 
@@ -50,7 +51,7 @@ export function escapeXml(text) {
  */
 export function figureSvg(figure, imageOf) {
   const { title, heads, vmax } = figure;
-  const length = Math.max(...heads.map((h) => h.tokens.length));
+  const length = Math.max(...heads.map((h) => Math.max(h.tokens.length, (h.keyTokens || h.tokens).length)));
   const f = figureLayout(heads.length, length, title.length);
   const rects = heads.reduce((sum, h) => sum + h.map.length ** 2, 0) <= SVG_RECT_CELLS;
   const out = [`<svg xmlns="http://www.w3.org/2000/svg" width="${f.width}" height="${f.height}" ` +
@@ -61,19 +62,20 @@ export function figureSvg(figure, imageOf) {
   heads.forEach((head, i) => {
     const { x, y } = f.at(i);
     const n = head.map.length;
-    const cell = f.side / n;
+    const m = head.map[0].length;
+    const cell = f.side / Math.max(n, m); // square cells; a map that is not square fills one side
     out.push(`<g transform="translate(${x} ${y})">`);
     if (rects) {
       const colour = head.off ? greyOf : colourOf;
       for (let q = 0; q < n; q++) {
-        for (let k = 0; k < n; k++) {
+        for (let k = 0; k < m; k++) {
           const [r, g, b] = colour(head.map[q][k], vmax);
           out.push(`<rect x="${+(k * cell).toFixed(3)}" y="${+(q * cell).toFixed(3)}" width="${+cell.toFixed(3)}" ` +
             `height="${+cell.toFixed(3)}" fill="rgb(${r},${g},${b})"/>`);
         }
       }
     } else {
-      out.push(`<image width="${f.side}" height="${f.side}" preserveAspectRatio="none" ` +
+      out.push(`<image width="${+(cell * m).toFixed(3)}" height="${+(cell * n).toFixed(3)}" preserveAspectRatio="none" ` +
         `style="image-rendering:pixelated" href="${escapeXml(imageOf(head))}"/>`);
     }
     out.push(`<text x="0" y="${f.side + 14}" font-size="12" fill="#222">${escapeXml(head.label + (head.off ? " (off)" : ""))}</text>`);
@@ -103,7 +105,8 @@ export function figureCsv(figure) {
   const rows = [["head", "off", "query", "key", "query_token", "key_token", "weight"].join(",")];
   for (const head of figure.heads) {
     head.map.forEach((row, q) => row.forEach((w, k) => {
-      rows.push([head.label, head.off ? 1 : 0, q, k, head.tokens[q], head.tokens[k], w.toFixed(6)].map(csvField).join(","));
+      const keys = head.keyTokens || head.tokens;
+      rows.push([head.label, head.off ? 1 : 0, q, k, head.tokens[q], keys[k], w.toFixed(6)].map(csvField).join(","));
     }));
   }
   return "\uFEFF" + rows.join("\n") + "\n"; // the byte-order mark: spreadsheets read the tokens as UTF-8

@@ -33,9 +33,9 @@ export function shortLabel(token, max = 12) {
   const chars = Array.from(String(token));
   return chars.length <= max ? chars.join("") : chars.slice(0, max - 1).join("") + "…";
 }
-/** The readout of one cell: which head, which query and key token, the weight. */
-export function readoutText(label, tokens, query, key, weight) {
-  return `${label}: query “${tokens[query]}” (position ${query}) → key “${tokens[key]}” (position ${key}): ` +
+/** The readout of one cell: which head, which query and key token (keys: the column labels), the weight. */
+export function readoutText(label, tokens, query, key, weight, keys = tokens) {
+  return `${label}: query “${tokens[query]}” (position ${query}) → key “${keys[key]}” (position ${key}): ` +
     `weight ${weight.toFixed(3)}`;
 }
 /** What the model reads of a text longer than its limit: the whole text stays in the box. */

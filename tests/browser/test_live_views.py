@@ -475,6 +475,9 @@ def test_chapter_live_views_mount_and_show_the_notebook_numbers(chromium_browser
             if v["view"] == "toy-compare":
                 first = v["config"]["models"][0]
                 expected, tokens = v["config"]["results"][first]["attentions"], None
+            elif v["view"] == "translate":  # cross-attention: steps x source words
+                expected = v["config"]["cross"]
+                assert v["result"]["tokens"] == v["config"]["tokens"]
             elif v["view"] == "digit":  # [CLS]'s rows over the pixels, of the model shown
                 expected = v["config"]["results"][v["model"]]["cls"]
                 assert v["result"]["pixels"] == v["config"]["pixels"]

@@ -10,8 +10,9 @@ import { URLS, fetchTokenRows, getManifest, licenceParts } from "../runtime_brow
 import { VIRIDIS, colourOf, greyOf, gridLayout, largestWeight, rowEnd, zoomLayout } from "../layout.mjs";
 import {
   argmaxRows, attentionsFromOutput, checkFinite, clsRollout, copyablePositions, digitReadings, inductionReadings,
-  markedTokens, paraphraseScores, prevMarkedLabels, tokenRowFeeds,
+  markedTokens, paraphraseScores, prevMarkedLabels, tokenRowFeeds, translationReadings,
 } from "../compute.mjs";
+import { parseSource, wordName } from "../view_translate.mjs";
 import { parseSequence, repeatedSequence } from "../view_induction.mjs";
 import { checkConfig } from "../contract.mjs";
 import { arrayFlaw, checkArray, checkDigitInput, checkHeadMask, checkToyInput, describeValue } from "../checks.mjs";
@@ -181,6 +182,28 @@ test("copyable positions: a token pair seen before; the reader's sequence parsed
     assert.ok(ids.every((t) => Number.isInteger(t) && t >= 0 && t < 64));
     assert.ok(copyablePositions(ids).length >= 2, ids.join(" ")); // a repeat of 3 or more tokens
   }
+});
+
+test("translation readings equal mha_lib.live.translation_readings (mha_lib)", needsFixture, () => {
+  assert.ok(fixture.translation.length >= 4);
+  const far = (a, b) => Math.max(0, ...a.flat(4).map((x, i) => Math.abs(x - b.flat(4)[i])));
+  for (const c of fixture.translation) {
+    const got = translationReadings(c.words, c.tokens, new Float32Array(c.logits), c.cross, c.task, c.dictionary);
+    assert.deepEqual(got.source_ids, c.source_ids);
+    assert.deepEqual(got.expected, c.expected);
+    assert.ok(far(got.confidence, c.confidence) < 1e-5, "confidence");
+    assert.ok(far(got.aligned, c.aligned) < 1e-6, `aligned off by ${far(got.aligned, c.aligned)}`);
+  }
+});
+
+test("the toy language's words: s<k> or k, named errors; ids as chapter 6 writes them", () => {
+  const task = { num_words: 24, max_words: 12, bos: 1, eos: 2 };
+  assert.deepEqual(parseSource("s3 S17, 5", task), [3, 17, 5]);
+  assert.throws(() => parseSource("s3 s24", task), /word 1 is "s24", not one of s0 .. s23/);
+  assert.throws(() => parseSource("s3 t4", task), /word 1 is "t4"/);
+  assert.throws(() => parseSource("  ", task), /the sentence has 0 words; give 1 to 12/);
+  assert.throws(() => parseSource(Array(13).fill("s1").join(" "), task), /13 words/);
+  assert.deepEqual([1, 2, 0, 3, 26].map((id) => wordName(id, "t", task)), ["<bos>", "<eos>", "<pad>", "t0", "t23"]);
 });
 
 test("model ids for people: a model's checkpoints said once", () => {
