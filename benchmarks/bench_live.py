@@ -28,6 +28,11 @@ canvas drawn, the debounce delay excluded):
   ``--enable-unsafe-webgpu`` it is SwiftShader, a CPU emulation, which says nothing of a GPU), and
   the views ship onnxruntime-web's WebAssembly build only.
 
+* chapters 5, 6 and 7's views (on a second page; the first of them also loads the runtime): the first run (the models downloaded, compiled and
+  run: the twelve induction checkpoints, the encoder-decoder, the four ViTs), a warm run (median: the
+  induction view at a new checkpoint and mask, a greedy translation of a new sentence, a new drawing read
+  by four models) and the longest main-thread task of each.
+
 Run:  python benchmarks/bench_live.py [--runs N]   (or `make bench`). Prints a table; asserts
 nothing. These are CPU figures of this machine's Chromium; a reader's laptop or phone differs.
 """
@@ -107,6 +112,48 @@ def _test_page(bert) -> str:
     return ('<!doctype html><html lang="en"><head><meta charset="utf-8"><title>bench</title>'
             '<script src="../_static/mha_book.js"></script></head>'
             f"<body><main style='max-width:720px'>{body}</main></body></html>")
+
+
+def _chapter_page() -> str:
+    """Chapters 5, 6 and 7's views (the induction checkpoints, the encoder-decoder, the ViTs) on one page."""
+    from mha_lib import tasks
+
+    repeat = tasks.SHIPPED["ch5-induction-l2"].make_task().dataset(1, seed=3).input_ids[0].tolist()
+    induction = live.induction_config("ch5-induction-l2", repeat)
+    images, labels = tasks.SHIPPED["ch7-digits-h4"].make_task().images("test")
+    digits = [f"ch7-digits-h{h}" for h in (1, 2, 4, 8)]
+    views = [live.live_view("induction", induction["models"][-1], induction),
+             live.live_view("translate", "ch6-translation", live.translation_config("ch6-translation", [14, 3, 18, 19])),
+             live.live_view("digit", "ch7-digits-h4", live.digit_config(digits, images[:10], labels[:10]))]
+    body = "".join(f"<section>{v.html}</section>" for v in views)
+    return ('<!doctype html><html lang="en"><head><meta charset="utf-8"><title>bench</title>'
+            '<script src="../_static/mha_book.js"></script></head>'
+            f"<body><main style='max-width:720px'>{body}</main></body></html>")
+
+
+def _chapter_views(browser, base: str, runs: int) -> list:
+    """[(view, first run ms, warm runs ms, longest task (wall, CPU))] for chapters 5-7's views, one fresh page."""
+    import random
+
+    context, page = _open(browser, base, _chapter_page())
+    rng = random.Random(0)
+    inputs = {
+        "induction": lambda i: {"checkpoint": i % 12, "mask": [[int((i + h) % 5 != 0) for h in range(4)] for _ in range(2)]},
+        "translate": lambda i: {"words": [rng.randrange(24) for _ in range(4 + i % 9)]},
+        "digit": lambda i: [float(rng.random() < 0.3) for _ in range(64)],
+    }
+    rows = []
+    for view, make in inputs.items():
+        def first(view=view, make=make):
+            t = _run(page, view, make(0))
+            return t["load_ms"] + t["run_ms"]
+
+        first_ms, task_first = _phase(browser, page, first)
+        warm, task_warm = _phase(browser, page, lambda view=view, make=make: [
+            _run(page, view, make(i))["run_ms"] for i in range(1, runs + 1)])
+        rows.append((view, first_ms, warm, max(task_first, task_warm, key=lambda x: x[1])))
+    context.close()
+    return rows
 
 
 def _open(browser, base: str, html: str):
@@ -220,6 +267,7 @@ def main() -> int:
         _, tasks["toy view (four models)"] = _phase(browser, page, lambda: [_run(
             page, "toy-compare", {"ids": ids[i:] + ids[:i], "types": types[i:] + types[:i]}) for i in range(1, args.runs + 1)])
         context.close()
+        chapters = _chapter_views(browser, base, args.runs)
         rows = [] if args.skip_pages else _page_weights(browser, base)
         browser.close()
     server.shutdown()
@@ -239,6 +287,11 @@ def main() -> int:
     print(f"\n{'longest main-thread task, ms':<46} {'wall':>10} {'CPU':>10} {'target':>9}")
     for name, (wall, cpu) in tasks.items():
         print(f"{name:<46} {(f'{wall:.0f}' if wall else '< 50'):>10} {cpu:>10.1f} {TARGETS['task_ms']:>9.0f}")
+    print(f"\n{'chapters 5-7 (one page, fresh)':<22} {'first run ms':>13} {'warm median ms':>15} {'min-max':>15} "
+          f"{'longest task wall/CPU ms':>25}")
+    for view, first_ms, warm, (wall, cpu) in chapters:
+        print(f"{view:<22} {first_ms:>13.0f} {med(warm):>15.1f} {min(warm):>7.1f}-{max(warm):<7.1f} "
+              f"{(f'{wall:.0f}' if wall else '< 50'):>14} / {cpu:>6.1f}")
     if rows:
         print(f"\n{'page (before any interaction)':<44} {'bytes':>12} {'gzip':>12}")
         for rel, raw, packed in rows:
