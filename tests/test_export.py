@@ -20,7 +20,7 @@ pytest.importorskip("onnx")
 pytest.importorskip("onnxscript")
 pytest.importorskip("onnxruntime")
 
-from mha_lib import checks, export, tasks  # noqa: E402
+from mha_lib import attention, checks, export, tasks  # noqa: E402
 from mha_lib.model import EncoderConfig, TokenClassifier  # noqa: E402
 
 TOL = 1e-5  # absolute for attention weights (in [0, 1]); times max(1, |reference|) for other outputs
@@ -802,3 +802,17 @@ def test_run_onnx_takes_0_1_masks_and_compare_onnx_checks_its_arguments(toy):
         export.compare_onnx(tasks.load_trained("ch1-h8"), session, inputs)
     with pytest.raises(ValueError, match="session must be"):
         export.compare_onnx(model, object(), inputs)
+
+
+def test_the_attention_core_exports_with_every_size_free(tmp_path):
+    info = export.export_attention_core(tmp_path / "core.onnx")
+    assert info.kind == "attention" and info.inputs == ("q", "k", "v") and info.outputs == ("out",)
+    assert info.bytes < 10_000  # no weights
+    session = export.onnx_session(info.path)
+    g = torch.Generator().manual_seed(0)
+    for shape in ((1, 1, 1, 1), (2, 64, 9, 8), (3, 1, 5, 512)):
+        q, k, v = (torch.randn(*shape, generator=g) for _ in range(3))
+        got = session.run(None, {"q": q.numpy(), "k": k.numpy(), "v": v.numpy()})[0]
+        assert_close(got, attention(q, k, v)[0], f"attention {shape}")
+    with pytest.raises(ValueError, match="opset=17"):
+        export.export_attention_core(tmp_path / "x.onnx", opset=17)

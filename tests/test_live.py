@@ -572,3 +572,25 @@ def test_translation_readings_refuse_other_models_and_tasks():
         live.translation_readings(tasks.load_trained("ch1-h1"), task, words)
     with pytest.raises(ValueError, match="task must be a TranslationTask"):
         live.translation_readings(tasks.load_trained("ch6-translation"), tasks.SHIPPED["ch1-h1"].make_task(), words)
+
+
+# ----------------------------------------------------------------------------- the timing view (chapter 3)
+def test_timing_config_measures_every_head_count_at_equal_flops():
+    config = live.timing_config((1, 4, 64), d_model=64, seq_len=16, batch=2, repeats=2)
+    assert config["heads"] == [1, 4, 64] and config["flops"] == 4 * 2 * 16 * 16 * 64
+    assert len(config["book_seconds"]) == 3 and all(t > 0 for t in config["book_seconds"])
+    assert config["models"] == ["attention-core"] and "torch" in config["book_machine"]
+    assert 'data-view="timing"' in live.live_view("timing", "attention-core", config).html
+
+
+@pytest.mark.parametrize("kwargs, match", [
+    ({"heads": (1,)}, "at least two distinct head counts, ascending"),
+    ({"heads": (4, 2)}, "ascending"),
+    ({"heads": (1, 3)}, r"heads \[3\] do not divide d_model=512"),
+    ({"heads": (1, 64), "seq_len": 1024}, "MiB of weights; keep them below 256 MiB"),
+    ({"repeats": 0}, "repeats"),
+    ({"d_model": "512"}, "d_model"),
+])
+def test_timing_config_refuses_bad_arguments(kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        live.timing_config(**kwargs)

@@ -339,6 +339,8 @@ _TRANSLATE = {"models": ["ch6-translation"], "task": {"num_words": 4, "min_words
               "dictionary": [0, 1, 2, 4, 3, 6, 5], "words": [0, 1], "source_ids": [3, 4, 2], "tokens": [3, 4, 2],
               "confidence": [0.9, 0.9, 0.9], "expected": [3, 4, 2],
               "cross": [[[[0.5, 0.5, 0.0]] * 3] * 2] * 2, "aligned": [[0.5, 0.5], [0.5, 0.5]]}
+_TIMING = {"models": ["attention-core"], "heads": [1, 2], "d_model": 8, "seq_len": 4, "batch": 1, "repeats": 1,
+           "flops": 512, "book_seconds": [0.001, 0.002], "book_machine": "torch | cpu"}
 _PIXELS = [0.0] * 32 + [1.0] * 32
 _DIGIT = {"models": ["ch7-digits-h1", "ch7-digits-h2"], "side": 8, "pixels": _PIXELS, "label": 3,
           "examples": [{"label": 3, "pixels": _PIXELS}],
@@ -424,6 +426,11 @@ CONTRACT_CASES = [
     ("induction", "m.step0", _with(_INDUCTION, ("induction", 0, 1), None), "'induction'[0][1]"),
     ("induction", "m.step0", _with(_INDUCTION, ("copyable",), [-1]), "'copyable'[0]"),
     ("induction", "m.step0", _with(_INDUCTION, ("accuracy",), "1"), "'accuracy'"),
+    ("timing", "attention-core", _TIMING, None),
+    ("timing", "ch1-h1", _TIMING, "model"),
+    ("timing", "attention-core", _with(_TIMING, ("heads",), [1]), "'heads'"),
+    ("timing", "attention-core", _with(_TIMING, ("book_seconds",), [0.001]), "'book_seconds'"),
+    ("timing", "attention-core", _with(_TIMING, ("book_machine",), REMOVE), "'book_machine'"),
     ("translate", "ch6-translation", _TRANSLATE, None),
     ("translate", "ch1-h1", _TRANSLATE, "model"),
     ("translate", "ch6-translation", _with(_TRANSLATE, ("models",), ["ch6-translation", "x"]), "'models'"),

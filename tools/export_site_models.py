@@ -11,6 +11,8 @@ Usage: python tools/export_site_models.py OUTDIR [--cache DIR] [--force]
   checked against fp32 mha_lib on :data:`mha_lib.export.CHECK_SENTENCES` before it is written;
 * ``ch1-h1.onnx`` ... ``ch1-h8.onnx``: chapter 1's toy models (seed 0 of the shipped weights),
   exact float32, checked against mha_lib on the task's own sequences;
+* ``attention-core.onnx``: :func:`mha_lib.attention` alone (:func:`mha_lib.export.export_attention_core`),
+  every size free, for chapter 3's timing view; checked against mha_lib on four shapes;
 * ``ch7-digits-h1.onnx`` ... ``ch7-digits-h8.onnx``: chapter 7's Vision Transformers (seed 0),
   exact float32, checked against mha_lib on 64 test digits;
 * ``ch5-induction-l2.step0.onnx`` ... ``.step2000.onnx``: chapter 5's training checkpoints (seed 0),
@@ -119,6 +121,30 @@ def export_toy(name: str, dest: Path, step: int | None = None) -> dict:
     if max(worst.values()) > TOY_TOLERANCE:
         raise SystemExit(f"{name}: the ONNX file differs from mha_lib by {worst} (> {TOY_TOLERANCE})")
     return entry(info, dest, license=TOY_LICENSE, checked={**{f"{k}_max_abs": v for k, v in worst.items()}, **greedy})
+
+
+ATTENTION_CORE = "attention-core"
+
+
+def export_core(dest: Path) -> dict:
+    """Export mha_lib's attention function alone and check it on shapes from one head to 64."""
+    import torch
+
+    from mha_lib import attention, export
+
+    info = export.export_attention_core(dest)
+    session = export.onnx_session(dest)
+    g = torch.Generator().manual_seed(0)
+    worst = 0.0
+    for shape in ((1, 1, 7, 9), (8, 1, 128, 512), (8, 64, 128, 8), (2, 5, 3, 1)):
+        q, k, v = (torch.randn(*shape, generator=g) for _ in range(3))
+        got = session.run(None, {"q": q.numpy(), "k": k.numpy(), "v": v.numpy()})[0]
+        worst = max(worst, float((torch.from_numpy(got) - attention(q, k, v)[0]).abs().max()))
+    if worst > TOY_TOLERANCE:
+        raise SystemExit(f"{ATTENTION_CORE}: the ONNX file differs from mha_lib.attention by {worst}")
+    out = entry(info, dest, license=TOY_LICENSE, checked={"out_max_abs": worst})
+    out["license_name"] = "mha_lib's code, no weights"
+    return out
 
 
 def greedy_mismatches(model, session, batch) -> int:
@@ -302,6 +328,7 @@ def build(outdir: Path, cache: Path, force: bool = False) -> dict:
             key = sha256_files([weights])
             key.update(f"step={step}".encode())
             jobs.append((checkpoint_id(name, step), key, lambda dest, name=name, step=step: export_toy(name, dest, step)))
+    jobs.append((ATTENTION_CORE, hashlib.sha256(b"attention"), export_core))
     manifest = {"models": {}}
     for model_id, weights_hash, make in jobs:
         start = time.perf_counter()

@@ -49,7 +49,7 @@ Needs the extra ``pip install "mha_lib[export]"`` (onnx, onnxscript; onnxruntime
 
 The files, each importing only those before it: ``common.py`` (the extra's imports, the metadata
 keys :data:`METADATA_PREFIX`, path checks, files replaced only once complete), ``trace.py``
-(:func:`export_onnx`, :class:`ExportInfo`), ``quantize.py`` (:func:`quantize_for_web`), ``feeds.py``
+(:func:`export_onnx`, :func:`export_attention_core`, :class:`ExportInfo`), ``quantize.py`` (:func:`quantize_for_web`), ``feeds.py``
 (the inputs checked before onnxruntime runs), ``rows.py`` (:class:`TokenRows`), ``split.py``
 (:func:`split_for_web`), ``run.py`` (:func:`onnx_session`, :func:`run_onnx`, :func:`compare_onnx`,
 :func:`compare_on_sentences`, :data:`CHECK_SENTENCES`). This module re-exports them.
@@ -64,7 +64,7 @@ from .quantize import QUANT_BLOCK_SIZES, quantize_for_web
 from .rows import ROWS_INDEX, TokenRows
 from .run import CHECK_SENTENCES, compare_on_sentences, compare_onnx, onnx_session, run_onnx
 from .split import split_for_web
-from .trace import MAX_OPSET, MIN_OPSET, ExportInfo, export_onnx
+from .trace import MAX_OPSET, MIN_OPSET, ExportInfo, export_attention_core, export_onnx
 from . import common as _common, quantize as _quantize, run as _run
 
 # The data, bound again with their doc comments so that the API page (autodoc reads ``#:``) lists them.
@@ -79,6 +79,7 @@ QUANT_BLOCK_SIZES = _quantize.QUANT_BLOCK_SIZES
 CHECK_SENTENCES = _run.CHECK_SENTENCES
 
 __all__ = [
+    "export_attention_core",
     "ExportInfo",
     "export_onnx",
     "quantize_for_web",

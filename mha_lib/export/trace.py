@@ -9,6 +9,7 @@ import torch
 from torch import nn
 
 from .. import checks
+from ..core.functional import attention
 from ..model import Encoder, EncoderDecoder, TokenClassifier
 from ..pretrained import BertEncoder  # needs only torch at import; the tokenizer came with the model
 from .common import METADATA_PREFIX, _checked_onnx_output, _quiet, _require
@@ -281,3 +282,49 @@ def _strip_metadata(model) -> None:
         node.doc_string = None
     model.graph.metadata_props.clear()
     model.metadata_props.clear()
+
+
+class _AttentionCore(nn.Module):
+    """mha_lib's explicit path, ``attention(q, k, v)``: the (B, H, L, S) weights are made, only the output returned."""
+
+    def forward(self, q, k, v):
+        return attention(q, k, v)[0]  # (B, H, L, d_k)
+
+
+def export_attention_core(path: Union[str, os.PathLike], *, opset: int = 18) -> ExportInfo:
+    """Export :func:`mha_lib.attention` alone, the explicit path, to one ONNX file with every size free.
+
+    Inputs ``q``, ``k``, ``v``, float32 (B, H, L, d_k) (L = S: self-attention); output ``out``
+    (B, H, L, d_k). The (B, H, L, L) weights are made inside, as on the explicit path, and not
+    returned (the file times what the chapter times, not the copy of a map). Chapter 3's timing view
+    runs it in the reader's browser at equal FLOPs for H = 1 ... 64 (H d_k fixed). No weights, no
+    metadata sizes: the file is a few kB.
+
+    Args:
+        path: the ``.onnx`` file to write (as :func:`export_onnx`).
+        opset: ``MIN_OPSET`` (18) to ``MAX_OPSET`` (23).
+
+    Returns:
+        :class:`ExportInfo` with ``kind="attention"``, ``num_layers=num_heads=0`` and ``max_length=None``.
+
+    Raises:
+        ValueError: a bad ``path`` or ``opset`` (as :func:`export_onnx`).
+        ImportError: onnx or onnxscript missing.
+    """
+    opset = checks.as_int(opset, "opset")
+    if not MIN_OPSET <= opset <= MAX_OPSET:
+        raise ValueError(f"opset={opset} is outside [{MIN_OPSET}, {MAX_OPSET}]")
+    path = _checked_onnx_output(path, "path")
+    _require("onnx")
+    q = torch.linspace(-1, 1, 2 * 3 * 5 * 4).view(2, 3, 5, 4)  # sizes all different: none taken for another
+    dims = {0: torch.export.Dim("batch", min=1), 1: torch.export.Dim("heads", min=1),
+            2: torch.export.Dim("length", min=1), 3: torch.export.Dim("head_dim", min=1)}
+    with _quiet(), torch.no_grad():
+        program = torch.onnx.export(_AttentionCore(), (q, q.flip(-1), q * 0.5), dynamo=True, opset_version=opset,
+                                    verbose=False, input_names=["q", "k", "v"], output_names=["out"],
+                                    dynamic_shapes=({**dims}, {**dims}, {**dims}), optimize=True)
+        _strip_metadata(program.model)
+        program.model.metadata_props.update({METADATA_PREFIX + "kind": "attention"})
+        program.save(path, external_data=False)
+    return ExportInfo(path=path, kind="attention", inputs=("q", "k", "v"), outputs=("out",), num_layers=0,
+                      num_heads=0, max_length=None, opset=opset, bytes=os.path.getsize(path))

@@ -21,7 +21,7 @@ the model's inputs (token ids, token types, padding mask, head mask) as a widget
 shows; ``_config.yml`` makes the html builder prefer it) and the widget's view. Without anywidget,
 or outside a kernel, it is ``text/html`` only; where no script runs, the fallback figure shows.
 
-Six views (``data-view``):
+Seven views (``data-view``):
 
 * ``"sentence"`` -- all-MiniLM-L6-v2 on a sentence the reader types, every head of a layer
   (:func:`sentence_config`);
@@ -30,6 +30,8 @@ Six views (``data-view``):
   (:func:`toy_compare_config`);
 * ``"prune"`` -- MiniLM with head toggles: embedding fidelity and paraphrase ranking against the
   unpruned model, and one sentence's maps (:func:`prune_config`);
+* ``"timing"`` -- chapter 3's question in the reader's browser: the time of the attention function
+  at equal FLOPs for H = 1 ... 64, beside the book machine's (:func:`timing_config`);
 * ``"induction"`` -- chapter 5's two-layer model at each of its training checkpoints on a token
   sequence the reader edits, heads switched off at will: maps, previous-token and induction
   scores, next-token predictions (:func:`induction_config`);
@@ -55,7 +57,7 @@ The files, each importing only those before it: ``values.py`` (a config's number
 ``view_contract.json``), ``configs.py`` (:func:`sentence_config`, :func:`toy_compare_config`,
 :func:`prune_config`, :func:`paraphrase_scores`), ``digit.py`` (chapter 7's view: :func:`digit_config`,
 :func:`digit_readings`), ``induction.py`` (chapter 5's view: :func:`induction_config`,
-:func:`induction_readings`, :func:`copyable_positions`), ``translate.py`` (chapter 6's view:
+:func:`induction_readings`, :func:`copyable_positions`), ``timing.py`` (chapter 3's view: :func:`timing_config`), ``translate.py`` (chapter 6's view:
 :func:`translation_config`, :func:`translation_readings`), ``esm.py`` (:func:`widget_esm`,
 :data:`WIDGET_MODULES`), ``kernel.py`` (:class:`KernelRunner`, the kernel's models and the check of
 a run message's feeds), ``widget.py`` (:class:`LiveWidget`, made on first use), ``element.py``
@@ -66,6 +68,7 @@ from __future__ import annotations
 from .configs import paraphrase_scores, prune_config, sentence_config, toy_compare_config
 from .digit import MAX_DIGIT_EXAMPLES, digit_config, digit_readings
 from .induction import checkpoint_id, copyable_positions, induction_config, induction_readings
+from .timing import timing_config
 from .translate import translation_config, translation_readings
 from .contract import view_contract
 from .element import VIEWS, WIDGET_VIEW_MIME, LiveView, live_view
@@ -90,6 +93,7 @@ MAX_KERNEL_TOKENS = _kernel.MAX_KERNEL_TOKENS
 __all__ = ["VIEWS", "LiveView", "live_view", "sentence_config", "toy_compare_config", "prune_config",
            "digit_config", "digit_readings", "MAX_DIGIT_EXAMPLES", "induction_config", "induction_readings",
            "copyable_positions", "checkpoint_id", "translation_config", "translation_readings",
+           "timing_config",
            "paraphrase_scores", "DECIMALS", "KernelRunner", "widget_esm", "MAX_KERNEL_ROWS", "MAX_KERNEL_TOKENS"]
 
 

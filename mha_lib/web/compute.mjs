@@ -471,3 +471,56 @@ export async function runTranslate(model, words, task, dictionary) {
   return translationReadings(words, tokens, out.logits.data.subarray(0, T * C),
     stackedMaps(out.cross_attentions.data, out.cross_attentions.dims), task, dictionary);
 }
+
+/** `n` numbers in [-1, 1) from a seeded generator (Park-Miller), as a Float32Array: the same inputs at every visit. */
+export function seededFloats(n, seed) {
+  const out = new Float32Array(n);
+  let s = seed % 2147483647 || 1;
+  for (let i = 0; i < n; i++) {
+    s = (s * 16807) % 2147483647;
+    out[i] = (s / 2147483647) * 2 - 1;
+  }
+  return out;
+}
+
+/** The median of a list of numbers. */
+export function median(xs) {
+  const s = [...xs].sort((a, b) => a - b);
+  const m = Math.floor(s.length / 2);
+  return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2;
+}
+
+/**
+ * Time mha_lib's attention function (the site's attention-core.onnx) on q, k, v of shape (batch, H, L, d_model / H)
+ * for every H in `heads`: the same FLOPs each time. One untimed warm-up round, then `repeats` rounds, each timing
+ * every H once (round-robin, as mha_lib.measure.compare_times: a slow spell hits every H alike). A call's time
+ * runs from handing the inputs to the runtime to getting the output back (its worker included).
+ * @param {(done: number, total: number, H: number) => void} onProgress
+ * @returns {Promise<number[]>} the median seconds per call, one per H
+ */
+export async function timeAttention(model, { heads, d_model: d, seq_len: L, batch: B, repeats }, onProgress = () => {}) {
+  const { Tensor } = model.ort;
+  const n = B * L * d;
+  const base = [1, 2, 3].map((seed) => seededFloats(n, seed)); // made once; each call gets its own copies
+  const inputs = heads.map((H) => {
+    const shape = [B, H, L, d / H];
+    return () => ({ q: new Tensor("float32", base[0].slice(), shape), k: new Tensor("float32", base[1].slice(), shape),
+      v: new Tensor("float32", base[2].slice(), shape) });
+  });
+  const samples = heads.map(() => []);
+  const total = (repeats + 1) * heads.length;
+  let done = 0;
+  for (let round = 0; round <= repeats; round++) {
+    for (let i = 0; i < heads.length; i++) {
+      const feeds = inputs[i](); // made before the clock starts (a tensor's buffer may go to the worker)
+      const t0 = performance.now();
+      const out = await runSession(model, feeds);
+      const seconds = (performance.now() - t0) / 1e3;
+      checkFinite(model.id, out);
+      if (round > 0) samples[i].push(seconds); // round 0 warms up
+      done += 1;
+      onProgress(done, total, heads[i]);
+    }
+  }
+  return samples.map(median);
+}

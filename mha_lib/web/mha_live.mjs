@@ -1,10 +1,12 @@
 // mha_live.mjs -- the book's live attention views: the page imports this module, which mounts them.
 //
-// One component, six views, chosen by the element's data-view:
+// One component, seven views, chosen by the element's data-view:
 //   "sentence"    MiniLM (all-MiniLM-L6-v2) on a sentence the reader types (view_sentence.mjs);
 //   "toy-compare" chapter 1's task read by the 1-, 2-, 4- and 8-head models side by side (view_toy_compare.mjs);
 //   "prune"       MiniLM with a 6 x 12 grid of head toggles, embedding fidelity and paraphrase ranking
 //                 against the unpruned model (view_prune.mjs);
+//   "timing"      chapter 3's question on the reader's device: attention at equal FLOPs for H = 1 ... 64,
+//                 timed in the browser beside the book's machine (view_timing.mjs);
 //   "induction"   chapter 5's two-layer model at its training checkpoints on a token sequence the reader
 //                 edits, heads switched off at will (view_induction.mjs);
 //   "translate"   chapter 6's encoder-decoder on a sentence the reader types: greedy decoding step by step,
@@ -36,7 +38,8 @@
 //   view.mjs             what every view shares, and the backend interface the views use
 //   layer_maps.mjs       MiniLM's maps by layer (sentence and prune)
 //   head_toggles.mjs     the grid of head toggles (prune, induction)
-//   view_sentence.mjs, view_toy_compare.mjs, view_prune.mjs, view_induction.mjs, view_translate.mjs, view_digit.mjs   the views
+//   view_sentence.mjs, view_toy_compare.mjs, view_prune.mjs, view_timing.mjs, view_induction.mjs, view_translate.mjs,
+//   view_digit.mjs       the views
 //   mha_live.mjs         mounting, and anywidget's render (this file)
 //
 // Contract for tests (issue 17): element.mhaLive = {view, model, models, backend, run(input) ->
@@ -51,12 +54,13 @@ import { addStyle } from "./styles.mjs";
 import { SentenceView } from "./view_sentence.mjs";
 import { ToyCompareView } from "./view_toy_compare.mjs";
 import { PruneView } from "./view_prune.mjs";
+import { TimingView } from "./view_timing.mjs";
 import { InductionView } from "./view_induction.mjs";
 import { TranslateView } from "./view_translate.mjs";
 import { DigitView } from "./view_digit.mjs";
 
-const VIEWS = { sentence: SentenceView, "toy-compare": ToyCompareView, prune: PruneView, induction: InductionView,
-  translate: TranslateView, digit: DigitView };
+const VIEWS = { sentence: SentenceView, "toy-compare": ToyCompareView, prune: PruneView, timing: TimingView,
+  induction: InductionView, translate: TranslateView, digit: DigitView };
 
 /**
  * Turn one .mha-live-view element into a live view (once). Returns element.mhaLive.

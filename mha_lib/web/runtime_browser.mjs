@@ -277,6 +277,7 @@ async function bytesToLoad(modelIds) {
 /** The default backend: onnxruntime-web in the reader's browser, files from the site (see view.mjs). */
 export const browserBackend = {
   kind: "browser",
+  timesHere: true, // the timing view measures this runtime
   where: "in your browser",
   who: "The model",
   madeWhen: "the book was built",

@@ -99,6 +99,7 @@ export function kernelBackend(widget) {
   };
   return {
     kind: "kernel",
+    timesHere: false, // a kernel's machine is timed by the chapter's own cells, not through widget messages
     where: "by the notebook's kernel",
     who: "The kernel",
     madeWhen: "the cell ran",

@@ -1,8 +1,8 @@
 // text.mjs -- the texts the views show, as pure functions (sizes, labels, the readout).
 
-/** Bytes as megabytes for people: "22.4 MB" (one decimal), "0.3 MB". */
+/** Bytes as megabytes for people: "22.4 MB" (one decimal), "0.3 MB"; below 50 kB in kilobytes ("2 kB"). */
 export function formatMB(bytes) {
-  return `${(bytes / 1e6).toFixed(1)} MB`;
+  return bytes > 0 && bytes < 5e4 ? `${Math.max(1, Math.round(bytes / 1e3))} kB` : `${(bytes / 1e6).toFixed(1)} MB`;
 }
 
 const NUMBER_WORDS = ["no", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten"];

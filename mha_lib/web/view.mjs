@@ -4,6 +4,7 @@
 // A view talks to its backend through this interface only (runtime_browser.mjs: onnxruntime-web in the
 // page; runtime_kernel.mjs: the notebook's kernel):
 //   kind                      "browser" | "kernel": element.mhaLive.backend and lastResult.source
+//   timesHere                 whether the timing view can time this backend's runtime (the browser's: yes)
 //   where, who, madeWhen,     words of the view's texts: "in your browser", "The model",
 //   privacy                   "the book was built", what happens to typed text
 //   about(modelIds)           {lead, parts: [{label, detail, href}]}: the "what runs here" line
@@ -288,14 +289,19 @@ export class View {
   exportBar() {
     const buttons = ["PNG", "SVG", "CSV", "JSON"].map((kind) => {
       const button = el("button", { type: "button", class: "mha-live-button",
-        "aria-label": `Download the maps shown as ${kind}` }, kind);
+        "aria-label": `Download ${this.exportWhat} as ${kind}` }, kind);
       button.addEventListener("click", () => this.download(kind.toLowerCase()).catch((err) => {
         this.status.classList.add("mha-live-error");
         setText(this.status, `The ${kind} file could not be made (${errorText(err)}).`);
       }));
       return button;
     });
-    return el("div", { class: "mha-live-export" }, el("span", {}, "Download the maps shown:"), ...buttons);
+    return el("div", { class: "mha-live-export" }, el("span", {}, `Download ${this.exportWhat}:`), ...buttons);
+  }
+
+  /** What the export bar downloads, in words (a view of other figures says other words). */
+  get exportWhat() {
+    return "the maps shown";
   }
 
   /**

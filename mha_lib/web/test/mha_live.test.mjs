@@ -10,8 +10,9 @@ import { URLS, fetchTokenRows, getManifest, licenceParts } from "../runtime_brow
 import { VIRIDIS, colourOf, greyOf, gridLayout, largestWeight, rowEnd, zoomLayout } from "../layout.mjs";
 import {
   argmaxRows, attentionsFromOutput, checkFinite, clsRollout, copyablePositions, digitReadings, inductionReadings,
-  markedTokens, paraphraseScores, prevMarkedLabels, tokenRowFeeds, translationReadings,
+  markedTokens, median, paraphraseScores, prevMarkedLabels, seededFloats, tokenRowFeeds, translationReadings,
 } from "../compute.mjs";
+import { timingSvg } from "../view_timing.mjs";
 import { parseSource, wordName } from "../view_translate.mjs";
 import { parseSequence, repeatedSequence } from "../view_induction.mjs";
 import { checkConfig } from "../contract.mjs";
@@ -204,6 +205,19 @@ test("the toy language's words: s<k> or k, named errors; ids as chapter 6 writes
   assert.throws(() => parseSource("  ", task), /the sentence has 0 words; give 1 to 12/);
   assert.throws(() => parseSource(Array(13).fill("s1").join(" "), task), /13 words/);
   assert.deepEqual([1, 2, 0, 3, 26].map((id) => wordName(id, "t", task)), ["<bos>", "<eos>", "<pad>", "t0", "t23"]);
+});
+
+test("timing: seeded inputs, medians, a chart whose labels stay text", () => {
+  assert.deepEqual(Array.from(seededFloats(4, 7)), Array.from(seededFloats(4, 7)));
+  assert.ok(Array.from(seededFloats(1000, 3)).every((x) => x >= -1 && x < 1));
+  assert.equal(median([3, 1, 2]), 2);
+  assert.equal(median([4, 1, 3, 2]), 2.5);
+  const svg = timingSvg([1, 2, 4], [{ label: "<b>x</b> & y", seconds: [1, 2, 4], colour: "#000" },
+    { label: "not timed", seconds: null, colour: "#f00" }], "a <title>");
+  assert.ok(svg.includes("&lt;b&gt;x&lt;/b&gt; &amp; y") && svg.includes("a &lt;title&gt;") && !svg.includes("<b>"));
+  assert.equal((svg.match(/<polyline/g) || []).length, 1); // the series not timed is not drawn
+  assert.equal(formatMB(1669), "2 kB");
+  assert.equal(formatMB(0), "0.0 MB");
 });
 
 test("model ids for people: a model's checkpoints said once", () => {

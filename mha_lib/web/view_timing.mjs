@@ -1,0 +1,162 @@
+// view_timing.mjs -- the "timing" view: chapter 3's question asked of the reader's own device. mha_lib's
+// attention function (the explicit path: the (B, H, L, L) weights are made) at the same FLOPs for H = 1 ... 64,
+// timed in the browser, beside the times the book's machine measured when the chapter ran.
+
+import { timeAttention } from "./compute.mjs";
+import { el, setText } from "./dom.mjs";
+import { escapeXml, fileName } from "./figure.mjs";
+import { errorText } from "./text.mjs";
+import { View } from "./view.mjs";
+
+const W = 560; // the chart's drawn size, px
+const HEIGHT = 300;
+
+/**
+ * The chart as an SVG text (shown as an image, and the SVG download): each series' time against H, as a
+ * multiple of its own H = 1 time, on a log2 axis of H.
+ * @param {number[]} heads
+ * @param {{label: string, seconds: number[]|null, colour: string}[]} series
+ */
+export function timingSvg(heads, series, title) {
+  const pad = { left: 56, right: 16, top: 40, bottom: 44 };
+  const ratios = series.filter((s) => s.seconds).map((s) => s.seconds.map((x) => x / s.seconds[0]));
+  const top = Math.max(2, ...ratios.flat()) * 1.1;
+  const x = (i) => pad.left + (i / (heads.length - 1)) * (W - pad.left - pad.right);
+  const y = (r) => HEIGHT - pad.bottom - ((r - 0) / top) * (HEIGHT - pad.top - pad.bottom);
+  const out = [`<svg xmlns="http://www.w3.org/2000/svg" width="${W}" height="${HEIGHT}" viewBox="0 0 ${W} ${HEIGHT}" ` +
+    'font-family="sans-serif" font-size="12">', `<rect width="${W}" height="${HEIGHT}" fill="#fff"/>`,
+  `<text x="${pad.left}" y="18" font-size="13" fill="#222">${escapeXml(title)}</text>`];
+  const step = top > 10 ? 5 : top > 5 ? 2 : 1;
+  for (let r = 0; r <= top; r += step) {
+    out.push(`<line x1="${pad.left}" x2="${W - pad.right}" y1="${y(r).toFixed(1)}" y2="${y(r).toFixed(1)}" stroke="#ddd"/>`,
+      `<text x="${pad.left - 6}" y="${(y(r) + 4).toFixed(1)}" text-anchor="end" fill="#444">${r}×</text>`);
+  }
+  heads.forEach((H, i) => out.push(`<text x="${x(i).toFixed(1)}" y="${HEIGHT - pad.bottom + 16}" text-anchor="middle" ` +
+    `fill="#444">${H}</text>`));
+  out.push(`<text x="${(W + pad.left) / 2}" y="${HEIGHT - 8}" text-anchor="middle" fill="#222">heads H (d_k = d_model / H; ` +
+    "the same FLOPs)</text>");
+  series.forEach((s, k) => {
+    if (!s.seconds) return;
+    const pts = s.seconds.map((t, i) => `${x(i).toFixed(1)},${y(t / s.seconds[0]).toFixed(1)}`).join(" ");
+    out.push(`<polyline points="${pts}" fill="none" stroke="${s.colour}" stroke-width="2.5"/>`);
+    s.seconds.forEach((t, i) => out.push(`<circle cx="${x(i).toFixed(1)}" cy="${y(t / s.seconds[0]).toFixed(1)}" r="3.5" ` +
+      `fill="${s.colour}"/>`));
+    out.push(`<text x="${pad.left + 8}" y="${pad.top + 2 + 16 * k}" fill="${s.colour}">${escapeXml(s.label)}</text>`);
+  });
+  out.push("</svg>");
+  return out.join("\n");
+}
+
+/** "timing": the attention function's time at equal FLOPs for each H, the book's machine and the reader's. */
+export class TimingView extends View {
+  constructor(element, config, backend) {
+    super(element, config, [config.models[0]], backend);
+    this.firstActionText = "Press the button to time the same layer on this device.";
+    this.root.setAttribute("aria-label", "Time of attention for 1 to 64 heads at equal FLOPs, on this device");
+    const { batch: B, seq_len: L, d_model: d, heads, repeats } = config;
+    const note = el("p", { class: "mha-live-note" }, `mha_lib's attention function on q, k and v of shape (B, H, L, d_k) = ` +
+      `(${B}, H, ${L}, ${d}/H) for H = ${heads.join(", ")}: ${(config.flops / 1e6).toFixed(0)} million matmul FLOPs every ` +
+      `time, and a (B, H, L, L) map of weights that grows with H (${this.mapText(heads[heads.length - 1])} at ` +
+      `H = ${heads[heads.length - 1]}). Each head count is timed ${repeats} times, round-robin, after a warm-up.`);
+    this.button = el("button", { type: "button", class: "mha-live-button" }, "Time it on this device");
+    this.button.addEventListener("click", () => this.run().catch(() => {}));
+    this.controls = [note];
+    if (this.backend.timesHere) this.controls.push(el("div", { class: "mha-live-controls" }, this.button));
+    else this.controls.push(el("p", { class: "mha-live-note" }, "In a notebook the kernel's machine is the one section 2 " +
+      "times: run its cells. The book's numbers are shown below."));
+    this.chart = el("img", { class: "mha-live-chart", width: String(W), height: String(HEIGHT) });
+    this.table = el("table", { class: "mha-live-table" });
+    this.attach(this.controls, [this.chart, this.table]);
+    this.bar.hidden = true; // no colour scale, no cell readout: a chart
+    this.result = { heads: heads.slice(), book_seconds: config.book_seconds.slice(), seconds: null, source: "config" };
+    this.show();
+  }
+
+  get exportWhat() {
+    return "the chart and its numbers";
+  }
+
+  mapText(H) {
+    const bytes = 4 * this.config.batch * H * this.config.seq_len ** 2;
+    return `${(bytes / 2 ** 20).toFixed(bytes < 2 ** 20 ? 2 : 0)} MiB`;
+  }
+
+  /** The chart (an SVG image) and the table of both machines' times. */
+  show() {
+    const r = this.result;
+    const mine = r.seconds;
+    const series = [{ label: `the book's machine (PyTorch): ${this.config.book_machine}`, seconds: r.book_seconds,
+      colour: "#3b528b" }, { label: "this device (onnxruntime-web, WebAssembly, one thread)", seconds: mine, colour: "#e66100" }];
+    const title = "Time of one call, as a multiple of one head's";
+    this.svg = timingSvg(r.heads, series, title);
+    this.chart.src = `data:image/svg+xml;charset=utf-8,${encodeURIComponent(this.svg)}`;
+    const at = (xs, i) => (xs ? `${(xs[i] * 1e3).toFixed(xs[i] < 0.01 ? 2 : 1)} ms (${(xs[i] / xs[0]).toFixed(2)}×)` : "–");
+    this.chart.alt = `Line chart: time of one call against the number of heads, as a multiple of one head's; the book's ` +
+      `machine reaches ${(r.book_seconds.at(-1) / r.book_seconds[0]).toFixed(1)}× at H = ${r.heads.at(-1)}` +
+      (mine ? `, this device ${(mine.at(-1) / mine[0]).toFixed(1)}×.` : "; this device not timed yet.");
+    const head = el("tr", {}, ...["H", "d_k", "weights", "book's machine", "this device"].map((t) => el("th", { scope: "col" }, t)));
+    this.table.replaceChildren(el("caption", {}, "Median time of one call (and as a multiple of H = 1)"), head,
+      ...r.heads.map((H, i) => el("tr", {}, el("td", {}, String(H)), el("td", {}, String(this.config.d_model / H)),
+        el("td", {}, this.mapText(H)), el("td", {}, at(r.book_seconds, i)), el("td", {}, at(mine, i)))));
+  }
+
+  redraw() {}
+
+  /** Downloads: the chart as SVG or PNG, the table as CSV, everything as JSON. */
+  async download(kind) {
+    const r = this.result;
+    let blob;
+    if (kind === "svg") blob = new Blob([this.svg], { type: "image/svg+xml" });
+    else if (kind === "json") blob = new Blob([JSON.stringify({ view: "timing", ...this.config, ...r })], { type: "application/json" });
+    else if (kind === "csv") {
+      const rows = ["heads,head_dim,book_seconds,device_seconds",
+        ...r.heads.map((H, i) => [H, this.config.d_model / H, r.book_seconds[i], r.seconds ? r.seconds[i] : ""].join(","))];
+      blob = new Blob([rows.join("\n") + "\n"], { type: "text/csv" });
+    } else {
+      const canvas = el("canvas", { width: String(2 * W), height: String(2 * HEIGHT) });
+      await new Promise((resolve, reject) => {
+        this.chart.decode().then(resolve, reject);
+      });
+      const ctx = canvas.getContext("2d");
+      ctx.scale(2, 2);
+      ctx.drawImage(this.chart, 0, 0, W, HEIGHT);
+      blob = await new Promise((resolve, reject) => canvas.toBlob((b) => (b ? resolve(b) : reject(new Error("no PNG"))), "image/png"));
+    }
+    const url = URL.createObjectURL(blob);
+    const link = el("a", { href: url, download: fileName(["attention-timing", r.source], kind), hidden: "" });
+    this.root.append(link);
+    link.click();
+    link.remove();
+    setTimeout(() => URL.revokeObjectURL(url), 60_000);
+    return link.download;
+  }
+
+  /** Time every head count on this device (run() takes no input; anything given is ignored). Resolves to lastResult. */
+  async run() {
+    if (!this.backend.timesHere) throw this.refuse(new Error("this view times the browser's runtime, not a kernel"));
+    if (this.timing) return this.timing;
+    this.button.disabled = true;
+    this.timing = (async () => {
+      try {
+        const seconds = await this.compute(() => timeAttention(this.models[0], this.config, (done, total, H) => {
+          this.busy(`Timing H = ${H} on this device: call ${done} of ${total}…`);
+        }));
+        this.result = { ...this.result, seconds, source: this.backend.kind };
+        this.show();
+        const ratio = seconds.at(-1) / seconds[0];
+        this.note(`Timed on this device: ${this.result.heads.at(-1)} heads took ${ratio.toFixed(1)}× one head's time ` +
+          `(median of ${this.config.repeats}; the book's machine: ` +
+          `${(this.result.book_seconds.at(-1) / this.result.book_seconds[0]).toFixed(1)}×). A laptop on battery, a busy ` +
+          "tab or another window can slow single calls: time it again to see the spread.");
+        return { ...this.result, ratios: seconds.map((t) => t / seconds[0]), median_of: this.config.repeats };
+      } catch (err) {
+        this.note(`The timing stopped (${errorText(err)}).`);
+        throw err;
+      } finally {
+        this.button.disabled = false;
+        this.timing = null;
+      }
+    })();
+    return this.timing;
+  }
+}
