@@ -578,7 +578,7 @@ def test_translation_readings_refuse_other_models_and_tasks():
 def test_timing_config_measures_every_head_count_at_equal_flops():
     config = live.timing_config((1, 4, 64), d_model=64, seq_len=16, batch=2, repeats=2)
     assert config["heads"] == [1, 4, 64] and config["flops"] == 4 * 2 * 16 * 16 * 64
-    assert len(config["book_seconds"]) == 3 and all(t > 0 for t in config["book_seconds"])
+    assert len(config["book_ms"]) == 3 and all(t > 0 for t in config["book_ms"])
     assert config["models"] == ["attention-core"] and "torch" in config["book_machine"]
     assert 'data-view="timing"' in live.live_view("timing", "attention-core", config).html
 

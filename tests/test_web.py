@@ -340,11 +340,12 @@ _TRANSLATE = {"models": ["ch6-translation"], "task": {"num_words": 4, "min_words
               "confidence": [0.9, 0.9, 0.9], "expected": [3, 4, 2],
               "cross": [[[[0.5, 0.5, 0.0]] * 3] * 2] * 2, "aligned": [[0.5, 0.5], [0.5, 0.5]]}
 _TIMING = {"models": ["attention-core"], "heads": [1, 2], "d_model": 8, "seq_len": 4, "batch": 1, "repeats": 1,
-           "flops": 512, "book_seconds": [0.001, 0.002], "book_machine": "torch | cpu"}
+           "flops": 512, "book_ms": [1.0, 2.0], "book_machine": "torch | cpu"}
 _PIXELS = [0.0] * 32 + [1.0] * 32
 _DIGIT = {"models": ["ch7-digits-h1", "ch7-digits-h2"], "side": 8, "pixels": _PIXELS, "label": 3,
           "examples": [{"label": 3, "pixels": _PIXELS}],
-          "results": {m: {"probabilities": [0.1] * 10, "cls": [[_map(8)] * h] * 2, "rollout": _map(8)}
+          "results": {m: {"probabilities": [0.1] * 10, "prediction": 3, "cls_self": [[0.1] * h] * 2,
+                          "cls": [[_map(8)] * h] * 2, "rollout": _map(8)}
                       for m, h in (("ch7-digits-h1", 1), ("ch7-digits-h2", 2))}}
 
 
@@ -429,7 +430,7 @@ CONTRACT_CASES = [
     ("timing", "attention-core", _TIMING, None),
     ("timing", "ch1-h1", _TIMING, "model"),
     ("timing", "attention-core", _with(_TIMING, ("heads",), [1]), "'heads'"),
-    ("timing", "attention-core", _with(_TIMING, ("book_seconds",), [0.001]), "'book_seconds'"),
+    ("timing", "attention-core", _with(_TIMING, ("book_ms",), [1.0]), "'book_ms'"),
     ("timing", "attention-core", _with(_TIMING, ("book_machine",), REMOVE), "'book_machine'"),
     ("translate", "ch6-translation", _TRANSLATE, None),
     ("translate", "ch1-h1", _TRANSLATE, "model"),

@@ -154,7 +154,9 @@ def greedy_mismatches(model, session, batch) -> int:
 
     from mha_lib import export
 
-    task_bos, task_eos = 1, 2
+    from mha_lib.tasks import TranslationTask
+
+    task_bos, task_eos = TranslationTask.BOS, TranslationTask.EOS
     wrong = 0
     for b in range(batch.input_ids.shape[0]):
         n = int(batch.marked[b])
@@ -328,7 +330,9 @@ def build(outdir: Path, cache: Path, force: bool = False) -> dict:
             key = sha256_files([weights])
             key.update(f"step={step}".encode())
             jobs.append((checkpoint_id(name, step), key, lambda dest, name=name, step=step: export_toy(name, dest, step)))
-    jobs.append((ATTENTION_CORE, hashlib.sha256(b"attention"), export_core))
+    from mha_lib.core import functional  # the function the file is traced from: a change to it is a new file
+
+    jobs.append((ATTENTION_CORE, sha256_files([functional.__file__]), export_core))
     manifest = {"models": {}}
     for model_id, weights_hash, make in jobs:
         start = time.perf_counter()

@@ -25,8 +25,8 @@ class ExportInfo:
 
     Attributes:
         path: the ``.onnx`` file.
-        kind: ``"bert"`` (a BertEncoder), ``"token-classifier"``, ``"encoder"`` or
-            ``"encoder-decoder"``.
+        kind: ``"bert"`` (a BertEncoder), ``"token-classifier"``, ``"encoder"``,
+            ``"encoder-decoder"`` or ``"attention"`` (:func:`export_attention_core`).
         inputs, outputs: the ONNX input and output names, in order.
         num_layers, num_heads: the ``head_mask`` shape (num_layers, H); for an encoder-decoder
             num_layers counts its attention modules (encoder layers, then self and cross per

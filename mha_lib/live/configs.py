@@ -2,8 +2,8 @@
 
 :func:`sentence_config` (MiniLM on a sentence), :func:`toy_compare_config` (chapter 1's toy models
 side by side), :func:`prune_config` (MiniLM with head toggles; :func:`paraphrase_scores` ranks the
-paraphrases as the page does). The views of chapters 5 and 7 have files of their own
-(``induction.py``, ``digit.py``).
+paraphrases as the page does). The views of chapters 3, 5, 6 and 7 have files of their own
+(``timing.py``, ``induction.py``, ``translate.py``, ``digit.py``).
 """
 from __future__ import annotations
 
@@ -338,4 +338,3 @@ def prune_config(bert, text: str, anchors: Sequence[str], paraphrases: Sequence[
     config.update({"mask": grid.int().tolist(), "texts": texts, "num_anchors": len(anchors), **scores,
                    "mrr_all": mrr_all, "token_ids": sorted(set(ids.flatten().tolist()))})
     return config
-

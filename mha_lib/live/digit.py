@@ -16,6 +16,7 @@ from .configs import _check_toy_model
 MAX_DIGIT_EXAMPLES = 24
 
 
+@torch.no_grad()
 def digit_readings(model, image: torch.Tensor) -> Dict[str, Any]:
     """What the ``"digit"`` view shows of one model on one 8x8 image: the page computes the same.
 

@@ -10,6 +10,7 @@ import torch
 from .. import tasks as T
 from ..analysis import induction_score, induction_targets, previous_token_score
 from ..model import TokenClassifier
+from .configs import _check_toy_model
 
 #: The separator of a checkpoint's model id: ``ch5-induction-l2.step600`` is step 600 of seed 0.
 STEP_SEPARATOR = ".step"
@@ -157,6 +158,8 @@ def induction_config(spec_name: str, ids: Sequence[int], *, models: Optional[Dic
     if models is not None and (not isinstance(models, dict) or any(s not in spec.checkpoints for s in models)):
         raise ValueError(f"models must be a dict {{step: model}} with steps from {list(spec.checkpoints)}, got "
                          f"{models!r:.80}")
+    for step, given in (models or {}).items():
+        _check_toy_model(given, spec, f"models[{step}]", TokenClassifier)
     last = spec.checkpoints[-1]
     model = (models or {}).get(last) or T.load_trained(spec, step=last)
     ids = _check_ids(ids, task.vocab_size, task.seq_len)

@@ -1,7 +1,6 @@
 """The kernel's side of a live view: :class:`KernelRunner` answers the view's messages with mha_lib's models."""
 from __future__ import annotations
 
-import math
 from typing import Any, Dict, List, Mapping, Optional, Tuple
 
 import numpy as np
@@ -29,7 +28,7 @@ def _kernel_model(model_id: str):
         name, sep, step = model_id.partition(STEP_SEPARATOR)
         if model_id == MINILM_ID:
             model, _ = load_bert(verbose=False)
-        elif sep and step.isdigit():  # a training checkpoint: induction.checkpoint_id(name, step)
+        elif sep and step.isascii() and step.isdigit():  # a training checkpoint: induction.checkpoint_id(name, step)
             model = tasks.load_trained(name, step=int(step))
         else:
             model = tasks.load_trained(model_id)  # the spec's first seed: the site's model
@@ -225,7 +224,7 @@ def _patch_feeds(feeds: Any, info: dict, cfg) -> Dict[str, torch.Tensor]:
         raise ValueError(f"feeds['patches'].data must be a list of {dims[1] * dims[2]} numbers, got "
                          f"{len(data) if isinstance(data, list) else type(data).__name__}")
     for i, v in enumerate(data):
-        if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or not (-1e38 < v < 1e38):  # float32's range
             raise ValueError(f"feeds['patches'][0][{i // dims[2]}] = {v!r:.40} is not a finite number")
     return {"patches": torch.tensor(data, dtype=torch.float32).view(dims), "head_mask": _head_mask_feed(feeds, info)}
 

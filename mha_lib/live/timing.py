@@ -35,8 +35,9 @@ def timing_config(heads: Sequence[int] = (1, 2, 4, 8, 16, 32, 64), *, d_model: i
 
     Returns:
         a dict with ``models`` (``["attention-core"]``), ``heads``, ``d_model``, ``seq_len``,
-        ``batch``, ``repeats``, ``flops`` (matmul FLOPs per call), ``book_seconds`` (median seconds
-        per call, one per H) and ``book_machine`` (:func:`mha_lib.measure.environment_string`).
+        ``batch``, ``repeats``, ``flops`` (matmul FLOPs per call), ``book_ms`` (median milliseconds
+        per call, one per H: a config keeps 4 decimals, so milliseconds keep sub-microsecond detail) and
+        ``book_machine`` (:func:`mha_lib.measure.environment_string`).
 
     Raises:
         ValueError: a head count that does not divide d_model, fewer than two or unsorted heads,
@@ -60,5 +61,5 @@ def timing_config(heads: Sequence[int] = (1, 2, 4, 8, 16, 32, 64), *, d_model: i
     inputs = {h: [torch.randn(B, h, L, d // h, generator=g) for _ in range(3)] for h in heads}
     seconds = compare_times({h: (lambda x=inputs[h]: attention(*x)) for h in heads}, repeats=repeats, warmup=1)
     return {"models": [ATTENTION_CORE], "heads": heads, "d_model": d, "seq_len": L, "batch": B, "repeats": repeats,
-            "flops": 4 * B * L * L * d, "book_seconds": [seconds[h] for h in heads],
+            "flops": 4 * B * L * L * d, "book_ms": [1e3 * seconds[h] for h in heads],
             "book_machine": environment_string()}

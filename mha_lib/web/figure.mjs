@@ -53,7 +53,7 @@ export function figureSvg(figure, imageOf) {
   const { title, heads, vmax } = figure;
   const length = Math.max(...heads.map((h) => Math.max(h.tokens.length, (h.keyTokens || h.tokens).length)));
   const f = figureLayout(heads.length, length, title.length);
-  const rects = heads.reduce((sum, h) => sum + h.map.length ** 2, 0) <= SVG_RECT_CELLS;
+  const rects = heads.reduce((sum, h) => sum + h.map.length * h.map[0].length, 0) <= SVG_RECT_CELLS;
   const out = [`<svg xmlns="http://www.w3.org/2000/svg" width="${f.width}" height="${f.height}" ` +
     `viewBox="0 0 ${f.width} ${f.height}" font-family="sans-serif">`,
   `<rect width="${f.width}" height="${f.height}" fill="#fff"/>`];

@@ -43,8 +43,10 @@
 //   mha_live.mjs         mounting, and anywidget's render (this file)
 //
 // Contract for tests (issue 17): element.mhaLive = {view, model, models, backend, run(input) ->
-// Promise, lastResult}; lastResult = {tokens, attentions, source} for `model` (toy-compare: also
-// models[id]); source: "config" (the notebook's numbers), "browser" or "kernel".
+// Promise, lastResult}; lastResult = {tokens, attentions, source} for `model` (toy-compare and digit: also
+// models[id]; digit: attentions are [CLS]'s 8 x 8 pixel maps; translate: the cross-attention, tokens the
+// output ids; timing: {heads, book_seconds, seconds} instead); source: "config" (the notebook's numbers),
+// "browser" or "kernel".
 
 import { checkConfig } from "./contract.mjs";
 import { browserBackend } from "./runtime_browser.mjs";

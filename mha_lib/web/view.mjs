@@ -190,6 +190,7 @@ export class View {
    */
   refuse(err) {
     this.spoke = true;
+    this.root.classList.remove("mha-live-stale"); // the maps shown are the last result's, as the status says
     this.status.classList.add("mha-live-error");
     setText(this.status, `This input was refused: ${err.message}. The maps show the last result.`);
     return err;

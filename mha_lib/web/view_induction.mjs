@@ -180,7 +180,7 @@ export class InductionView extends View {
         const title = el("p", { class: "mha-live-layer-title" }, `layer ${l}`);
         grid.onEnlarge = (h) => {
           this.lastFocus = grid.buttons[h];
-          this.enlarge(grid.heads[h], r.tokens, grid.vmax, grid, h);
+          this.enlarge(grid.heads[h], grid.tokens, grid.vmax, grid, h); // the tokens of the maps drawn now
         };
         this.layers.append(title, grid.node);
         this.grids[l] = grid;

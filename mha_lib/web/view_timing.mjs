@@ -13,12 +13,14 @@ const HEIGHT = 300;
 
 /**
  * The chart as an SVG text (shown as an image, and the SVG download): each series' time against H, as a
- * multiple of its own H = 1 time, on a log2 axis of H.
+ * multiple of its own H = 1 time, the head counts evenly spaced (powers of two: a log2 axis). A series
+ * not timed, or whose first time is not above 0 (a clock too coarse), is not drawn.
  * @param {number[]} heads
  * @param {{label: string, seconds: number[]|null, colour: string}[]} series
  */
 export function timingSvg(heads, series, title) {
   const pad = { left: 56, right: 16, top: 40, bottom: 44 };
+  series = series.map((s) => (s.seconds && s.seconds[0] > 0 ? s : { ...s, seconds: null }));
   const ratios = series.filter((s) => s.seconds).map((s) => s.seconds.map((x) => x / s.seconds[0]));
   const top = Math.max(2, ...ratios.flat()) * 1.1;
   const x = (i) => pad.left + (i / (heads.length - 1)) * (W - pad.left - pad.right);
@@ -68,7 +70,8 @@ export class TimingView extends View {
     this.table = el("table", { class: "mha-live-table" });
     this.attach(this.controls, [this.chart, this.table]);
     this.bar.hidden = true; // no colour scale, no cell readout: a chart
-    this.result = { heads: heads.slice(), book_seconds: config.book_seconds.slice(), seconds: null, source: "config" };
+    // the book's times come in milliseconds (a config keeps 4 decimals); the view works in seconds
+    this.result = { heads: heads.slice(), book_seconds: config.book_ms.map((ms) => ms / 1e3), seconds: null, source: "config" };
     this.show();
   }
 

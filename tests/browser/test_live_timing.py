@@ -79,6 +79,7 @@ def test_timing_fills_every_row_and_the_downloads_hold_the_numbers(chromium_brow
             page.locator("[data-view=timing] .mha-live-export button", has_text="JSON").click()
         data = json.loads(open(info.value.path(), encoding="utf-8").read())
         assert data["seconds"] == r["seconds"] and data["book_seconds"] == before["book_seconds"]
+        assert before["book_seconds"] == pytest.approx([ms / 1e3 for ms in data["book_ms"]])
         with page.expect_download() as info:
             page.locator("[data-view=timing] .mha-live-export button", has_text="PNG").click()
         assert open(info.value.path(), "rb").read(8) == b"\x89PNG\r\n\x1a\n"

@@ -476,11 +476,15 @@ def test_chapter_live_views_mount_and_show_the_notebook_numbers(chromium_browser
                 first = v["config"]["models"][0]
                 expected, tokens = v["config"]["results"][first]["attentions"], None
             elif v["view"] == "timing":  # a measurement: the book machine's numbers until the reader times
-                assert v["result"]["book_seconds"] == v["config"]["book_seconds"] and v["result"]["seconds"] is None
+                assert v["result"]["book_seconds"] == [ms / 1e3 for ms in v["config"]["book_ms"]]
+                assert v["result"]["seconds"] is None
                 continue
             elif v["view"] == "translate":  # cross-attention: steps x source words
                 expected = v["config"]["cross"]
                 assert v["result"]["tokens"] == v["config"]["tokens"]
+            elif v["view"] == "induction":  # the last checkpoint's maps on the config's ids
+                expected = v["config"]["attentions"]
+                assert v["result"]["tokens"] == [str(t) for t in v["config"]["ids"]]
             elif v["view"] == "digit":  # [CLS]'s rows over the pixels, of the model shown
                 expected = v["config"]["results"][v["model"]]["cls"]
                 assert v["result"]["pixels"] == v["config"]["pixels"]
