@@ -162,7 +162,10 @@ export class DigitView extends View {
     this.root.setAttribute("aria-label", "A digit you draw, read live by chapter 7's Vision Transformers");
     this.labels = Array.from({ length: this.side }, (_, i) => String(i)); // a map's rows and columns
     this.label = config.label ?? null; // the test digit's label, null for a drawing
-    this.pad = new DrawingPad(this.side, config.pixels, (pixels) => this.changed(pixels, null));
+    this.pad = new DrawingPad(this.side, config.pixels, (pixels) => {
+      if (this.examples) this.examples.value = ""; // a drawing is no test digit
+      this.changed(pixels, null);
+    });
     this.heads = {}; // model id -> its number of heads (from the notebook's numbers)
     for (const id of this.modelIds) this.heads[id] = config.results[id].cls[0].length;
     this.attach([this.buildControls()], [this.buildMaps()]);
@@ -200,6 +203,9 @@ export class DigitView extends View {
     this.examples = el("select", { id: `mha-live-example-${uid}` },
       el("option", { value: "" }, "choose…"),
       ...this.config.examples.map((x, i) => el("option", { value: String(i) }, `test digit ${i + 1}: a ${x.label}`)));
+    // the test digit shown first, if it is one of the examples
+    const first = this.config.examples.findIndex((x) => x.pixels.every((v, i) => v === this.config.pixels[i]));
+    if (first >= 0 && this.config.label !== undefined) this.examples.value = String(first);
     this.examples.addEventListener("change", () => {
       if (this.examples.value === "") return;
       const x = this.config.examples[Number(this.examples.value)];
@@ -239,7 +245,9 @@ export class DigitView extends View {
       el("p", { class: "mha-live-layer-title" }, "Attention rollout (both layers, heads averaged, residual added)"),
       el("p", { class: "mha-live-note" }, "How much of each pixel reaches [CLS] at the top, with a colour scale of its own:"),
       this.rolloutLegend.node, this.rolloutGrid.node);
-    return el("div", {}, this.verdict, this.bars, this.others, this.layers, rollout);
+    const key = el("p", { class: "mha-live-note" }, "In every map the dots mark the pixels inked at least half way " +
+      "(grey level 0.5 or more, as chapter 7 counts ink), and each head's label gives the weight [CLS] keeps on itself.");
+    return el("div", {}, this.verdict, this.bars, this.others, key, this.layers, rollout);
   }
 
   /** Show new pixels on the pad and run them (Clear, a test digit). */
@@ -274,9 +282,9 @@ export class DigitView extends View {
     el("span", {}, String(digit)),
     el("span", { class: "mha-live-prob-bar" }, el("span", { style: `width:${(100 * prob).toFixed(1)}%` })),
     el("span", {}, prob.toFixed(2)))));
-    setText(this.others, "The other head counts, on the same pixels: " + this.modelIds.filter((id) => id !== this.primary)
-      .map((id) => `${headsText(this.heads[id])}: ${result.models[id].prediction} ` +
-        `(${result.models[id].probabilities[result.models[id].prediction].toFixed(2)})`).join(" · ") + ".");
+    setText(this.others, "The other head counts read the same pixels as: " + this.modelIds.filter((id) => id !== this.primary)
+      .map((id) => `${headsText(this.heads[id])}, a ${result.models[id].prediction} ` +
+        `(probability ${result.models[id].probabilities[result.models[id].prediction].toFixed(2)})`).join(" · ") + ".");
     // each layer's heads: [CLS]'s weights on the pixels, one colour scale for all of them
     const groups = r.cls.map((layer, l) => layer.map((map, h) => ({ key: `L${l}.H${h}`, layer: l, head: h, map, ink,
       off: false, label: `L${l}.H${h} · ${r.cls_self[l][h].toFixed(2)} on [CLS]` })));
@@ -296,8 +304,7 @@ export class DigitView extends View {
         this.grids[l] = { grid, title };
       }
       const { grid, title } = this.grids[l];
-      setText(title, `Layer ${l}: [CLS]'s attention over the pixels, per head (the dots are the strokes; ` +
-        `each label gives the weight left on [CLS] itself)`);
+      setText(title, `Layer ${l}: [CLS]'s attention over the pixels, per head`);
       grid.show(heads, this.labels, vmax, width);
     });
     while (this.grids.length > groups.length) { // a model with fewer layers

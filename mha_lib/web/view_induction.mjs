@@ -68,7 +68,8 @@ export class InductionView extends View {
   buildControls() {
     const uid = Math.random().toString(36).slice(2);
     const { vocab_size: V, seq_len: L } = this.task;
-    this.box = el("input", { type: "text", id: `mha-live-seq-${uid}`, inputmode: "numeric", spellcheck: "false",
+    // a text box of two lines: all 32 numbers in sight on a phone too
+    this.box = el("textarea", { id: `mha-live-seq-${uid}`, rows: "2", inputmode: "numeric", spellcheck: "false",
       autocomplete: "off", class: "mha-live-sequence-box" });
     this.box.value = asText(this.ids);
     const typed = debounce(() => {
@@ -131,8 +132,13 @@ export class InductionView extends View {
     const captionId = `mha-live-strip-${Math.random().toString(36).slice(2)}`;
     this.strip = el("div", { class: "mha-live-strip mha-live-strip-wrap", role: "list", "aria-labelledby": captionId });
     const caption = el("p", { class: "mha-live-strip-caption", id: captionId },
-      "the next token each position (small number) predicts: ✓ right, ✗ wrong where copying gives it; – elsewhere");
-    return el("div", {}, this.scores, caption, this.strip, this.layers);
+      "Under each position (the small number): the next token the model predicts there. Where copying gives " +
+      "the answer, ✓ marks it right, ✗ wrong (the copy's token under it); – elsewhere.");
+    const maps = el("p", { class: "mha-live-note" }, "Each head's map: a row per query position, a column per key " +
+      "position (click a map to enlarge it with the tokens). Its label gives two scores on your sequence: prev, the " +
+      "head's mean weight on the previous token; ind, its mean weight on the token just after an earlier occurrence " +
+      "of the query's token (where an induction head looks).");
+    return el("div", {}, this.scores, caption, this.strip, maps, this.layers);
   }
 
   /** A change by the reader: the maps shown become stale, and the model reruns after a moment. */
@@ -161,6 +167,7 @@ export class InductionView extends View {
       const ok = scored && p === r.ids[i + 1];
       const cell = el("span", { role: "listitem", class: scored ? (ok ? "mha-live-right" : "mha-live-wrong") : "" });
       cell.append(el("small", {}, String(i)), el("span", {}, scored ? `${p}${ok ? "✓" : "✗"}` : "–"));
+      if (scored && !ok) cell.append(el("small", { class: "mha-live-answer" }, String(r.ids[i + 1])));
       cell.setAttribute("aria-label", scored ? `position ${i}: predicts ${p}, the copy gives ${r.ids[i + 1]}, ` +
         `${ok ? "right" : "wrong"}` : `position ${i}: predicts ${p}, not scored`);
       return cell;

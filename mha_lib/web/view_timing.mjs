@@ -8,7 +8,7 @@ import { escapeXml, fileName } from "./figure.mjs";
 import { errorText } from "./text.mjs";
 import { View } from "./view.mjs";
 
-const W = 560; // the chart's drawn size, px
+const WIDTH = 560; // the chart's widest drawn size, px (narrower in a narrow column: its text stays 12 px)
 const HEIGHT = 300;
 
 /**
@@ -18,8 +18,8 @@ const HEIGHT = 300;
  * @param {number[]} heads
  * @param {{label: string, seconds: number[]|null, colour: string}[]} series
  */
-export function timingSvg(heads, series, title) {
-  const pad = { left: 56, right: 16, top: 40, bottom: 44 };
+export function timingSvg(heads, series, title, W = WIDTH) {
+  const pad = { left: 44, right: 12, top: 24 + 16 * series.length, bottom: 44 };
   series = series.map((s) => (s.seconds && s.seconds[0] > 0 ? s : { ...s, seconds: null }));
   const ratios = series.filter((s) => s.seconds).map((s) => s.seconds.map((x) => x / s.seconds[0]));
   const top = Math.max(2, ...ratios.flat()) * 1.1;
@@ -35,15 +35,14 @@ export function timingSvg(heads, series, title) {
   }
   heads.forEach((H, i) => out.push(`<text x="${x(i).toFixed(1)}" y="${HEIGHT - pad.bottom + 16}" text-anchor="middle" ` +
     `fill="#444">${H}</text>`));
-  out.push(`<text x="${(W + pad.left) / 2}" y="${HEIGHT - 8}" text-anchor="middle" fill="#222">heads H (d_k = d_model / H; ` +
-    "the same FLOPs)</text>");
+  out.push(`<text x="${(W + pad.left) / 2}" y="${HEIGHT - 8}" text-anchor="middle" fill="#222">heads H (the same FLOPs)</text>`);
   series.forEach((s, k) => {
     if (!s.seconds) return;
     const pts = s.seconds.map((t, i) => `${x(i).toFixed(1)},${y(t / s.seconds[0]).toFixed(1)}`).join(" ");
     out.push(`<polyline points="${pts}" fill="none" stroke="${s.colour}" stroke-width="2.5"/>`);
     s.seconds.forEach((t, i) => out.push(`<circle cx="${x(i).toFixed(1)}" cy="${y(t / s.seconds[0]).toFixed(1)}" r="3.5" ` +
       `fill="${s.colour}"/>`));
-    out.push(`<text x="${pad.left + 8}" y="${pad.top + 2 + 16 * k}" fill="${s.colour}">${escapeXml(s.label)}</text>`);
+    out.push(`<text x="${pad.left}" y="${36 + 16 * k}" fill="${s.colour}">— ${escapeXml(s.label)}</text>`);
   });
   out.push("</svg>");
   return out.join("\n");
@@ -53,7 +52,7 @@ export function timingSvg(heads, series, title) {
 export class TimingView extends View {
   constructor(element, config, backend) {
     super(element, config, [config.models[0]], backend);
-    this.firstActionText = "Press the button to time the same layer on this device.";
+    this.firstActionText = "Press the button to time the same attention function on this device: a second curve appears.";
     this.root.setAttribute("aria-label", "Time of attention for 1 to 64 heads at equal FLOPs, on this device");
     const { batch: B, seq_len: L, d_model: d, heads, repeats } = config;
     const note = el("p", { class: "mha-live-note" }, `mha_lib's attention function on q, k and v of shape (B, H, L, d_k) = ` +
@@ -66,7 +65,7 @@ export class TimingView extends View {
     if (this.backend.timesHere) this.controls.push(el("div", { class: "mha-live-controls" }, this.button));
     else this.controls.push(el("p", { class: "mha-live-note" }, "In a notebook the kernel's machine is the one section 2 " +
       "times: run its cells. The book's numbers are shown below."));
-    this.chart = el("img", { class: "mha-live-chart", width: String(W), height: String(HEIGHT) });
+    this.chart = el("img", { class: "mha-live-chart" });
     this.table = el("table", { class: "mha-live-table" });
     this.attach(this.controls, [this.chart, this.table]);
     this.bar.hidden = true; // no colour scale, no cell readout: a chart
@@ -80,30 +79,33 @@ export class TimingView extends View {
   }
 
   mapText(H) {
-    const bytes = 4 * this.config.batch * H * this.config.seq_len ** 2;
-    return `${(bytes / 2 ** 20).toFixed(bytes < 2 ** 20 ? 2 : 0)} MiB`;
+    const mib = (4 * this.config.batch * H * this.config.seq_len ** 2) / 2 ** 20;
+    return `${mib.toFixed(mib < 10 ? 1 : 0)} MiB`;
   }
 
   /** The chart (an SVG image) and the table of both machines' times. */
   show() {
     const r = this.result;
     const mine = r.seconds;
-    const series = [{ label: `the book's machine (PyTorch): ${this.config.book_machine}`, seconds: r.book_seconds,
-      colour: "#3b528b" }, { label: "this device (onnxruntime-web, WebAssembly, one thread)", seconds: mine, colour: "#e66100" }];
+    const series = [{ label: "the book's machine (PyTorch)", seconds: r.book_seconds, colour: "#3b528b" },
+      { label: "this device (onnxruntime-web)", seconds: mine, colour: "#e66100" }];
     const title = "Time of one call, as a multiple of one head's";
-    this.svg = timingSvg(r.heads, series, title);
+    this.svg = timingSvg(r.heads, series, title, Math.max(300, Math.min(560, this.root.clientWidth || 560)));
     this.chart.src = `data:image/svg+xml;charset=utf-8,${encodeURIComponent(this.svg)}`;
     const at = (xs, i) => (xs ? `${(xs[i] * 1e3).toFixed(xs[i] < 0.01 ? 2 : 1)} ms (${(xs[i] / xs[0]).toFixed(2)}×)` : "–");
     this.chart.alt = `Line chart: time of one call against the number of heads, as a multiple of one head's; the book's ` +
       `machine reaches ${(r.book_seconds.at(-1) / r.book_seconds[0]).toFixed(1)}× at H = ${r.heads.at(-1)}` +
       (mine ? `, this device ${(mine.at(-1) / mine[0]).toFixed(1)}×.` : "; this device not timed yet.");
-    const head = el("tr", {}, ...["H", "d_k", "weights", "book's machine", "this device"].map((t) => el("th", { scope: "col" }, t)));
-    this.table.replaceChildren(el("caption", {}, "Median time of one call (and as a multiple of H = 1)"), head,
+    const head = el("tr", {}, ...["H", "d_k", "attention map", "book's machine", "this device"].map((t) => el("th", { scope: "col" }, t)));
+    this.table.replaceChildren(el("caption", {}, `Median time of one call (and as a multiple of H = 1). The book's ` +
+      `machine: ${this.config.book_machine}.`), head,
       ...r.heads.map((H, i) => el("tr", {}, el("td", {}, String(H)), el("td", {}, String(this.config.d_model / H)),
         el("td", {}, this.mapText(H)), el("td", {}, at(r.book_seconds, i)), el("td", {}, at(mine, i)))));
   }
 
-  redraw() {}
+  redraw() {
+    this.show(); // the chart is laid out for the column's width
+  }
 
   /** Downloads: the chart as SVG or PNG, the table as CSV, everything as JSON. */
   async download(kind) {
@@ -116,13 +118,14 @@ export class TimingView extends View {
         ...r.heads.map((H, i) => [H, this.config.d_model / H, r.book_seconds[i], r.seconds ? r.seconds[i] : ""].join(","))];
       blob = new Blob([rows.join("\n") + "\n"], { type: "text/csv" });
     } else {
-      const canvas = el("canvas", { width: String(2 * W), height: String(2 * HEIGHT) });
+      const w = this.chart.naturalWidth || WIDTH;
+      const canvas = el("canvas", { width: String(2 * w), height: String(2 * HEIGHT) });
       await new Promise((resolve, reject) => {
         this.chart.decode().then(resolve, reject);
       });
       const ctx = canvas.getContext("2d");
       ctx.scale(2, 2);
-      ctx.drawImage(this.chart, 0, 0, W, HEIGHT);
+      ctx.drawImage(this.chart, 0, 0, w, HEIGHT);
       blob = await new Promise((resolve, reject) => canvas.toBlob((b) => (b ? resolve(b) : reject(new Error("no PNG"))), "image/png"));
     }
     const url = URL.createObjectURL(blob);

@@ -64,7 +64,7 @@ export class TranslateView extends View {
   buildControls() {
     const uid = Math.random().toString(36).slice(2);
     const { num_words: N, min_words: lo, max_words: hi } = this.task;
-    this.box = el("input", { type: "text", id: `mha-live-src-${uid}`, spellcheck: "false", autocomplete: "off",
+    this.box = el("textarea", { id: `mha-live-src-${uid}`, rows: "2", spellcheck: "false", autocomplete: "off",
       class: "mha-live-sequence-box" });
     this.box.value = this.words.map((k) => `s${k}`).join(" ");
     const typed = debounce(() => {
@@ -110,14 +110,18 @@ export class TranslateView extends View {
   buildMaps() {
     this.scores = el("p", { class: "mha-live-scores", "aria-live": "polite" });
     const captionId = `mha-live-strip-${Math.random().toString(36).slice(2)}`;
-    this.strip = el("div", { class: "mha-live-strip mha-live-strip-wrap", role: "list", "aria-labelledby": captionId });
+    this.strip = el("div", { class: "mha-live-strip mha-live-strip-wrap mha-live-strip-words", role: "list",
+      "aria-labelledby": captionId });
     const caption = el("p", { class: "mha-live-strip-caption", id: captionId },
-      "each step's output (small: the task's word there): ✓ right, ✗ wrong; the steps not yet taken are dim");
+      "Each step's output, with the correct word small above it: ✓ right, ✗ wrong; the steps after the one chosen are dim.");
     this.layers = el("div");
     this.grids = [];
     return el("div", {}, this.scores, caption, this.strip,
-      el("p", { class: "mha-live-note" }, "Cross-attention of each decoder head: a row per step taken (the word it " +
-        "wrote), a column per source word. The task aligns step j with source word n − 1 − j, the anti-diagonal."),
+      el("p", { class: "mha-live-note" }, "Cross-attention of each decoder head: a row per step taken (labelled, when " +
+        "enlarged, by the word the step wrote; the chapter's figures label the same rows by the decoder's input, <bos> " +
+        "and the words before), a column per source word and the source's <eos>. Counting from 0, the step that " +
+        "writes word j of an n-word sentence translates source word n − 1 − j: the anti-diagonal. “aligned” on each " +
+        "map is the head's mean weight on that word, over the steps that write a word."),
       this.layers);
   }
 
@@ -142,9 +146,10 @@ export class TranslateView extends View {
     setText(this.stepText, text);
     const right = r.tokens.filter((id, j) => id === r.expected[j]).length;
     const exact = T === r.expected.length && right === T;
-    setText(this.scores, `So far: ${r.tokens.slice(0, t + 1).map(out).join(" ")}. The whole translation is ` +
-      `${exact ? "the task's, word for word" : `${right} of ${r.expected.length} tokens the task's`} ` +
-      `(the task: ${r.expected.map(out).join(" ")}).`);
+    setText(this.scores, `${t === T - 1 ? "Written" : `Written after step ${t + 1}`}: ` +
+      `${r.tokens.slice(0, t + 1).map(out).join(" ")}. The model's translation ` +
+      `${exact ? "matches the correct one word for word" : `has ${right} of ${r.expected.length} tokens of the correct one`} ` +
+      `(correct: ${r.expected.map(out).join(" ")}).`);
     this.strip.replaceChildren(...Array.from({ length: Math.max(T, r.expected.length) }, (_, j) => {
       const got = j < T ? r.tokens[j] : null;
       const ok = got !== null && got === r.expected[j];

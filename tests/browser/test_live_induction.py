@@ -100,7 +100,7 @@ def test_induction_view_equals_mha_lib_at_every_setting_and_stays_offline(chromi
 def test_typing_the_slider_toggles_and_new_sequences_drive_the_view(chromium_browser, book_url, page_html):
     context, page, visit = _open(chromium_browser, book_url, page_html)
     try:
-        box = page.locator("[data-view=induction] input[type=text]")
+        box = page.locator("[data-view=induction] textarea")
         box.fill("1 2 3 4 1 2 3 4")
         page.wait_for_function(f"{VIEW}.mhaLive.lastResult.ids.length === 8", timeout=60_000)
         r = page.evaluate(f"{VIEW}.mhaLive.lastResult")

@@ -74,7 +74,7 @@ def test_translate_view_decodes_like_generate_and_stays_offline(chromium_browser
 def test_typing_the_slider_and_play_drive_the_view(chromium_browser, book_url, page_html):
     context, page, visit = _open(chromium_browser, book_url, page_html)
     try:
-        box = page.locator("[data-view=translate] input[type=text]")
+        box = page.locator("[data-view=translate] textarea")
         box.fill("s1 s2 s3 s4 s5")
         page.wait_for_function(f"{VIEW}.mhaLive.lastResult.words.length === 5", timeout=60_000)
         r = page.evaluate(f"{VIEW}.mhaLive.lastResult")
@@ -142,7 +142,7 @@ def _longest_task_of_a_first_visit(browser, book_url, page_html) -> float:
     try:
         browser.start_tracing(page=page, categories=["toplevel"])
         try:
-            page.locator("[data-view=translate] input[type=text]").fill("s0 s1 s2 s3 s4 s5 s6 s7 s8 s9 s10 s11")
+            page.locator("[data-view=translate] textarea").fill("s0 s1 s2 s3 s4 s5 s6 s7 s8 s9 s10 s11")
             page.wait_for_function(f"{VIEW}.mhaLive.lastResult.words.length === 12 && "
                                    f"{VIEW}.mhaLive.lastResult.source === 'browser'", timeout=60_000)
             page.locator("[data-view=translate] input[type=range]").focus()
