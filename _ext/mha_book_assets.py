@@ -41,19 +41,26 @@ VENDOR = {
     "html-manager/": "@jupyter-widgets/html-manager/dist/",
     "mathjax/": "mathjax/es5/",
     "mathjax/LICENSE": "mathjax/LICENSE",
-    # onnxruntime-web's WebAssembly backend only (the live views, mha_lib/web/mha_live.mjs): the ES
-    # module, the Emscripten loader it imports and the SIMD WebAssembly binary -- the three files
-    # a page fetches -- not the WebGPU/WebGL/JSPI builds of the npm dist (about 130 MB).
+    # onnxruntime-web for the live views (mha_lib/web/runtime_browser.mjs), two builds of the npm dist,
+    # each an ES module, the Emscripten loader it imports and its SIMD WebAssembly binary -- the three
+    # files a page fetches -- not the JSEP/JSPI/WebGL builds (about 100 MB more):
+    # the WebAssembly build, what most readers get ...
     "onnxruntime-web/ort.wasm.min.mjs": "onnxruntime-web/dist/ort.wasm.min.mjs",
     "onnxruntime-web/ort-wasm-simd-threaded.mjs": "onnxruntime-web/dist/ort-wasm-simd-threaded.mjs",
     "onnxruntime-web/ort-wasm-simd-threaded.wasm": "onnxruntime-web/dist/ort-wasm-simd-threaded.wasm",
+    # ... and the WebGPU build (its binary also runs the WebAssembly provider), fetched only on a
+    # device whose browser gives a GPU adapter, or where the page's address asks for it (?mha-ep=webgpu)
+    "onnxruntime-web/ort.webgpu.min.mjs": "onnxruntime-web/dist/ort.webgpu.min.mjs",
+    "onnxruntime-web/ort-wasm-simd-threaded.asyncify.mjs": "onnxruntime-web/dist/ort-wasm-simd-threaded.asyncify.mjs",
+    "onnxruntime-web/ort-wasm-simd-threaded.asyncify.wasm": "onnxruntime-web/dist/ort-wasm-simd-threaded.asyncify.wasm",
 }
 # The npm package of onnxruntime-web has no LICENSE file; its files say "Licensed under the MIT
 # License", and this is the LICENSE of github.com/microsoft/onnxruntime ({version}: from its
 # package.json at build time).
 WRITTEN = {
     "onnxruntime-web/LICENSE": ("onnxruntime-web/package.json", """onnxruntime-web {version} (npm): ort.wasm.min.mjs,
-ort-wasm-simd-threaded.mjs and ort-wasm-simd-threaded.wasm, served unchanged.
+ort-wasm-simd-threaded.mjs, ort-wasm-simd-threaded.wasm, ort.webgpu.min.mjs,
+ort-wasm-simd-threaded.asyncify.mjs and ort-wasm-simd-threaded.asyncify.wasm, served unchanged.
 https://github.com/microsoft/onnxruntime
 
 MIT License

@@ -23,10 +23,14 @@ canvas drawn, the debounce delay excluded):
   view): its wall time (the page's ``longtask`` observer, which also counts time the operating system
   gave other processes) and its CPU time (Chromium's trace, tools/chromium_trace.py); target <= 50 ms.
   onnxruntime-web runs in its Web Worker (``env.wasm.proxy``), so the model's compile and runs are not
-  on the page's thread. WebGPU is not measured: this machine's headless Chromium gives no WebGPU
-  adapter (``navigator.gpu.requestAdapter()`` is null on a localhost page; with
-  ``--enable-unsafe-webgpu`` it is SwiftShader, a CPU emulation, which says nothing of a GPU), and
-  the views ship onnxruntime-web's WebAssembly build only.
+  on the page's thread.
+* both execution providers (issue 29, item 2): the views' first run and warm runs with the page's
+  address asking for WebAssembly (``?mha-ep=wasm``) and for WebGPU (``?mha-ep=webgpu``, Chromium
+  with ``--enable-unsafe-webgpu``), and the provider each view ran on (its status line). This
+  machine has no GPU: its only WebGPU adapter is SwiftShader, Vulkan emulated on the CPU, so the
+  WebGPU column measures the WebGPU code path on a CPU and says nothing of a GPU; a reader's page
+  picks WebGPU only on a hardware adapter. MiniLM's float16 weights need shader-f16, which
+  SwiftShader lacks: there the sentence view falls back to WebAssembly, and the table says so.
 
 * chapters 5, 6 and 7's views (on a second page; the first of them also loads the runtime): the first run (the models downloaded, compiled and
   run: the twelve induction checkpoints, the encoder-decoder, the four ViTs), a warm run (median: the
@@ -156,12 +160,12 @@ def _chapter_views(browser, base: str, runs: int) -> list:
     return rows
 
 
-def _open(browser, base: str, html: str):
+def _open(browser, base: str, html: str, query: str = ""):
     context = browser.new_context(viewport={"width": 1280, "height": 900}, service_workers="block")
     page = context.new_page()
     page.add_init_script(LONG_TASKS)
-    page.route(base + PAGE, lambda r: r.fulfill(status=200, body=html, content_type="text/html"))
-    page.goto(base + PAGE, wait_until="load")
+    page.route(base + PAGE + query, lambda r: r.fulfill(status=200, body=html, content_type="text/html"))
+    page.goto(base + PAGE + query, wait_until="load")
     page.wait_for_function("[...document.querySelectorAll('.mha-live-view')].every(e => e.mhaLive)", timeout=30_000)
     return context, page
 
@@ -182,6 +186,40 @@ def _phase(browser, page, work):
         trace = browser.stop_tracing()
     wall = max(page.evaluate("window.__longTasks"), default=0.0)  # only tasks over 50 ms are reported
     return result, (wall, main_thread_tasks(trace)[0])
+
+
+def _providers(pw, base: str, bert, runs: int) -> list:
+    """[(asked, view, ran on, first run ms, warm runs ms)]: every model-running view, a fresh browser per provider."""
+    import random
+
+    rng = random.Random(1)
+    toy = {"ids": [i % 8 for i in range(16)], "types": [0] * 5 + [1] + [0] * 10}
+    inputs = {
+        "sentence": (_test_page(bert), lambda i: SENTENCES[i % len(SENTENCES)] + " " * (i // len(SENTENCES))),
+        "toy-compare": (None, lambda i: {"ids": toy["ids"][i:] + toy["ids"][:i], "types": toy["types"]}),
+        "induction": (_chapter_page(), lambda i: {"checkpoint": i % 12, "mask": [[1, 1, 1, 1], [1, 1, 1, 1]]}),
+        "translate": (None, lambda i: {"words": [rng.randrange(24) for _ in range(4 + i % 9)]}),
+        "digit": (None, lambda i: [float(rng.random() < 0.3) for _ in range(64)]),
+    }
+    rows = []
+    for ep in ("wasm", "webgpu"):
+        args = ["--no-sandbox", "--headless"] + (["--enable-unsafe-webgpu"] if ep == "webgpu" else [])
+        browser = pw.chromium.launch(executable_path=CHROMIUM, args=args)
+        page = None
+        for view, (html, make) in inputs.items():
+            if html is not None:  # a new page: its runtime and models load afresh
+                if page is not None:
+                    page.context.close()
+                _, page = _open(browser, base, html, f"?mha-ep={ep}")
+            t = _run(page, view, make(0))
+            first_ms = t["load_ms"] + t["run_ms"]
+            warm = [_run(page, view, make(i))["run_ms"] for i in range(1, runs + 1)]
+            status = page.evaluate(f"document.querySelector('[data-view={view}] .mha-live-status').textContent")
+            ran = "WebGPU" if "(WebGPU)" in status else "WebAssembly" if "(WebAssembly)" in status else "?"
+            rows.append((ep, view, ran, first_ms, warm))
+        page.context.close()
+        browser.close()
+    return rows
 
 
 def _torch_ms(bert, sentences) -> list:
@@ -226,6 +264,7 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--runs", type=int, default=len(SENTENCES), help="sentences timed per setting")
     ap.add_argument("--skip-pages", action="store_true", help="skip the page-weight table")
+    ap.add_argument("--skip-providers", action="store_true", help="skip the WebAssembly/WebGPU table")
     args = ap.parse_args()
     if not (HTML / "_static" / "models" / "manifest.json").exists():
         print(f"no built book with models at {HTML}: run `make book` first")
@@ -270,6 +309,7 @@ def main() -> int:
         chapters = _chapter_views(browser, base, args.runs)
         rows = [] if args.skip_pages else _page_weights(browser, base)
         browser.close()
+        providers = [] if args.skip_providers else _providers(pw, base, bert, args.runs)
     server.shutdown()
     ref = _torch_ms(bert, sentences)
     med = statistics.median
@@ -292,6 +332,13 @@ def main() -> int:
     for view, first_ms, warm, (wall, cpu) in chapters:
         print(f"{view:<22} {first_ms:>13.0f} {med(warm):>15.1f} {min(warm):>7.1f}-{max(warm):<7.1f} "
               f"{(f'{wall:.0f}' if wall else '< 50'):>14} / {cpu:>6.1f}")
+    if providers:
+        print(f"\n{'execution provider asked (?mha-ep=)':<36} {'view':<12} {'ran on':<12} {'first run ms':>13} "
+              f"{'warm median ms':>15} {'warm / wasm':>12}")
+        wasm = {v: med(w) for ep, v, _, _, w in providers if ep == "wasm"}
+        for ep, view, ran, first_ms, warm in providers:
+            print(f"{ep + (' (SwiftShader: a CPU)' if ep == 'webgpu' else ''):<36} {view:<12} {ran:<12} {first_ms:>13.0f} "
+                  f"{med(warm):>15.1f} {med(warm) / wasm[view]:>11.2f}x")
     if rows:
         print(f"\n{'page (before any interaction)':<44} {'bytes':>12} {'gzip':>12}")
         for rel, raw, packed in rows:

@@ -239,6 +239,28 @@ def _translation_cases():
     return cases
 
 
+def _onnx_cases() -> list:
+    """ONNX files written by the onnx package, with and without metadata, and what they hold (onnx_file.mjs)."""
+    import base64
+
+    import onnx
+    from onnx import TensorProto, helper
+
+    graph = helper.make_graph([helper.make_node("Identity", ["x"], ["y"])], "g",
+                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2])],
+                              initializer=[helper.make_tensor("w", TensorProto.FLOAT, [300], [0.5] * 300)])
+    cases = []
+    for meta in ({}, {"mha_lib.kind": "bert", "mha_lib.vocab_size": "30522", "mha_lib.num_heads": "12"},
+                 {"ключ": "值 ✓", "": "empty key", "mha_lib.max_length": ""}):
+        model = helper.make_model(graph, producer_name="test")
+        onnx.helper.set_model_props(model, meta)
+        data = model.SerializeToString()
+        assert {p.key: p.value for p in onnx.load_from_string(data).metadata_props} == meta
+        cases.append({"base64": base64.b64encode(data).decode(), "metadata": meta})
+    return cases
+
+
 def write_fixture(path: Path) -> dict:
     tokenizer, folder = _tokenizer()
     cases = []
@@ -254,7 +276,7 @@ def write_fixture(path: Path) -> dict:
     fixture = {"vocab": str(folder / "vocab.txt"), "max_length": tokenizer.max_length, "cases": cases,
                "sweep": {"text": text, "words": words}, "prev_marked": _task_cases(), "scores": _score_cases(),
                "digits": _digit_cases(), "induction": _induction_cases(),
-               "translation": _translation_cases()}
+               "translation": _translation_cases(), "onnx": _onnx_cases()}
     path.write_text(json.dumps(fixture, ensure_ascii=False), encoding="utf-8")
     return fixture
 

@@ -12,20 +12,28 @@ function layerControl(numLayers, start, onChange) {
   const slider = el("input", { type: "range", id, min: "0", max: String(numLayers - 1), step: "1", value: String(start) });
   const value = el("output", { for: id });
   const all = el("input", { type: "checkbox", id: id + "-all" });
-  const update = () => {
+  const describe = () => {
     const layer = Number(slider.value);
     const text = `layer ${layer} (${layer + 1} of ${numLayers})`;
     slider.setAttribute("aria-valuetext", text);
     setText(value, all.checked ? `layers 0–${numLayers - 1}` : text);
     slider.disabled = all.checked;
-    onChange(all.checked ? "all" : layer);
+    return all.checked ? "all" : layer;
+  };
+  const update = () => onChange(describe());
+  /** Another model's layer count: the slider's range follows (its value too, if past the end); no onChange. */
+  const setLayers = (n) => {
+    numLayers = n;
+    slider.max = String(n - 1);
+    if (Number(slider.value) > n - 1) slider.value = String(n - 1);
+    return describe();
   };
   slider.addEventListener("input", update);
   all.addEventListener("change", update);
   const node = el("div", { class: "mha-live-controls" },
     el("label", { for: id }, "Layer"), slider, value,
     el("label", { class: "mha-live-check" }, all, "all layers")); // the label is part of the box's touch target
-  return { node, update, slider, all, value };
+  return { node, update, setLayers, slider, all, value };
 }
 
 /** Heads of the chosen layer(s), as HeadGrid entries (with their layer and head). mask: [layer][head] 0/1 or null. */
@@ -47,6 +55,11 @@ export class LayerMaps {
       this.which = which;
       this.draw();
     });
+  }
+
+  /** Maps of a model with `n` layers follow (the reader's own model): the control's range changes, no draw. */
+  setLayerCount(n) {
+    this.which = this.control.setLayers(n);
   }
 
   /** The heads drawn now, [{label, tokens, map, off}], in the order shown (the export's). */

@@ -1,13 +1,16 @@
 // runtime_browser.mjs -- the default backend: onnxruntime-web in the reader's browser, files from the site.
 //
 // The model (an ONNX file exported by mha_lib.export, listed with its size in ../models/manifest.json)
-// is fetched at the reader's first action and run by onnxruntime-web's WebAssembly backend (vendored
-// in ../vendor/onnxruntime-web/), one thread, inside onnxruntime-web's Web Worker (env.wasm.proxy), so
-// that the page keeps answering while a model compiles or runs. The runtime and every model are loaded
-// once per page, shared by its views. The views see only `browserBackend` (the interface is in view.mjs).
+// is fetched at the reader's first action and run by onnxruntime-web (vendored in ../vendor/onnxruntime-web/),
+// one thread, inside onnxruntime-web's Web Worker (env.wasm.proxy), so that the page keeps answering while
+// a model compiles or runs. The execution provider is picked once per page (chooseProvider): WebGPU where the
+// browser gives a hardware GPU adapter, WebAssembly everywhere else and whenever WebGPU cannot make a session.
+// The runtime and every model are loaded once per page, shared by its views. The views see only
+// `browserBackend` (the interface is in view.mjs).
 
 import { WordPieceTokenizer } from "./wordpiece.mjs";
 import { checkDigest } from "./integrity.mjs";
+import { onnxMetadata } from "./onnx_file.mjs";
 import { rowFilesFor } from "./compute.mjs";
 import { downloadText, errorText, formatMB, modelsText } from "./text.mjs";
 
@@ -21,11 +24,89 @@ function besideModule(path) {
   }
 }
 export const URLS = {
-  ort: besideModule("../vendor/onnxruntime-web/ort.wasm.min.mjs"),
   ortDir: besideModule("../vendor/onnxruntime-web/"),
-  wasm: besideModule("../vendor/onnxruntime-web/ort-wasm-simd-threaded.wasm"),
   models: besideModule("../models/"),
 };
+/**
+ * onnxruntime-web's two builds that the site serves, by execution provider: the ES module and the
+ * WebAssembly binary its loader asks for (the WebGPU build's binary also runs the WebAssembly provider).
+ */
+export const BUILDS = {
+  wasm: { name: "WebAssembly", module: "ort.wasm.min.mjs", binary: "ort-wasm-simd-threaded.wasm" },
+  webgpu: { name: "WebGPU", module: "ort.webgpu.min.mjs", binary: "ort-wasm-simd-threaded.asyncify.wasm" },
+};
+const buildUrl = (file) => new URL(file, URLS.ortDir).href;
+
+/** The provider the page's address asks for (?mha-ep=wasm or ?mha-ep=webgpu), or null. */
+function askedProvider() {
+  try {
+    const asked = new URLSearchParams(globalThis.location ? globalThis.location.search : "").get("mha-ep");
+    return Object.hasOwn(BUILDS, asked) ? asked : null;
+  } catch {
+    return null;
+  }
+}
+
+const PROBE_MS = 5000; // a WebGPU probe that takes longer counts as no WebGPU: WebAssembly runs
+
+/** `promise`, or a rejection naming `what` after `ms` milliseconds. */
+function withinTime(promise, ms, what) {
+  let timer;
+  const late = new Promise((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`${what} took over ${ms / 1000} s`)), ms);
+  });
+  return Promise.race([promise, late]).finally(() => clearTimeout(timer));
+}
+
+/**
+ * Can WebGPU run here? A GPU adapter, and a device from it (made and destroyed at once: a browser can give an
+ * adapter and then refuse the device, and onnxruntime's worker does not recover from that refusal).
+ * @returns {Promise<{ok: boolean, software: boolean, why: string}>}
+ */
+async function probeWebGpu() {
+  const gpu = typeof navigator === "object" ? navigator.gpu : undefined;
+  if (!gpu) return { ok: false, software: false, why: "this browser has no WebGPU" };
+  let adapter = null;
+  try {
+    adapter = await withinTime(gpu.requestAdapter(), PROBE_MS, "requestAdapter");
+  } catch {
+    adapter = null;
+  }
+  if (!adapter) return { ok: false, software: false, why: "WebGPU gives no GPU adapter here" };
+  const software = Boolean((adapter.info && adapter.info.isFallbackAdapter) || adapter.isFallbackAdapter);
+  try {
+    (await withinTime(adapter.requestDevice(), PROBE_MS, "requestDevice")).destroy();
+  } catch (err) {
+    return { ok: false, software, why: `WebGPU gives no device here (${errorText(err)})` };
+  }
+  return software ? { ok: true, software, why: "WebGPU's only adapter here is a software one (a CPU emulating a GPU)" }
+    : { ok: true, software, why: "WebGPU gives a GPU adapter" };
+}
+
+let providerPromise = null;
+/**
+ * Which execution provider runs this page's models: the one the address asks for (?mha-ep=wasm or webgpu;
+ * WebGPU only where probeWebGpu finds a device), else WebGPU on a hardware GPU adapter, else WebAssembly
+ * (a software adapter such as SwiftShader is slower than WebAssembly). Asked once per page, when a view first
+ * says its download size (the probe opens a WebGPU device on the page and closes it; it fetches nothing).
+ * @returns {Promise<{ep: "wasm"|"webgpu", why: string}>}
+ */
+export function chooseProvider() {
+  if (!providerPromise) {
+    providerPromise = (async () => {
+      const asked = askedProvider();
+      if (asked === "wasm") return { ep: "wasm", why: "the page's address asks for it (mha-ep=wasm)" };
+      const gpu = await probeWebGpu();
+      if (asked === "webgpu") {
+        return gpu.ok ? { ep: "webgpu", why: "the page's address asks for it (mha-ep=webgpu)" }
+          : { ep: "wasm", why: `the page's address asks for WebGPU, but ${gpu.why}` };
+      }
+      return gpu.ok && !gpu.software ? { ep: "webgpu", why: gpu.why } : { ep: "wasm", why: gpu.why };
+    })();
+  }
+  return providerPromise;
+}
+
 /** Licence wording of the files the site ships, by licence file (the manifest's `license`). */
 const LICENCE_NAMES = {
   "all-MiniLM-L6-v2.LICENSE.txt": "Apache-2.0, converted to ONNX, float16 weights",
@@ -115,11 +196,11 @@ export function getManifest() {
   return manifestPromise;
 }
 
-let runtimeBytes = null; // size of the WebAssembly runtime, from a HEAD request
-/** Size in bytes of the WebAssembly file (a HEAD request: nothing downloaded), or null. */
+let runtimeBytes = null; // size of the chosen build's WebAssembly binary, from a HEAD request
+/** Size in bytes of the WebAssembly binary the page will fetch (a HEAD request: nothing downloaded), or 0. */
 async function getRuntimeBytes() {
   if (runtimeBytes === null) {
-    runtimeBytes = fetch(URLS.wasm, { method: "HEAD" })
+    runtimeBytes = chooseProvider().then(({ ep }) => fetch(buildUrl(BUILDS[ep].binary), { method: "HEAD" }))
       .then((r) => (r.ok ? Number(r.headers.get("content-length")) || 0 : 0))
       .catch(() => 0);
   }
@@ -133,27 +214,151 @@ function markLoaded(what) {
   for (const listener of loadListeners) listener(what);
 }
 
-let ortPromise = null;
-/** Import onnxruntime-web once, WebAssembly backend, one thread; `onBytes` follows the .wasm download. */
-function loadRuntime(onBytes) {
-  if (!ortPromise) {
-    ortPromise = (async () => {
+const runtimes = new Map(); // build ("wasm" | "webgpu") -> Promise<ort>: each build has its own worker
+let webgpuBroken = null; // why the WebGPU build could not make a session; later models use the WebAssembly build
+
+/** The build the page's next model loads on: the chosen provider's, or WebAssembly's once WebGPU broke. */
+async function currentBuild() {
+  return webgpuBroken === null ? (await chooseProvider()).ep : "wasm";
+}
+
+/**
+ * Import onnxruntime-web once per build (`ep`, or the current build), one thread; `onBytes` follows the
+ * .wasm download.
+ */
+async function loadRuntime(onBytes, ep = null) {
+  const key = ep || (await currentBuild());
+  if (!runtimes.has(key)) {
+    const promise = (async () => {
       if (!supportsWasmSimd()) throw new Error("this browser cannot run WebAssembly with SIMD");
-      const [ort, wasm] = await Promise.all([import(URLS.ort), fetchBytes(URLS.wasm, onBytes)]);
+      const build = BUILDS[key];
+      const [ort, wasm] = await Promise.all([import(buildUrl(build.module)), fetchBytes(buildUrl(build.binary), onBytes)]);
       // onnxruntime-web's own module worker (its "proxy") compiles the runtime, creates the sessions and runs
       // them, so the page stays responsive while a model loads or runs; inputs and outputs are transferred
       ort.env.wasm.proxy = typeof Worker === "function";
       ort.env.wasm.numThreads = 1; // static hosts send no cross-origin isolation: one thread for everyone
-      ort.env.wasm.wasmPaths = URLS.ortDir; // the loader module ort-wasm-simd-threaded.mjs
+      ort.env.wasm.wasmPaths = URLS.ortDir; // the loader module beside the build's module
       ort.env.wasm.wasmBinary = wasm.buffer; // fetched above, with progress
       markLoaded("runtime");
       return ort;
     })();
-    ortPromise.catch(() => {
-      ortPromise = null; // let a later action try again
+    promise.catch(() => {
+      if (runtimes.get(key) === promise) runtimes.delete(key); // let a later action try again
     });
+    runtimes.set(key, promise);
   }
-  return ortPromise;
+  return runtimes.get(key);
+}
+
+// onnxruntime-web's worker answers each kind of request ("create", "run") in the order it was sent, and the
+// page matches the answers in that order; on WebGPU the worker's creates and runs are asynchronous and can
+// finish out of order (seen here: a model got another model's session). So the page sends the worker one
+// request at a time: every session creation and run of the page goes through this one queue.
+let workerQueue = Promise.resolve();
+function oneAtATime(task) {
+  const done = workerQueue.then(task, task);
+  workerQueue = done.catch(() => {});
+  return done;
+}
+
+/** `session` with its run() sent through the page's one queue (the names and metadata are the session's). */
+function queuedSession(session) {
+  const queued = Object.create(session);
+  queued.run = (...args) => oneAtATime(() => session.run(...args));
+  queued.release = () => oneAtATime(() => session.release());
+  return queued;
+}
+
+// errors only: not onnxruntime's warning, on WebGPU, that some nodes of each model run on the CPU (shape ops)
+const SESSION = { logSeverityLevel: 3 };
+
+/** A copy of a run's feeds: the worker takes the buffers it is sent, and a run may have to be sent again. */
+function copyFeeds(ort, feeds) {
+  const copy = {};
+  for (const [name, t] of Object.entries(feeds)) copy[name] = new ort.Tensor(t.type, t.data.slice(), t.dims);
+  return copy;
+}
+
+/**
+ * An inference session for a model's bytes, on the current build's provider, and the runtime it runs on:
+ * {session: {run, inputNames, outputNames, inputMetadata, provider: "webgpu"|"wasm", why}, ort}.
+ * On WebGPU, the nodes it has no kernel for run on the CPU inside the same session (onnxruntime assigns them).
+ * Where WebGPU cannot make the session, this and every later model load on the WebAssembly build (its own
+ * worker: the WebGPU build's does not recover). Where its first run fails (seen here: SwiftShader has no
+ * shader-f16, which MiniLM's float16 weights need), the model runs on the WebGPU build's WebAssembly provider
+ * from then on, the first run is sent again there, and `why` says why: the reader sees the maps. A WebGPU
+ * session that has run once keeps its errors (they are the input's, not the device's).
+ * @param {Uint8Array} bytes  the .onnx file (handed to the worker: do not use it afterwards)
+ * @param {(bytes: number) => void} onBytes  progress of a runtime download, if one is needed
+ */
+async function createSession(bytes, onBytes = () => {}) {
+  const onWasm = async (ort) => oneAtATime(() => ort.InferenceSession.create(bytes, { ...SESSION, executionProviders: ["wasm"] }));
+  const settle = (ort, session, why) => ({ session: Object.assign(queuedSession(session), { provider: "wasm", why }), ort });
+  if ((await currentBuild()) === "wasm") {
+    const ort = await loadRuntime(onBytes, "wasm");
+    return settle(ort, await onWasm(ort), webgpuBroken || (await chooseProvider()).why);
+  }
+  const ort = await loadRuntime(onBytes, "webgpu");
+  let gpu;
+  try {
+    const copy = bytes.slice(); // WebAssembly needs the bytes if WebGPU fails
+    gpu = queuedSession(await oneAtATime(() => ort.InferenceSession.create(copy, { ...SESSION, executionProviders: ["webgpu"] })));
+  } catch (err) {
+    const wasm = await loadRuntime(onBytes, "wasm");
+    const session = await onWasm(wasm); // a file WebAssembly cannot load either is the file's fault: its error
+    console.warn("mha_live: WebGPU could not load the model; the WebAssembly build runs it:", err);
+    webgpuBroken = webgpuBroken || `WebGPU could not load a model (${errorText(err)})`;
+    return settle(wasm, session, webgpuBroken);
+  }
+  const session = Object.assign(Object.create(gpu), { provider: "webgpu", why: (await chooseProvider()).why });
+  let proven = false;
+  let fallback = null;
+  /** run(feeds, options?): on WebGPU, or on WebAssembly once WebGPU failed a first run the other ran. */
+  session.run = async (feeds, options) => {
+    if (fallback) return fallback.run(feeds, options);
+    const spare = proven ? null : copyFeeds(ort, feeds);
+    try {
+      // until it has run once, a failure is reported here (a warning), not logged by onnxruntime as an error
+      const out = await gpu.run(feeds, proven ? options : { ...options, logSeverityLevel: 4 });
+      proven = true;
+      bytes = null; // no fallback from now on: the bytes can go
+      return out;
+    } catch (err) {
+      if (proven) throw err;
+      const wasm = queuedSession(await onWasm(ort));
+      let out;
+      try {
+        out = await wasm.run(spare, options);
+      } catch (wasmErr) { // WebAssembly fails too: the input's fault; WebGPU keeps the model
+        wasm.release().catch(() => {});
+        throw wasmErr;
+      }
+      console.warn("mha_live: WebGPU could not run the model; it runs on WebAssembly:", err);
+      fallback = wasm;
+      bytes = null;
+      gpu.release().catch(() => {});
+      Object.assign(session, { provider: "wasm", why: `WebGPU could not run it (${errorText(err)})` });
+      return out;
+    }
+  };
+  session.release = () => (fallback || gpu).release();
+  return { session, ort };
+}
+
+/** Free a model's session in its worker (the reader's own model, replaced or dropped); errors are ignored. */
+function releaseModel(model) {
+  if (model && model.session && model.session.release) {
+    Promise.resolve().then(() => model.session.release()).catch(() => {});
+  }
+}
+
+/**
+ * The execution providers that ran `models` last, in words: "WebAssembly", "WebGPU" or "WebGPU and WebAssembly";
+ * null for models not loaded by this runtime.
+ */
+export function providerName(models) {
+  const names = new Set(models.filter((m) => m && m.session && m.session.provider).map((m) => BUILDS[m.session.provider].name));
+  return names.size ? [...names].sort().reverse().join(" and ") : null;
 }
 
 /** The vocabulary of a model (vocab.txt), checked against the manifest's vocab_sha256 before use. */
@@ -184,12 +389,13 @@ function loadModel(id, onBytes) {
       const manifest = await getManifest();
       const info = manifest.models && manifest.models[id];
       if (!info) throw new Error(`the site has no model "${id}" (models/manifest.json)`);
-      const [ort, bytes, vocab] = await Promise.all([
-        loadRuntime((n) => onBytes("runtime", n)),
+      const runtimeBytes = (n) => onBytes("runtime", n);
+      const [, bytes, vocab] = await Promise.all([
+        loadRuntime(runtimeBytes), // fetched beside the model
         fetchBytes(URLS.models + info.file, (n) => onBytes(id, n)),
         info.vocab ? fetchVocab(info) : null,
       ]);
-      const session = await ort.InferenceSession.create(bytes, { executionProviders: ["wasm"] });
+      const { session, ort } = await createSession(bytes, runtimeBytes);
       await nextTask(); // the vocabulary's tables are built in a task of their own
       const tokenizer = vocab === null ? null : WordPieceTokenizer.fromVocabText(vocab, { maxLength: info.max_length || 256 });
       markLoaded(id);
@@ -228,50 +434,119 @@ export async function fetchTokenRows(model, ids, onFetch = () => {}) {
   }));
 }
 
-/** The inputs and outputs of the toy view's models (mha_lib.export.export_onnx of a chapter-1 TokenClassifier). */
-const TOY_INPUTS = ["input_ids", "token_type_ids", "key_padding_mask", "head_mask"];
-const TOY_OUTPUTS = ["logits", "attentions"];
+/**
+ * What a reader's own file must have for a view (mha_lib.export.export_onnx's fixed signatures): exactly
+ * these inputs, at least these outputs, and a head_mask of fixed (num_layers, num_heads) shape. `runs`
+ * and `note` word the refusal.
+ */
+const OWN_CONTRACTS = {
+  toy: { inputs: ["input_ids", "token_type_ids", "key_padding_mask", "head_mask"], outputs: ["logits", "attentions"],
+    runs: "the toy view runs models", note: " (mha_lib.export.export_onnx of a chapter-1 model)" },
+  bert: { inputs: ["input_ids", "token_type_ids", "key_padding_mask", "head_mask"],
+    outputs: ["last_hidden_state", "sentence_embedding", "attentions"], runs: "the sentence view runs models", note: "" },
+};
+
+/**
+ * A session for a reader's file, checked against `contract` (one of OWN_CONTRACTS): {session, ort, NL, H}.
+ * A file that does not fit is refused, and its session released.
+ * @throws {Error} the file is not ONNX, or its inputs, outputs or head_mask do not fit; the message names them
+ */
+async function openOwnSession(name, bytes, contract) {
+  await loadRuntime(() => {}); // its own errors (no WebAssembly SIMD) are not the file's
+  let session, ort;
+  try {
+    ({ session, ort } = await createSession(bytes));
+  } catch (err) {
+    throw new Error(`“${name}” could not be read as an ONNX model (${errorText(err)})`);
+  }
+  const list = (names) => `[${names.join(", ")}]`;
+  const refuse = (message) => {
+    releaseModel({ session });
+    throw new Error(message);
+  };
+  const { inputs, outputs } = contract;
+  if (session.inputNames.length !== inputs.length || !inputs.every((n) => session.inputNames.includes(n))) {
+    refuse(`“${name}” has the inputs ${list(session.inputNames)}; ${contract.runs} with the inputs ${list(inputs)}` +
+      contract.note);
+  }
+  const missing = outputs.filter((n) => !session.outputNames.includes(n));
+  if (missing.length) refuse(`“${name}” has no output ${list(missing)} (its outputs: ${list(session.outputNames)})`);
+  const meta = (session.inputMetadata || []).find((m) => m.name === "head_mask");
+  const shape = meta && meta.shape;
+  if (!shape || shape.length !== 2 || !shape.every((d) => Number.isInteger(d) && d >= 1)) {
+    refuse(`“${name}”: its head_mask input has no fixed (num_layers, num_heads) shape (got ${JSON.stringify(shape)})`);
+  }
+  return { session, ort, NL: shape[0], H: shape[1] };
+}
 
 /**
  * A model file the reader picked on their own disk (read by the page, never uploaded), for the toy view:
  * an ONNX file that mha_lib.export.export_onnx wrote from a chapter-1 TokenClassifier. Checked against the
- * toy models' contract: inputs exactly TOY_INPUTS, with a head_mask of fixed (num_layers, num_heads) shape,
- * and the outputs logits and attentions (the view then checks their shapes on the reader's sequence).
+ * toy models' contract (OWN_CONTRACTS.toy: their inputs, a fixed head_mask, the outputs logits and
+ * attentions); the view then checks their shapes on the reader's sequence.
  * @param {string} name          the file's name: the model's id in the view
  * @param {ArrayBuffer} buffer   the file's bytes
  * @returns {Promise<{id, info, session, ort, tokenizer: null, queue, prepare}>}  a Model (see view.mjs)
  * @throws {Error} the file is not ONNX, or its inputs, outputs or head_mask do not fit; the message names them
  */
 async function loadOwnModel(name, buffer) {
-  const ort = await loadRuntime(() => {});
-  let session;
+  const { session, ort, NL, H } = await openOwnSession(name, new Uint8Array(buffer), OWN_CONTRACTS.toy);
+  return { id: name, info: { file: name, kind: "token-classifier", num_layers: NL, num_heads: H,
+    inputs: session.inputNames.slice(), outputs: session.outputNames.slice(), own: true },
+  session, ort, tokenizer: null, queue: Promise.resolve(), prepare: async () => {} };
+}
+
+/**
+ * A sentence encoder the reader picked on their own disk (read by the page, never uploaded), for the
+ * sentence view: an ONNX file that mha_lib.export.export_onnx wrote from a pretrained.BertEncoder whose
+ * vocabulary is MiniLM's (the page tokenizes with it): MiniLM fine-tuned or with heads pruned evenly,
+ * BERT-base uncased, ... Checked before it runs: the file's mha_lib metadata (kind "bert", vocab_size equal
+ * to the tokenizer's), then OWN_CONTRACTS.bert (its inputs, a fixed (num_layers, num_heads) head_mask, its
+ * outputs).
+ * @param {string} name          the file's name: the model's id in the view
+ * @param {ArrayBuffer} buffer   the file's bytes
+ * @param {WordPieceTokenizer} tokenizer  MiniLM's (the book's model is loaded first)
+ * @returns {Promise<object>}  a Model (see view.mjs) whose tokenizer cuts at the file's max_length
+ * @throws {Error} not ONNX, not an mha_lib BertEncoder export, another vocabulary size, a max_length that is
+ *   not an integer >= 3, other inputs or outputs; the message names what is wrong
+ */
+async function loadOwnBert(name, buffer, tokenizer) {
+  const bytes = new Uint8Array(buffer);
+  let meta;
   try {
-    session = await ort.InferenceSession.create(new Uint8Array(buffer), { executionProviders: ["wasm"] });
+    meta = onnxMetadata(bytes);
   } catch (err) {
     throw new Error(`“${name}” could not be read as an ONNX model (${errorText(err)})`);
   }
-  const list = (names) => `[${names.join(", ")}]`;
-  if (session.inputNames.length !== TOY_INPUTS.length || !TOY_INPUTS.every((n) => session.inputNames.includes(n))) {
-    throw new Error(`“${name}” has the inputs ${list(session.inputNames)}; the toy view runs models with the inputs ` +
-      `${list(TOY_INPUTS)} (mha_lib.export.export_onnx of a chapter-1 model)`);
+  const kind = meta["mha_lib.kind"];
+  if (kind !== "bert") {
+    throw new Error(`“${name}” is ${kind ? `an mha_lib ${kind} model` : "not a file that mha_lib.export.export_onnx wrote"}; ` +
+      "the sentence view runs an export of a pretrained.BertEncoder (mha_lib.pretrained.load_bert)");
   }
-  const missing = TOY_OUTPUTS.filter((n) => !session.outputNames.includes(n));
-  if (missing.length) throw new Error(`“${name}” has no output ${list(missing)} (its outputs: ${list(session.outputNames)})`);
-  const meta = (session.inputMetadata || []).find((m) => m.name === "head_mask");
-  const shape = meta && meta.shape;
-  if (!shape || shape.length !== 2 || !shape.every((d) => Number.isInteger(d) && d >= 1)) {
-    throw new Error(`“${name}”: its head_mask input has no fixed (num_layers, num_heads) shape (got ${JSON.stringify(shape)})`);
+  const vocab = Number(meta["mha_lib.vocab_size"]);
+  if (vocab !== tokenizer.vocab.length) {
+    throw new Error(`“${name}” has a vocabulary of ${meta["mha_lib.vocab_size"]} tokens; the page reads text with ` +
+      `MiniLM's uncased English WordPiece vocabulary of ${tokenizer.vocab.length}, so the model must use that one`);
   }
-  return { id: name, info: { file: name, kind: "token-classifier", num_layers: shape[0], num_heads: shape[1],
+  const length = meta["mha_lib.max_length"];
+  const fileLength = length === undefined ? null : Number(length);
+  if (fileLength !== null && !(Number.isInteger(fileLength) && fileLength >= 3)) {
+    throw new Error(`“${name}” says its max_length is “${length}”: a sentence needs at least 3 positions`);
+  }
+  const { session, ort, NL, H } = await openOwnSession(name, bytes, OWN_CONTRACTS.bert);
+  const maxLength = Math.min(tokenizer.maxLength, fileLength || tokenizer.maxLength);
+  const own = Object.create(tokenizer); // MiniLM's vocabulary and tables, cut at the file's length
+  own.maxLength = maxLength;
+  return { id: name, info: { file: name, kind: "bert", num_layers: NL, num_heads: H, max_length: maxLength,
     inputs: session.inputNames.slice(), outputs: session.outputNames.slice(), own: true },
-  session, ort, tokenizer: null, queue: Promise.resolve(), prepare: async () => {} };
+  session, ort, tokenizer: own, queue: Promise.resolve(), prepare: async () => {} };
 }
 
 /** Bytes still to download for `modelIds`: model files no view of the page has asked for, and the runtime. */
 async function bytesToLoad(modelIds) {
   const manifest = await getManifest();
   const fresh = modelIds.filter((id) => !modelPromises.has(id));
-  return fresh.reduce((s, id) => s + ((manifest.models[id] || {}).bytes || 0), 0) + (ortPromise ? 0 : await getRuntimeBytes());
+  return fresh.reduce((s, id) => s + ((manifest.models[id] || {}).bytes || 0), 0) + (runtimes.size ? 0 : await getRuntimeBytes());
 }
 
 /** The default backend: onnxruntime-web in the reader's browser, files from the site (see view.mjs). */
@@ -279,11 +554,19 @@ export const browserBackend = {
   kind: "browser",
   timesHere: true, // the timing view measures this runtime
   where: "in your browser",
+  /** Where `models` run, for the notes, with the execution provider once they are loaded: "in your browser (WebGPU)". */
+  whereFor(models) {
+    const on = providerName(models);
+    return on ? `in your browser (${on})` : "in your browser";
+  },
+  providerName,
   who: "The model",
   madeWhen: "the book was built",
   privacy: "Typed text never leaves your browser: the model runs on this page.",
   loadModel,
   loadOwnModel,
+  loadOwnBert,
+  releaseModel,
 
   /** The "what runs here" line: the browsers that run it, the models and the runtime with their licences. */
   about(modelIds) {
@@ -318,7 +601,7 @@ export const browserBackend = {
   load(modelIds, show) {
     return bytesToLoad(modelIds).then((all) => {
       const what = modelIds.length > 1 ? "the models" : "the model";
-      const whatAll = ortPromise ? what : `${what} and the runtime`;
+      const whatAll = runtimes.size ? what : `${what} and the runtime`;
       show.start(all, all ? `Downloading ${whatAll}: 0 of ${formatMB(all)}…` : "Preparing the model…");
       const received = {}; // file -> bytes so far
       const onBytes = (file, n) => {

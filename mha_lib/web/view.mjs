@@ -7,13 +7,15 @@
 //   timesHere                 whether the timing view can time this backend's runtime (the browser's: yes)
 //   where, who, madeWhen,     words of the view's texts: "in your browser", "The model",
 //   privacy                   "the book was built", what happens to typed text
+//   whereFor(models)          optional: `where` with what ran the models ("in your browser (WebGPU)")
+//   providerName(models)      optional: "WebAssembly", "WebGPU" or both, for the timing view's label
 //   about(modelIds)           {lead, parts: [{label, detail, href}]}: the "what runs here" line
 //   firstTimeText(ids, note)  Promise<string>: what the first action fetches (note(info): a split
 //                             model's word vectors); rejects where the view cannot run here
 //   load(ids, show)           Promise<Model[]>, telling show.start(bytes, text), show.bytes(got, total, text)
 //   loadedText(ids, seconds), loadFailedText(message)
 //   onLoaded(listener)        listener() when another view loads something (what is left changes)
-// A Model is {id, info, tokenizer, session: {inputNames, run(feeds)}, ort: {Tensor}, queue,
+// A Model is {id, info, tokenizer, session: {inputNames, run(feeds), provider?}, ort: {Tensor}, queue,
 // prepare(ids, onFetch)}; compute.mjs runs it.
 
 import { browserBackend } from "./runtime_browser.mjs";
@@ -306,6 +308,26 @@ export class View {
   }
 
   /**
+   * A file picker for the reader's own .onnx file, labelled `text` (read in the page, never uploaded):
+   * `onFile(file)` on each pick (the same file can be picked again). Returns its paragraph.
+   */
+  modelFilePicker(text, onFile) {
+    const id = `mha-live-own-${Math.random().toString(36).slice(2)}`;
+    const input = el("input", { type: "file", id, accept: ".onnx" });
+    input.addEventListener("change", () => {
+      const file = input.files && input.files[0];
+      input.value = "";
+      if (file) onFile(file);
+    });
+    return el("p", { class: "mha-live-note" }, el("label", { for: id, class: "mha-live-check" }, text), input);
+  }
+
+  /** The model whose maps are shown (the export names it): the view's first. */
+  get shownModelId() {
+    return this.modelIds[0];
+  }
+
+  /**
    * What the maps shown are, for the export (figure.mjs): {name: file-name parts, title: lines naming the
    * model, the input, the layer(s) and heads, heads: [{label, tokens, map, off}], vmax, data: the JSON}.
    * The views with LayerMaps (sentence, prune) share this one; the toy view has its own.
@@ -316,11 +338,12 @@ export class View {
     const input = this.maps.input; // the text of the maps drawn, not of a run still computing
     const off = heads.filter((h) => h.off).map((h) => h.label);
     const which = layers.length > 1 ? `layers ${layers.join(", ")}` : `layer ${layers[0]}`;
-    const title = [`${this.modelIds[0]}: attention of ${which} (${heads.length} heads)`, `Input: “${shortLabel(input, 120)}”`,
+    const model = this.shownModelId;
+    const title = [`${model}: attention of ${which} (${heads.length} heads)`, `Input: “${shortLabel(input, 120)}”`,
       `${off.length ? `Turned off: ${off.join(" ")}. ` : ""}Rows are queries, columns keys; ` +
       `colour 0 to ${this.maps.vmax.toFixed(2)}.`];
-    return { name: [this.modelIds[0], ...layers], title, heads, vmax: this.maps.vmax,
-      data: { view: this.element.dataset.view, model: this.modelIds[0], text: input, tokens: heads[0].tokens,
+    return { name: [model, ...layers], title, heads, vmax: this.maps.vmax,
+      data: { view: this.element.dataset.view, model, text: input, tokens: heads[0].tokens,
         source: this.result.source, heads: heads.map((h) => ({ label: h.label, off: h.off, attention: h.map })),
         ...(this.exportScores(heads) || {}) } };
   }
@@ -357,9 +380,12 @@ export class View {
     return link.download;
   }
 
-  /** Where the maps are computed, for the notes: "in your browser" or "by the notebook's kernel". */
+  /**
+   * Where the maps are computed, for the notes: "in your browser" (with the execution provider that ran this
+   * view's models: "in your browser (WebGPU)") or "by the notebook's kernel".
+   */
   get where() {
-    return this.backend.where;
+    return this.backend.whereFor ? this.backend.whereFor(this.models || []) : this.backend.where;
   }
 
   /** element.mhaLive, the contract of the tests. */

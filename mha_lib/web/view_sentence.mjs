@@ -4,7 +4,7 @@
 import { runBert } from "./compute.mjs";
 import { describeValue } from "./checks.mjs";
 import { debounce, el, setText } from "./dom.mjs";
-import { shortLabel, truncationText, unknownText } from "./text.mjs";
+import { errorText, formatMB, shortLabel, truncationText, unknownText } from "./text.mjs";
 import { hasWords } from "./wordpiece.mjs";
 import { LayerMaps } from "./layer_maps.mjs";
 import { MINILM, TYPING_DELAY_MS, View } from "./view.mjs";
@@ -23,7 +23,8 @@ export class SentenceView extends View {
     this.maps = new LayerMaps(this, config.attentions.length, config.layer || 0);
     this.root.setAttribute("aria-label", "Live attention maps of all-MiniLM-L6-v2 for a sentence you type");
     this.shown = el("p", { class: "mha-live-shown" }); // whose maps these are (dimmed while they are an older text's)
-    this.attach([el("div", {}, label, this.text, privacy), this.maps.control.node], [this.shown, this.maps.node]);
+    this.attach([el("div", {}, label, this.text, privacy, ...this.ownModelInput()), this.maps.control.node],
+      [this.shown, this.maps.node]);
     this.result = { tokens: config.tokens, attentions: config.attentions, text: config.text, source: "config" };
     this.describeShown();
     this.maps.control.update();
@@ -37,6 +38,92 @@ export class SentenceView extends View {
   }
 
   /**
+   * "Your own model": an .onnx file from the reader's disk that reads the sentence instead of MiniLM, and a
+   * button back. Only where the page runs the models (the book); the kernel's view runs the notebook's.
+   */
+  ownModelInput() {
+    if (!this.backend.loadOwnBert) return [];
+    this.backButton = el("button", { type: "button", class: "mha-live-button", hidden: "" }, "Back to the book's model");
+    this.backButton.addEventListener("click", () => this.useBookModel().catch(() => {}));
+    return [this.modelFilePicker("Read it with your own model: an .onnx file that mha_lib.export.export_onnx wrote " +
+      "from a BertEncoder with MiniLM's vocabulary (MiniLM fine-tuned, or with the same number of heads pruned in " +
+      "every layer; BERT-base uncased). It is read here, never uploaded.",
+    (file) => this.useOwnModel(file).catch(() => {})), this.backButton];
+  }
+
+  /** The model reading the text: the reader's own, or MiniLM. */
+  get current() {
+    return this.own || (this.models ? this.models[0] : null);
+  }
+
+  get where() {
+    return this.backend.whereFor && this.current ? this.backend.whereFor([this.current]) : this.backend.where;
+  }
+
+  get shownModelId() {
+    return this.result.model || this.modelIds[0]; // the maps drawn, not a run still computing
+  }
+
+  /**
+   * Read the reader's model file, check it (runtime_browser.mjs: loadOwnBert) and let it read the text in
+   * the box from now on. Resolves to its id (the file name). A file that is refused, or that cannot read the
+   * text, leaves the view as it was (model, maps, layer) and says why in the status; a newer pick or "Back"
+   * while this one loads wins, and this one is dropped.
+   */
+  async useOwnModel(file) {
+    const pick = (this.picks = (this.picks || 0) + 1);
+    await this.ensureModels(); // MiniLM's tokenizer reads the text for the reader's model too (its own errors)
+    let model;
+    try {
+      this.note(`Reading “${file.name}” (${formatMB(file.size)}) in your browser…`);
+      model = await this.backend.loadOwnBert(file.name, await file.arrayBuffer(), this.models[0].tokenizer);
+    } catch (err) {
+      if (pick === this.picks) this.refuseModel(err);
+      throw err;
+    }
+    if (pick !== this.picks) { // the reader picked another file, or went back, meanwhile
+      this.backend.releaseModel(model);
+      throw new Error(`“${file.name}” was replaced by a later choice`);
+    }
+    const before = this.own;
+    this.own = model;
+    if (hasWords(this.text.value)) {
+      try {
+        await this.run(this.text.value);
+      } catch (err) {
+        if (pick === this.picks) { // it runs, but not on this text: the model and the maps stay as they were
+          this.own = before;
+          this.backend.releaseModel(model);
+          this.refuseModel(err);
+        }
+        throw err;
+      }
+    }
+    if (before && before !== model) this.backend.releaseModel(before);
+    this.backButton.hidden = false;
+    const { num_layers: NL, num_heads: H } = model.info;
+    this.note(`Your model “${file.name}” (${NL} layer${NL > 1 ? "s" : ""}, ${H} head${H > 1 ? "s" : ""} each) ` +
+      (hasWords(this.text.value) ? `reads the text ${this.where}` : "reads the next text you type, in your browser") +
+      `, with MiniLM's tokenizer; its file was not uploaded.${unknownText(this.result.tokens)}`);
+    return file.name;
+  }
+
+  refuseModel(err) {
+    this.status.classList.add("mha-live-error");
+    setText(this.status, `Your model was not used: ${errorText(err)}.`);
+  }
+
+  /** Back to MiniLM: its maps of the text in the box (a file still loading is dropped). */
+  async useBookModel() {
+    this.picks = (this.picks || 0) + 1;
+    if (this.own) this.backend.releaseModel(this.own);
+    this.own = null;
+    this.backButton.hidden = true;
+    if (!hasWords(this.text.value)) return this.result;
+    return this.run(this.text.value);
+  }
+
+  /**
    * The caption above the maps: the text they belong to. While the box holds another text whose maps are
    * coming (`pending`), the maps are dimmed and the caption says they are the previous text's.
    */
@@ -44,9 +131,10 @@ export class SentenceView extends View {
     const text = this.result.text || "";
     const short = shortLabel(text, 90);
     const stale = pending && this.text.value !== text;
+    const by = this.result.own ? ` by your model “${this.result.model}”` : "";
     this.root.classList.toggle("mha-live-stale", stale);
-    setText(this.shown, stale ? `Still the maps of “${short}”: those of your text follow once the model has read it.`
-      : `The maps of “${short}”.`);
+    setText(this.shown, stale ? `Still the maps of “${short}”${by}: those of your text follow once the model has read it.`
+      : `The maps of “${short}”${by}.`);
   }
 
   redraw() {
@@ -54,7 +142,10 @@ export class SentenceView extends View {
     this.zoom.draw();
   }
 
-  /** Run MiniLM on `text` and draw every map. Rejects on empty text (the maps stay). */
+  /**
+   * Run the model (MiniLM, or the reader's own) on `text` and draw every map. Rejects on empty text (the maps
+   * stay). A run overtaken by a newer one resolves to what is shown and draws nothing.
+   */
   async run(text) {
     if (typeof text !== "string") throw this.refuse(new Error(`run(text) takes a string, got ${describeValue(text)}`));
     if (!hasWords(text)) {
@@ -63,24 +154,29 @@ export class SentenceView extends View {
       throw new Error("empty text");
     }
     if (this.text.value !== text) this.text.value = text; // the box shows the text of the maps
+    const request = (this.requests = (this.requests || 0) + 1);
     let out;
     try {
       out = await this.compute(async () => {
         const t0 = performance.now();
-        const r = await runBert(this.models[0], [text], null, this.onFetch);
+        const model = this.current;
+        const r = await runBert(model, [text], null, this.onFetch);
+        if (request !== this.requests) return { stale: true }; // a newer run (maybe of another model) draws
         const t1 = performance.now();
         const enc = r.encodings[0];
+        this.maps.setLayerCount(r.attentions.length); // the reader's own model may have more or fewer layers
         await this.maps.show(enc.tokens, r.attentions, null, text);
         this.timings.infer_ms = t1 - t0;
         this.timings.draw_ms = performance.now() - t1;
         return { tokens: enc.tokens, attentions: r.attentions, text, truncated: enc.truncated,
-          fullLength: enc.fullLength, source: this.backend.kind };
+          fullLength: enc.fullLength, source: this.backend.kind, model: model.id, own: Boolean(model.info.own) };
       });
     } catch (err) {
       // the last maps stay, undimmed unless a newer text is waiting; the status says why this one failed
       this.describeShown(this.text.value !== text);
       throw err;
     }
+    if (out.stale) return this.result; // what is shown: the newer run's, once it ends
     this.result = out;
     this.describeShown();
     const said = out.truncated ? truncationText(text, out.fullLength, out.tokens.length)

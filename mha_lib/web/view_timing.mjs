@@ -88,7 +88,7 @@ export class TimingView extends View {
     const r = this.result;
     const mine = r.seconds;
     const series = [{ label: "the book's machine (PyTorch)", seconds: r.book_seconds, colour: "#3b528b" },
-      { label: "this device (onnxruntime-web)", seconds: mine, colour: "#e66100" }];
+      { label: `this device (onnxruntime-web${r.provider ? `, ${r.provider}` : ""})`, seconds: mine, colour: "#e66100" }];
     const title = "Time of one call, as a multiple of one head's";
     this.svg = timingSvg(r.heads, series, title, Math.max(300, Math.min(560, this.root.clientWidth || 560)));
     this.chart.src = `data:image/svg+xml;charset=utf-8,${encodeURIComponent(this.svg)}`;
@@ -147,10 +147,11 @@ export class TimingView extends View {
         const seconds = await this.compute(() => timeAttention(this.models[0], this.config, (done, total, H) => {
           this.busy(`Timing H = ${H} on this device: call ${done} of ${total}…`);
         }));
-        this.result = { ...this.result, seconds, source: this.backend.kind };
+        const on = this.backend.providerName ? this.backend.providerName(this.models) : null; // WebAssembly or WebGPU
+        this.result = { ...this.result, seconds, source: this.backend.kind, provider: on };
         this.show();
         const ratio = seconds.at(-1) / seconds[0];
-        this.note(`Timed on this device: ${this.result.heads.at(-1)} heads took ${ratio.toFixed(1)}× one head's time ` +
+        this.note(`Timed on this device${on ? ` (${on})` : ""}: ${this.result.heads.at(-1)} heads took ${ratio.toFixed(1)}× one head's time ` +
           `(median of ${this.config.repeats}; the book's machine: ` +
           `${(this.result.book_seconds.at(-1) / this.result.book_seconds[0]).toFixed(1)}×). A laptop on battery, a busy ` +
           "tab or another window can slow single calls: time it again to see the spread.");

@@ -80,16 +80,8 @@ export class ToyCompareView extends View {
    */
   ownModelInput() {
     if (!this.backend.loadOwnModel) return [];
-    const id = `mha-live-own-${Math.random().toString(36).slice(2)}`;
-    const input = el("input", { type: "file", id, accept: ".onnx" });
-    input.addEventListener("change", () => {
-      const file = input.files && input.files[0];
-      input.value = ""; // the same file can be picked again
-      if (file) this.addOwnModel(file).catch(() => {});
-    });
-    return [el("p", { class: "mha-live-note" }, el("label", { for: id, class: "mha-live-check" },
-      "Add your own model: an .onnx file that mha_lib.export.export_onnx wrote from a chapter-1 model " +
-      "(it is read here, never uploaded)"), input)];
+    return [this.modelFilePicker("Add your own model: an .onnx file that mha_lib.export.export_onnx wrote from a " +
+      "chapter-1 model (it is read here, never uploaded)", (file) => this.addOwnModel(file).catch(() => {}))];
   }
 
   /** On a narrow screen the editor and the prediction strips scroll sideways: `row` scrolls with every row linked. */

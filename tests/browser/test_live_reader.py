@@ -48,7 +48,7 @@ def _longest_task_of_a_first_visit(browser, book_url, page_html) -> float:
             box.press_sequentially("Typing while the model downloads stays smooth.", delay=20)
             page.wait_for_function(f"{view}.mhaLive.lastResult.text === 'Typing while the model downloads stays smooth.'",
                                    timeout=60_000)
-            page.locator("[data-view=sentence] .mha-live-check").click()  # all six layers: 72 maps
+            page.locator("[data-view=sentence] .mha-live-check", has_text="all layers").click()  # all six layers: 72 maps
             page.wait_for_function(f"{view}.querySelectorAll('.mha-live-head canvas').length === 72")
             run(page, "sentence", "Six layers of maps are drawn one layer at a time.")
             prune = VIEW % "prune"
@@ -302,6 +302,114 @@ def test_a_reader_adds_their_own_exported_model_to_the_toy_view(chromium_browser
         assert after["models"][own]["predictions"] == after["models"]["ch1-h2"]["predictions"]
         assert [m for m, _ in visit.requests if m not in ("GET", "HEAD")] == []  # nothing sent
         assert [r for _, r in visit.requests if r.endswith("ch1-h2.onnx")] == ["_static/models/ch1-h2.onnx"]  # the site's
+        assert visit.console_errors == [] and visit.off_site == []
+    finally:
+        context.close()
+
+
+@pytest.fixture(scope="module")
+def own_bert(bert, tmp_path_factory):
+    """A small BertEncoder with MiniLM's vocabulary and tokenizer (2 layers of 3 heads, d_model 48, seeded
+    random weights), exported by mha_lib.export.export_onnx: what a reader's own file is."""
+    import dataclasses
+
+    from mha_lib import export
+    from mha_lib.pretrained import BertEncoder
+
+    torch.manual_seed(0)
+    config = dataclasses.replace(bert.config, d_model=48, num_heads=3, num_layers=2, d_ff=96)
+    model = BertEncoder(config, bert.tokenizer).eval()
+    path = tmp_path_factory.mktemp("own") / "my-bert.onnx"
+    export.export_onnx(model, path)
+    return model, path
+
+
+def test_a_reader_reads_the_sentence_with_their_own_exported_bert(chromium_browser, book_url, page_html, own_bert,
+                                                                  tmp_path):
+    """The sentence view with a file from the reader's disk: refused with the reason when it is not an
+    mha_lib BertEncoder export of MiniLM's vocabulary size (the maps stay MiniLM's); otherwise its maps of
+    the text equal the model's own in PyTorch, the layer slider follows its layer count, the export names
+    it, the file never travels to the server, and "Back to the book's model" brings MiniLM's maps back."""
+    from mha_lib import export
+
+    model, path = own_bert
+    context, page, visit = _open(chromium_browser, book_url, page_html)
+    try:
+        view = VIEW % "sentence"
+        picker = page.locator("[data-view=sentence] input[type=file]")
+        status = page.locator("[data-view=sentence] .mha-live-status")
+        refused = lambda: page.wait_for_function(  # noqa: E731
+            f"{view}.querySelector('.mha-live-status').textContent.includes('not used')", timeout=60_000)
+        before = page.evaluate(f"{view}.mhaLive.lastResult.tokens")
+        # not ONNX
+        picker.set_input_files(files=[{"name": "a.onnx", "mimeType": "application/octet-stream",
+                                       "buffer": b"\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff"}])
+        refused()
+        assert "“a.onnx” could not be read as an ONNX model" in status.text_content()
+        # ONNX from mha_lib, but a toy model
+        picker.set_input_files(str(HTML_ROOT / "_static" / "models" / "ch1-h2.onnx"))
+        page.wait_for_function(f"{view}.querySelector('.mha-live-status').textContent.includes('token-classifier')",
+                               timeout=60_000)
+        assert "is an mha_lib token-classifier model; the sentence view runs an export of a pretrained.BertEncoder" \
+            in status.text_content()
+        # a BertEncoder of another vocabulary size
+        import dataclasses
+
+        from mha_lib.pretrained import BertEncoder
+        small = BertEncoder(dataclasses.replace(model.config, vocab_size=1000), model.tokenizer).eval()
+        other = tmp_path / "other-vocab.onnx"
+        export.export_onnx(small, other)
+        picker.set_input_files(str(other))
+        page.wait_for_function(f"{view}.querySelector('.mha-live-status').textContent.includes('vocabulary of 1000')",
+                               timeout=60_000)
+        assert "MiniLM's uncased English WordPiece vocabulary of 30522" in status.text_content()
+        assert page.evaluate(f"{view}.mhaLive.lastResult.tokens") == before
+        # the real thing
+        text = "The trophy did not fit in the suitcase because it was too big."
+        page.locator("[data-view=sentence] textarea").fill(text)
+        page.wait_for_function(f"{view}.mhaLive.lastResult.text === {json.dumps(text)}", timeout=60_000)
+        picker.set_input_files(str(path))
+        page.wait_for_function(f"{view}.mhaLive.lastResult.model === 'my-bert.onnx'", timeout=60_000)
+        r = page.evaluate(f"{view}.mhaLive.lastResult")
+        with torch.no_grad():
+            out, batch = model.encode_text([text], output_attentions=True)
+        want = torch.stack([a[0] for a in out.attentions])
+        assert r["tokens"] == batch.tokens[0] and len(r["attentions"]) == 2 and len(r["attentions"][0]) == 3
+        assert (torch.tensor(r["attentions"]) - want).abs().max().item() <= 1e-5  # fp32, as exported
+        assert "Your model “my-bert.onnx” (2 layers, 3 heads each)" in status.text_content()
+        assert "by your model “my-bert.onnx”" in page.locator("[data-view=sentence] .mha-live-shown").text_content()
+        assert page.locator("[data-view=sentence] input[type=range]").get_attribute("max") == "1"
+        name, body = _download(page, page.locator("[data-view=sentence] .mha-live-export button", has_text="json"))
+        assert name.startswith("my-bert") and json.loads(body)["model"] == "my-bert.onnx"
+        # typing reruns the reader's model
+        page.locator("[data-view=sentence] textarea").fill("It was too big.")
+        page.wait_for_function(f"{view}.mhaLive.lastResult.text === 'It was too big.'", timeout=60_000)
+        assert page.evaluate(f"{view}.mhaLive.lastResult.model") == "my-bert.onnx"
+        # two picks in quick succession: the later one wins, whichever loads first
+        second = tmp_path / "second.onnx"
+        second.write_bytes(path.read_bytes())
+        picker.set_input_files(str(path))
+        picker.set_input_files(str(second))
+        page.wait_for_function(f"{view}.mhaLive.lastResult.model === 'second.onnx'", timeout=60_000)
+        page.wait_for_timeout(1500)  # the first pick's load has ended by now: it must not take over
+        assert page.evaluate(f"{view}.mhaLive.lastResult.model") == "second.onnx"
+        assert "Your model “second.onnx”" in status.text_content()
+        # back to MiniLM
+        page.locator("[data-view=sentence] button", has_text="Back to the book's model").click()
+        page.wait_for_function(f"{view}.mhaLive.lastResult.model === 'all-MiniLM-L6-v2'", timeout=60_000)
+        assert len(page.evaluate(f"{view}.mhaLive.lastResult.attentions")) == 6
+        assert page.locator("[data-view=sentence] input[type=range]").get_attribute("max") == "5"
+        # with the box empty, the model is taken for the next text, and the way back is shown
+        page.locator("[data-view=sentence] textarea").fill("")
+        picker.set_input_files(str(path))
+        page.wait_for_function(f"{view}.querySelector('.mha-live-status').textContent.includes('next text you type')",
+                               timeout=60_000)
+        assert page.locator("[data-view=sentence] button", has_text="Back to the book's model").is_visible()
+        page.locator("[data-view=sentence] textarea").fill("A new sentence.")
+        page.wait_for_function(f"{view}.mhaLive.lastResult.model === 'my-bert.onnx'", timeout=60_000)
+        assert len(page.evaluate(f"{view}.mhaLive.lastResult.attentions")) == 2
+        assert [m for m, _ in visit.requests if m not in ("GET", "HEAD")] == []  # nothing sent
+        assert not [u for _, u in visit.requests if "my-bert" in u or "other-vocab" in u]
         assert visit.console_errors == [] and visit.off_site == []
     finally:
         context.close()

@@ -21,6 +21,7 @@ import { downloadText, formatMB, modelsText, readoutText, shortLabel, truncation
 import { SVG_RECT_CELLS, csvField, escapeXml, figureCsv, figureLayout, figureSvg, fileName } from "../figure.mjs";
 import { setText } from "../dom.mjs";
 import { checkDigest, sha256Hex, sha256Of } from "../integrity.mjs";
+import { onnxMetadata } from "../onnx_file.mjs";
 import { createHash } from "node:crypto";
 
 const sha = (bytes) => createHash("sha256").update(bytes).digest("hex");
@@ -638,4 +639,28 @@ test("export: figure layout, maps in rows under the title, none overlapping", ()
   const last = boxes[71];
   assert.ok(last.x + f.side <= f.width - f.pad && last.y + f.side + f.labelHeight <= f.height - f.pad);
   assert.throws(() => figureLayout(0, 3, 1), /needs maps and tokens/);
+});
+
+test("onnxMetadata reads the metadata_props that the onnx package wrote (mha_lib)", needsFixture, () => {
+  assert.ok(fixture.onnx.length >= 3);
+  for (const { base64, metadata } of fixture.onnx) {
+    const bytes = new Uint8Array(Buffer.from(base64, "base64"));
+    assert.deepEqual({ ...onnxMetadata(bytes) }, metadata);
+    // a file cut short is refused, never read as other metadata
+    assert.throws(() => onnxMetadata(bytes.subarray(0, bytes.length - 3)), /not an ONNX file/);
+  }
+});
+
+test("onnxMetadata refuses bytes that are not a protobuf message", () => {
+  assert.throws(() => onnxMetadata(new TextEncoder().encode("<script>x</script>")), /not an ONNX file/);
+  assert.throws(() => onnxMetadata(new Uint8Array([0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff])),
+    /not an ONNX file/);
+  assert.deepEqual({ ...onnxMetadata(new Uint8Array([])) }, {});
+  // field 14 twice with the key "a": refused, not "last one wins"
+  const entry = [0x72, 6, 0x0a, 1, 0x61, 0x12, 1, 0x62];
+  assert.throws(() => onnxMetadata(new Uint8Array([...entry, ...entry])), /gives “a” twice/);
+  // a key "__proto__" is kept as a key
+  const proto = new TextEncoder().encode("__proto__");
+  const m = onnxMetadata(new Uint8Array([0x72, proto.length + 5, 0x0a, proto.length, ...proto, 0x12, 1, 0x78]));
+  assert.equal(m["__proto__"], "x");
 });
