@@ -38,10 +38,17 @@ Two questions a reader asks of a trained model, each with one function family:
 
 6. **Voita et al. 2019's statistics.** :func:`attention_confidence`, :func:`positional_offsets`
    and :func:`head_attention_stats`: how sharply a head attends, and whether it attends at a
-   fixed offset (chapter 4 uses them as a pruning baseline).
+   fixed offset (chapter 4 uses them as a pruning baseline); :func:`local_share_and_spread`: the
+   weight on the query's neighbours and the normalised entropy of the rows, with or without sinks.
+
+7. **Do heads follow syntax?** :func:`word_attention` turns WordPiece-token maps into word maps,
+   :func:`relation_accuracy` scores every head on each dependency relation of parsed sentences and
+   :func:`offset_baseline` gives the fixed-offset baseline (Clark et al. 2019, section 4);
+   :func:`antecedent_accuracy` scores every head at choosing a pronoun's antecedent, against
+   :func:`antecedent_baselines` (the nearest candidate, the nearest agreeing one).
 
 The files: ``relations.py`` (1), ``norms.py`` (3), ``circuits.py`` (4), ``maps.py`` (5),
-``statistics.py`` (6). :func:`tie_heads` and :func:`merge_tied_heads` (2) build models, so they
+``statistics.py`` (6), ``dependencies.py`` and ``coreference.py`` (7). :func:`tie_heads` and :func:`merge_tied_heads` (2) build models, so they
 live in :mod:`mha_lib.model.tied`; :func:`previous_token_score`, :func:`induction_targets` and
 :func:`induction_score` (4) are the induction task's scores, in :mod:`mha_lib.tasks.induction`.
 Both are re-exported here.
@@ -56,16 +63,30 @@ from ..model.tied import merge_tied_heads, tie_heads
 from ..tasks.induction import induction_score, induction_targets, previous_token_score
 from . import relations as _relations
 from .circuits import copying_score, full_ov_circuit, ov_circuit, qk_circuit
+from .coreference import AntecedentScore, Case, antecedent_accuracy, antecedent_baselines, coreference_sample
+from .dependencies import RelationScore, offset_baseline, relation_accuracy, syntax_sample, word_attention
 from .maps import attention_rollout, offset_kernels
 from .norms import attention_contributions, encoder_norm_maps, norm_weighted_attention, value_norms
 from .relations import HeadFinding, find_heads, head_label, relation_shares
-from .statistics import HeadStats, attention_confidence, head_attention_stats, positional_offsets
+from .statistics import (HeadStats, attention_confidence, head_attention_stats, local_share_and_spread,
+                         positional_offsets)
 
 #: The relations of Clark et al. 2019's first analyses: positional offsets and special tokens.
 RELATIONS = _relations.RELATIONS
 
 __all__ = [
     "RELATIONS",
+    "word_attention",
+    "syntax_sample",
+    "Case",
+    "AntecedentScore",
+    "antecedent_accuracy",
+    "antecedent_baselines",
+    "coreference_sample",
+    "local_share_and_spread",
+    "relation_accuracy",
+    "offset_baseline",
+    "RelationScore",
     "head_label",
     "relation_shares",
     "find_heads",

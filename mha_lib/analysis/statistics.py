@@ -1,7 +1,8 @@
 """Voita et al. 2019's head statistics: how sharply a head attends, and at which fixed offset.
 
 :func:`attention_confidence`, :func:`positional_offsets` and :func:`head_attention_stats`
-(chapter 4 uses them as a pruning baseline).
+(chapter 4 uses them as a pruning baseline); :func:`local_share_and_spread`, how much weight a head
+puts on the query's neighbours and how evenly it spreads the rest ("local" and "global" heads).
 """
 from __future__ import annotations
 
@@ -75,17 +76,77 @@ def attention_confidence(weights: Tensor, key_padding_mask: Optional[Tensor] = N
     return ((top * real[:, None]).sum((0, 2)) / real.sum()).float().cpu()
 
 
+def _check_sinks(sink_keys: Optional[Tensor], B: int, S: int) -> None:
+    if sink_keys is not None and (not isinstance(sink_keys, Tensor) or sink_keys.dtype != torch.bool
+                                  or tuple(sink_keys.shape) != (B, S)):
+        raise ValueError(
+            f"sink_keys must be a bool tensor (B, S) = ({B}, {S}), True = sink; got "
+            f"{getattr(sink_keys, 'dtype', type(sink_keys).__name__)} {tuple(getattr(sink_keys, 'shape', ()))}"
+        )
+
+
 def _top_weight(weights: Tensor, sink_keys: Optional[Tensor]) -> Tensor:
     """(B, H, L): each query's largest weight on a key that is not a sink."""
     if sink_keys is None:
         return weights.amax(-1)
     B, _, _, S = weights.shape
-    if not isinstance(sink_keys, Tensor) or sink_keys.dtype != torch.bool or tuple(sink_keys.shape) != (B, S):
-        raise ValueError(
-            f"sink_keys must be a bool tensor (B, S) = ({B}, {S}), True = sink; got "
-            f"{getattr(sink_keys, 'dtype', type(sink_keys).__name__)} {tuple(getattr(sink_keys, 'shape', ()))}"
-        )
+    _check_sinks(sink_keys, B, S)
     return weights.masked_fill(sink_keys.to(weights.device)[:, None, None, :], 0.0).amax(-1)
+
+
+def local_share_and_spread(weights: Tensor, key_padding_mask: Optional[Tensor] = None,
+                           sink_keys: Optional[Tensor] = None) -> Tuple[Tensor, Tensor, Tensor]:
+    """How local and how spread out each head is: the share of its weight on the tokens next to the
+    query, and the entropy of its rows as a fraction of the most they could have.
+
+    For query i, the share on its neighbours within 1 is the weight on keys i - 1 and i + 1, within 2
+    on keys i - 2 ... i + 2 except i; the spread is the row's entropy, -sum_j a_ij log a_ij, divided
+    by log(n), n the number of keys it may attend to (so 1 for a uniform row, 0 for a one-hot one).
+    With ``sink_keys`` ([CLS], [SEP], "." in BERT-family models, Clark et al. 2019), each row is first
+    renormalised over the other keys: a head that parks most of its weight on [SEP] and spreads the
+    rest evenly then counts as spread, not as sharp (rows with no weight left are left out). Means are
+    over the real query rows of the batch.
+
+    Args:
+        weights: one layer's self-attention weights (B, H, L, L), rows summing to 1.
+        key_padding_mask: optional (B, L) bool, True = padding: padded keys do not count in n and
+            padded query rows are left out.
+        sink_keys: optional (B, L) bool, True = a sink key left out as above.
+
+    Returns:
+        ``(within_1, within_2, spread)``: three float32 tensors (H,), each in [0, 1].
+
+    Raises:
+        ValueError: weights not (B, H, L, L) attention weights; a bad key_padding_mask or sink_keys;
+            no query row left to average over.
+    """
+    _check_map_weights(weights)
+    B, H, L, S = weights.shape
+    if L != S:
+        raise ValueError(f"local_share_and_spread needs self-attention maps (L == S), got L={L}, S={S}")
+    _check_sinks(sink_keys, B, S)
+    real = _real_queries(weights, key_padding_mask)  # (B, L)
+    allowed = torch.ones(B, S, dtype=torch.bool, device=weights.device)
+    if key_padding_mask is not None:
+        allowed &= ~key_padding_mask.to(weights.device)
+    w = weights.detach().double()
+    if sink_keys is not None:
+        allowed &= ~sink_keys.to(weights.device)
+        w = w.masked_fill(~allowed[:, None, None, :], 0.0)
+        total = w.sum(-1, keepdim=True)               # (B, H, L, 1)
+        real = real & (total.squeeze(-1) > 0).all(1)  # a row with no weight off the sinks: left out
+        w = w / total.clamp_min(1e-300)
+    if not bool(real.any()):
+        raise ValueError("local_share_and_spread: no query row left (padding, blocked rows or only sink weight)")
+    offset = (torch.arange(S, device=w.device)[None, :] - torch.arange(L, device=w.device)[:, None]).abs()  # (L, S)
+    within_1 = (w * (offset == 1)).sum(-1)                      # (B, H, L)
+    within_2 = (w * ((offset >= 1) & (offset <= 2))).sum(-1)
+    entropy = -(w * torch.log(w.clamp_min(1e-300))).sum(-1)      # 0 log 0 = 0
+    n = allowed.sum(-1).double()                                  # (B,) keys a row may attend to
+    spread = entropy / torch.log(n.clamp_min(2))[:, None, None]   # one allowed key: entropy 0, spread 0
+    rows = real[:, None, :].double()                              # (B, 1, L)
+    mean = lambda x: ((x * rows).sum((0, 2)) / rows.sum((0, 2))).float().cpu()  # noqa: E731
+    return mean(within_1), mean(within_2), mean(spread).clamp(0.0, 1.0)
 
 
 def _offset_counts(weights: Tensor, key_padding_mask: Optional[Tensor]) -> Tuple[List[Counter], int]:
