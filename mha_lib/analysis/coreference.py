@@ -57,6 +57,8 @@ class AntecedentScore:
         interval: Wilson 95% interval of the best head's accuracy (optimistic: a maximum over heads).
         weight_on_answer: (cases, NL, H) float64, the weight each head's pronoun row puts on the answer
             (of the whole row, not only of the candidates).
+        correct: (cases, NL, H) bool, whether each head chose the answer in each case (for scores on
+            a subset of the cases, e.g. a held-out half).
     """
 
     cases: int
@@ -64,6 +66,7 @@ class AntecedentScore:
     best: Tuple[str, float]
     interval: Tuple[float, float]
     weight_on_answer: Tensor
+    correct: Tensor
 
 
 def _checked_case(case, W: Optional[int], where: str) -> Case:
@@ -115,7 +118,8 @@ def antecedent_accuracy(word_maps: Sequence[Tensor], cases: Sequence[Case]) -> A
         hits.append((chosen == case.answer).double())
         weights.append(row[:, :, case.answer])
     accuracy = torch.stack(hits).mean(0)                               # (NL, H)
-    return AntecedentScore(len(case_list), accuracy, *_best_head(accuracy, len(case_list)), torch.stack(weights))
+    return AntecedentScore(len(case_list), accuracy, *_best_head(accuracy, len(case_list)), torch.stack(weights),
+                           torch.stack(hits).bool())
 
 
 def antecedent_baselines(cases: Sequence[Case]) -> Dict[str, Tuple[float, Tuple[float, float]]]:

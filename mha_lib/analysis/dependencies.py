@@ -36,7 +36,8 @@ from .. import checks
 from ..stats import wilson_interval
 from .relations import head_label
 
-__all__ = ["word_attention", "relation_accuracy", "offset_baseline", "RelationScore", "syntax_sample"]
+__all__ = ["word_attention", "sentence_word_maps", "relation_accuracy", "offset_baseline", "RelationScore",
+           "syntax_sample", "parsed_sample"]
 
 Arc = Tuple[int, int, str]
 
@@ -84,6 +85,64 @@ def word_attention(weights: Tensor, word_ids: Sequence[Optional[int]]) -> Tensor
     to_words = weights @ member                          # (..., L, W): sum over each word's key tokens
     mean_rows = member / member.sum(0, keepdim=True)     # (L, W): each word's tokens, weight 1/count
     return mean_rows.transpose(0, 1) @ to_words          # (..., W, W): mean over each word's query tokens
+
+
+def sentence_word_maps(model, tokenizer, sentences: Sequence[Sequence[str]], *,
+                       batch_size: int = 32) -> List[Tensor]:
+    """Word maps of a BERT-family encoder on sentences given as words (a parser's tokens).
+
+    Each sentence's words are tokenized one by one (``is_pretokenized``: a word is never split
+    across two words, as Clark et al. 2019 do), framed with [CLS] and [SEP], run through ``model``
+    in batches with padding masked, and every layer's maps turned into word maps by
+    :func:`word_attention`.
+
+    Args:
+        model: a :class:`~mha_lib.pretrained.BertEncoder` (or any encoder with the same call and
+            ``output_attentions``), in eval mode.
+        tokenizer: its :class:`~mha_lib.pretrained.WordPieceTokenizer`.
+        sentences: per sentence, a non-empty list of non-empty str words.
+        batch_size: sentences per forward pass, an int >= 1.
+
+    Returns:
+        Per sentence, an (NL, H, W, W) float32 CPU tensor (W its number of words).
+
+    Raises:
+        ValueError: no sentences, a sentence that is not a non-empty list of non-empty str, a word
+            that gives no token, a sentence longer than the tokenizer's ``max_length`` (naming it),
+            or a bad ``batch_size``.
+    """
+    batch_size = checks.positive_int(batch_size, "batch_size")
+    sentences = [list(s) if isinstance(s, (list, tuple)) else s for s in sentences]
+    if not sentences:
+        raise ValueError("sentences is empty: nothing to read")
+    for i, words in enumerate(sentences):
+        if not isinstance(words, list) or not words or not all(isinstance(w, str) and w.strip() for w in words):
+            raise ValueError(f"sentences[{i}] must be a non-empty list of non-empty str words, got {words!r}"[:300])
+    device = next(model.parameters()).device
+    out: List[Tensor] = []
+    for start in range(0, len(sentences), batch_size):
+        chunk = sentences[start:start + batch_size]
+        encodings = tokenizer.backend.encode_batch(chunk, is_pretokenized=True)
+        for i, (words, e) in enumerate(zip(chunk, encodings)):
+            if e.overflowing:
+                raise ValueError(f"sentences[{start + i}] has more than max_length={tokenizer.max_length} tokens")
+            missing = sorted(set(range(len(words))) - {w for w in e.word_ids if w is not None})
+            if missing:
+                raise ValueError(f"sentences[{start + i}]: word {missing[0]} ({words[missing[0]]!r}) gives no token")
+        L = max(len(e.ids) for e in encodings)
+        ids = torch.full((len(chunk), L), tokenizer.pad_token_id, dtype=torch.long)
+        padding = torch.ones(len(chunk), L, dtype=torch.bool)
+        for b, e in enumerate(encodings):
+            ids[b, :len(e.ids)] = torch.tensor(e.ids)
+            padding[b, :len(e.ids)] = False
+        with torch.no_grad():
+            attentions = model(ids.to(device), token_type_ids=torch.zeros_like(ids).to(device),
+                               key_padding_mask=padding.to(device), output_attentions=True).attentions
+        stacked = torch.stack(attentions, 1).float().cpu()   # (B, NL, H, L, L)
+        for b, e in enumerate(encodings):
+            n = len(e.ids)
+            out.append(word_attention(stacked[b, :, :, :n, :n], list(e.word_ids)))
+    return out
 
 
 @dataclass(frozen=True)
@@ -250,7 +309,8 @@ def offset_baseline(arcs: Sequence[Sequence[Arc]], *, max_offset: int = 10,
 def syntax_sample() -> List[Tuple[List[str], List[Arc], int]]:
     """The book's parsed sentences: 600 sentences of a small English grammar with their dependency arcs,
     gold by construction (``mha_lib/data/syntax.json``, made by ``tools/make_syntax_sample.py``, whose
-    docstring says how and what it does not cover: no parser's model installs from the package index).
+    docstring says how and what it does not cover). :func:`parsed_sample` holds real sentences with a
+    parser's arcs.
 
     Returns:
         ``[(words, arcs, root)]``: the words (the final "." is a word with no arc), the
@@ -259,3 +319,35 @@ def syntax_sample() -> List[Tuple[List[str], List[Arc], int]]:
     """
     raw = json.loads((resources.files("mha_lib") / "data" / "syntax.json").read_text(encoding="utf-8"))
     return [(s["words"], [(d, h, r) for d, h, r in s["arcs"]], s["root"]) for s in raw["sentences"]]
+
+
+def parsed_sample() -> Dict[str, object]:
+    """Real English sentences with a parser's (silver) arcs, and that parser's arcs on :func:`syntax_sample`.
+
+    ``mha_lib/data/parsed.json``, made by ``tools/make_parsed_sample.py`` (whose docstring says how):
+    sentences of the Python Language Reference parsed by spaCy's ``core_web_sm`` 3.8.0 (ClearNLP
+    labels), punctuation and root arcs left out.
+
+    ``"gold"`` holds the 110 sentences whose arcs were checked one by one and corrected
+    (``mha_lib/data/parsed_gold.json``, whose ``about`` says by whom and how).
+
+    Returns:
+        ``{"sentences": [(words, arcs, root)], "grammar_parses": [(arcs, root)] (one per
+        :func:`syntax_sample` sentence, from the same words), "gold": {sentence index: (arcs,
+        root)}, "parser": {...}, "source": {...}, "about": str, "gold_about": str}``.
+    """
+    data = resources.files("mha_lib") / "data"
+    raw = json.loads((data / "parsed.json").read_text(encoding="utf-8"))
+    checked = json.loads((data / "parsed_gold.json").read_text(encoding="utf-8"))
+    arcs = lambda a: [(int(d), int(h), str(r)) for d, h, r in a]  # noqa: E731
+    sentences = [(s["words"], arcs(s["arcs"]), s["root"]) for s in raw["sentences"]]
+    gold = {}
+    for i in checked["verified"]:
+        fixed = {d: (h, r) for d, h, r in arcs(checked["corrections"].get(str(i), []))}
+        root = checked["root_corrections"].get(str(i), sentences[i][2])
+        kept = [(d, h, r) for d, h, r in sentences[i][1] if d not in fixed and d != root]
+        added = [(d, h, r) for d, (h, r) in fixed.items() if r != "punct" and d != root]
+        gold[i] = (sorted(kept + added), root)
+    return {"sentences": sentences, "grammar_parses": [(arcs(p["arcs"]), p["root"]) for p in raw["grammar_parses"]],
+            "gold": gold, "parser": raw["parser"], "source": raw["source"], "about": raw["about"],
+            "gold_about": checked["about"]}
