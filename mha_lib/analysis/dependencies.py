@@ -325,16 +325,17 @@ def parsed_sample() -> Dict[str, object]:
     """Real English sentences with a parser's (silver) arcs, and that parser's arcs on :func:`syntax_sample`.
 
     ``mha_lib/data/parsed.json``, made by ``tools/make_parsed_sample.py`` (whose docstring says how):
-    sentences of the Python Language Reference parsed by spaCy's ``core_web_sm`` 3.8.0 (ClearNLP
+    sentences of the Python Language Reference parsed by spaCy's ``en_core_web_sm`` 3.8.0 (ClearNLP
     labels), punctuation and root arcs left out.
 
     ``"gold"`` holds the 110 sentences whose arcs were checked one by one and corrected
     (``mha_lib/data/parsed_gold.json``, whose ``about`` says by whom and how).
 
     Returns:
-        ``{"sentences": [(words, arcs, root)], "grammar_parses": [(arcs, root)] (one per
-        :func:`syntax_sample` sentence, from the same words), "gold": {sentence index: (arcs,
-        root)}, "parser": {...}, "source": {...}, "about": str, "gold_about": str}``.
+        A dict: ``sentences``, a list of (words, arcs, root); ``grammar_parses``, a list of (arcs,
+        root), one per :func:`syntax_sample` sentence, parsed from the same words; ``gold``, a dict
+        from sentence index to the checked (arcs, root); ``parser`` and ``source``, dicts saying
+        what made the file; ``about`` and ``gold_about``, str.
     """
     data = resources.files("mha_lib") / "data"
     raw = json.loads((data / "parsed.json").read_text(encoding="utf-8"))
