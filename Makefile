@@ -16,7 +16,7 @@ export TQDM_DISABLE := 1
 export PYTHONHASHSEED := 0
 
 .PHONY: venv check-notebooks book test test-unit test-notebooks test-browser browser-deps execute train train-ch1 \
-        train-ch2 train-ch3 train-ch4 train-ch4-gates train-ch5 train-ch6 train-ch7 train-ch1-budget train-ch4-ablation train-ch1-heads train-ch2-seeds train-ch4-seeds train-ch7-budget ch8-heads parsed-sample bench clean
+        train-ch2 train-ch3 train-ch4 train-ch4-gates train-ch5 train-ch6 train-ch7 train-ch1-budget train-ch4-ablation train-ch1-heads train-ch2-seeds train-ch4-seeds train-ch7-budget ch8-heads parsed-sample train-ch8-ensemble bench clean
 
 $(STAMP): requirements.txt constraints.txt pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -78,7 +78,7 @@ execute: venv
 # the fresh-seed re-runs of chapters 1, 2 and 4, chapter 4's ablation order, chapter 7's budgets).
 TRAIN := $(BIN)/python scripts/train_all.py
 train: train-ch1 train-ch2 train-ch3 train-ch4 train-ch4-gates train-ch5 train-ch6 train-ch7 train-ch1-budget \
-       train-ch4-ablation train-ch1-heads train-ch2-seeds train-ch4-seeds train-ch7-budget
+       train-ch4-ablation train-ch1-heads train-ch2-seeds train-ch4-seeds train-ch7-budget train-ch8-ensemble
 train-ch1: venv
 	$(TRAIN) ch1-h1 ch1-h2 ch1-h4 ch1-h8 ch1-h16 ch1-h32
 train-ch2: venv
@@ -112,6 +112,10 @@ train-ch4-seeds: venv
 train-ch7-budget: venv
 	$(BIN)/python scripts/train_ch7_budget.py
 
+# Chapter 8's ensemble test: 10 ensembles of four one-head models (d_model 32) on chapter 1's task:
+# mha_lib/data/ch8_ensemble.json
+train-ch8-ensemble: venv
+	$(BIN)/python scripts/ch8_ensemble.py
 # Chapter 8's scores of MiniLM's 72 heads on the parsed, grammar and pronoun samples: mha_lib/data/ch8_heads.json
 ch8-heads: venv
 	$(BIN)/python scripts/ch8_heads.py

@@ -69,6 +69,41 @@ def syntax_record(maps, arcs):
                 per_half.append(acc)
             out[direction + "_offsets"][r] = per_half
     out["offset_check"] = {d: {r: list(v) for r, v in offset_baseline(arcs, direction=d).items()} for d in DIRECTIONS}
+    out["paired"] = paired_counts(maps, arcs, out)
+    return out
+
+
+def chosen(part, offsets):
+    """The head (layer, head) and the offset k chosen on half 0: the most accurate (ties: the first head; the
+    smaller abs(k), then the larger k), as the chapter chooses them."""
+    import torch
+
+    acc = torch.tensor(part["accuracy"][0])
+    flat = int(acc.flatten().argmax())
+    k = max(offsets[0], key=lambda k: (offsets[0][k], -abs(int(k)), int(k)))
+    return divmod(flat, acc.shape[1]), int(k)
+
+
+def paired_counts(maps, arcs, record):
+    """Per direction and relation, on half 1's arcs: [both right, only the head, only the offset, neither],
+    for the head and the offset chosen on half 0 (the counts of an exact McNemar test)."""
+    out = {}
+    held = halves(len(maps))[1]
+    for direction in DIRECTIONS:
+        out[direction] = {}
+        for rel, part in record[direction].items():
+            (layer, head), k = chosen(part, record[direction + "_offsets"][rel])
+            counts = [0, 0, 0, 0]
+            for i in held:
+                looked = maps[i][layer, head].argmax(-1)   # (W,): each word's most-weighed word
+                for d, h, r in arcs[i]:
+                    if r != rel:
+                        continue
+                    src, want = (d, h) if direction == "dependent" else (h, d)
+                    by_head, by_offset = int(looked[src]) == want, src + k == want
+                    counts[(not by_head) * 2 + (not by_offset)] += 1  # 0 both, 1 head only, 2 offset only, 3 neither
+            out[direction][rel] = {"head": [layer, head], "offset": k,
+                                   "counts": [counts[0], counts[1], counts[2], counts[3]]}
     return out
 
 

@@ -18,6 +18,7 @@ RECORDS: Dict[str, str] = {
     "ch2_fresh_seeds": "scripts/ch2_fresh_seeds.py",
     "ch4_fresh_seeds": "scripts/ch4_fresh_seeds.py",
     "ch7_budget_sweep": "scripts/train_ch7_budget.py",
+    "ch8_ensemble": "scripts/ch8_ensemble.py",
 }
 _SWEEP_KEYS = {"heads": int, "seed": int, "steps": int, "lr": float, "accuracy": float, "solved": bool}
 
@@ -77,8 +78,10 @@ def shipped_record(name: str, path: Union[str, Path, None] = None) -> dict:
     as H rows of [previous, marked], cpu_seconds), chapter 2's single-pattern models on fresh seeds
     (``ch2_fresh_seeds``: family, seed, fresh, accuracy, cpu_seconds), chapter 4's toy-model
     analyses on fresh seeds (``ch4_fresh_seeds``: seed, accuracy_full, single-head ablation
-    counts, pruning curves, gates, fine-tuning) and chapter 7's budget sweep
-    (``ch7_budget_sweep``: heads, seed, steps, accuracy, cpu_seconds); the script named in
+    counts, pruning curves, gates, fine-tuning), chapter 7's budget sweep
+    (``ch7_budget_sweep``: heads, seed, steps, accuracy, cpu_seconds) and chapter 8's ensembles
+    (``ch8_ensemble``: seed and ensemble, the ensemble's index; member_seeds, member_accuracy, accuracy,
+    params, joint_params, cpu_seconds); the script named in
     :data:`RECORDS` writes it and its docstring says what each field means. Accuracies are
     fractions in [0, 1]; CPU times are in seconds.
 
