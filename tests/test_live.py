@@ -187,6 +187,26 @@ def test_sentence_config_refuses_bad_arguments(bert, kwargs, match):
         live.sentence_config(bert, args.pop("text"), **args)
 
 
+def test_sentence_config_carries_the_books_head_roles(bert):
+    config = live.sentence_config(bert, "The cat sat on the mat.", roles={"L3.H1": "det", "L2.H0": " pobj dobj "})
+    assert config["roles"] == [{"layer": 3, "head": 1, "role": "det"}, {"layer": 2, "head": 0, "role": "pobj dobj"}]
+    live.live_view("sentence", "all-MiniLM-L6-v2", config)  # the contract takes them
+
+
+@pytest.mark.parametrize("roles, match", [
+    ({"L6.H0": "det"}, "'L6.H0' is not a head of this model"),
+    ({"L0.H12": "det"}, "'L0.H12' is not a head"),
+    ({"3.1": "det"}, "'3.1' is not a head"),
+    ({"L0.H0": ""}, "a role is a name of 1 to 24 characters"),
+    ({"L0.H0": "x" * 25}, "1 to 24 characters"),
+    ({"L0.H0": 5}, "1 to 24 characters"),
+    (["L0.H0"], "roles must be a dict"),
+])
+def test_sentence_config_refuses_bad_roles_by_name(bert, roles, match):
+    with pytest.raises(ValueError, match=re.escape(match)):
+        live.sentence_config(bert, "A sentence.", roles=roles)
+
+
 @pytest.mark.parametrize("model", [lambda: tasks.load_trained("ch1-h1"), lambda: None, lambda: "bert"])
 def test_sentence_config_needs_a_bert_encoder(model):
     with pytest.raises(ValueError, match="bert must be a mha_lib.pretrained.BertEncoder"):

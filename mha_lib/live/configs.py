@@ -8,6 +8,7 @@ paraphrases as the page does). The views of chapters 3, 5, 6 and 7 have files of
 from __future__ import annotations
 
 import json
+import re
 from typing import Any, Dict, Mapping, Optional, Sequence
 
 import torch
@@ -54,23 +55,29 @@ def _check_bert(bert: Any) -> None:
 
 
 @torch.no_grad()
-def sentence_config(bert, text: str, *, layer: int = 0) -> Dict[str, Any]:
+def sentence_config(bert, text: str, *, layer: int = 0,
+                    roles: Optional[Mapping[str, str]] = None) -> Dict[str, Any]:
     """The initial maps of a ``"sentence"`` view: every head of every layer of ``bert`` on ``text``.
 
     Args:
         bert: a :class:`~mha_lib.pretrained.BertEncoder` (all-MiniLM-L6-v2 in the book).
         text: the sentence shown first (the reader can type another).
         layer: the layer shown first, in [0, num_layers).
+        roles: optional ``{"L3.H1": "det", ...}``: a short name (1 to 24 characters) the view writes
+            beside a head's label, for the book's measured head roles (chapter 8). They belong to the
+            book's model: the view drops them while it shows the reader's own.
 
     Returns:
         a dict with ``text``, ``tokens`` (L str), ``truncated`` (bool), ``layer`` (int),
         ``num_layers``, ``num_heads`` and ``attentions`` ([layer][head][query][key] lists): the
-        weights as mha_lib returns them, (L, L) per head, rows summing to 1.
+        weights as mha_lib returns them, (L, L) per head, rows summing to 1; with ``roles``, also
+        ``roles``: a list of ``{"layer", "head", "role"}``.
 
     Raises:
         ValueError: ``bert`` not a BertEncoder, ``text`` not a non-empty str (or with a lone
-            surrogate), ``layer`` out of range, or a model whose layers have different head
-            counts (pruned).
+            surrogate), ``layer`` out of range, a model whose layers have different head
+            counts (pruned), or a role whose key is not ``"L<layer>.H<head>"`` of the model or
+            whose name is not 1 to 24 characters (naming it).
     """
     _check_bert(bert)
     text = _check_text(text, "text")
@@ -88,9 +95,32 @@ def sentence_config(bert, text: str, *, layer: int = 0) -> Dict[str, Any]:
     if len(heads) != 1:
         raise ValueError(f"the model's layers have different head counts {sorted(heads)}: a live view needs one H")
     n = batch.lengths[0]
-    return {"text": text, "tokens": batch.tokens[0], "truncated": bool(batch.truncated[0]), "layer": layer,
-            "num_layers": len(out.attentions), "num_heads": heads.pop(),
-            "attentions": _layers_as_lists(out.attentions, 0, n)}
+    num_heads = heads.pop()
+    config = {"text": text, "tokens": batch.tokens[0], "truncated": bool(batch.truncated[0]), "layer": layer,
+              "num_layers": len(out.attentions), "num_heads": num_heads,
+              "attentions": _layers_as_lists(out.attentions, 0, n)}
+    if roles is not None:
+        config["roles"] = _check_roles(roles, len(out.attentions), num_heads)
+    return config
+
+
+_ROLE_KEY = re.compile(r"L(\d+)\.H(\d+)")
+
+
+def _check_roles(roles: Any, num_layers: int, num_heads: int) -> list:
+    """``{"L3.H1": "det"}`` -> ``[{"layer": 3, "head": 1, "role": "det"}]``, every key and name checked."""
+    if not isinstance(roles, Mapping):
+        raise ValueError(f"roles must be a dict like {{'L3.H1': 'det'}}, got {type(roles).__name__}")
+    out = []
+    for key, role in roles.items():
+        match = _ROLE_KEY.fullmatch(key) if isinstance(key, str) else None
+        if not match or int(match[1]) >= num_layers or int(match[2]) >= num_heads:
+            raise ValueError(f"roles: {key!r} is not a head of this model (L0.H0 to L{num_layers - 1}.H{num_heads - 1})")
+        if not isinstance(role, str) or not 1 <= len(role.strip()) <= 24:
+            raise ValueError(f"roles[{key!r}] = {role!r}: a role is a name of 1 to 24 characters")
+        _check_utf8(role, f"roles[{key!r}]")
+        out.append({"layer": int(match[1]), "head": int(match[2]), "role": role.strip()})
+    return out
 
 
 @torch.no_grad()

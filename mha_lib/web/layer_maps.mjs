@@ -36,17 +36,29 @@ function layerControl(numLayers, start, onChange) {
   return { node, update, setLayers, slider, all, value };
 }
 
-/** Heads of the chosen layer(s), as HeadGrid entries (with their layer and head). mask: [layer][head] 0/1 or null. */
-function headsOf(attentions, which, mask) {
+/**
+ * Heads of the chosen layer(s), as HeadGrid entries (with their layer and head). mask: [layer][head] 0/1 or null;
+ * roles: a Map from "layer.head" to a short name written after the label ("L3.H1 · det"), or null.
+ */
+export function headsOf(attentions, which, mask, roles = null) {
   const layers = which === "all" ? attentions.map((_, l) => l) : [which];
-  return layers.map((l) => attentions[l].map((map, h) => ({ label: `L${l}.H${h}`, layer: l, head: h, map,
-    off: !!mask && !mask[l][h] })));
+  return layers.map((l) => attentions[l].map((map, h) => {
+    const role = roles && roles.get(`${l}.${h}`);
+    return { label: role ? `L${l}.H${h} · ${role}` : `L${l}.H${h}`, layer: l, head: h, map, off: !!mask && !mask[l][h] };
+  }));
+}
+
+/** A config's roles ([{layer, head, role}]) as the Map headsOf reads, or null. */
+export function rolesOf(roles) {
+  return roles && roles.length ? new Map(roles.map((r) => [`${r.layer}.${r.head}`, r.role])) : null;
 }
 
 /** Shows MiniLM's maps of one text, one layer or all. Shared by the sentence and prune views. */
 export class LayerMaps {
-  constructor(view, numLayers, start) {
+  constructor(view, numLayers, start, roles = null) {
     this.view = view;
+    this.bookRoles = rolesOf(roles); // the book's measured roles of its model's heads (chapter 8)
+    this.roles = this.bookRoles;
     this.which = start;
     this.node = el("div");
     this.grids = [];
@@ -62,9 +74,14 @@ export class LayerMaps {
     this.which = this.control.setLayers(n);
   }
 
+  /** Whose maps follow: the book's model keeps its roles, the reader's own model has none. */
+  useBookRoles(book) {
+    this.roles = book ? this.bookRoles : null;
+  }
+
   /** The heads drawn now, [{label, tokens, map, off}], in the order shown (the export's). */
   shownHeads() {
-    return headsOf(this.attentions, this.which, this.mask).flat().map((h) => ({ ...h, tokens: this.tokens }));
+    return headsOf(this.attentions, this.which, this.mask, this.roles).flat().map((h) => ({ ...h, tokens: this.tokens }));
   }
 
   /**
@@ -90,7 +107,7 @@ export class LayerMaps {
   async draw() {
     if (!this.attentions) return;
     const drawing = (this.drawing = (this.drawing || 0) + 1);
-    const groups = headsOf(this.attentions, this.which, this.mask);
+    const groups = headsOf(this.attentions, this.which, this.mask, this.roles);
     const vmax = largestWeight(groups.flat().map((h) => h.map));
     this.vmax = vmax;
     this.view.legend.show(vmax);

@@ -20,7 +20,7 @@ export class SentenceView extends View {
     this.text.value = config.text || "";
     const label = el("label", { for: id }, "Your sentence");
     const privacy = el("p", { class: "mha-live-privacy" }, this.backend.privacy);
-    this.maps = new LayerMaps(this, config.attentions.length, config.layer || 0);
+    this.maps = new LayerMaps(this, config.attentions.length, config.layer || 0, config.roles);
     this.root.setAttribute("aria-label", "Live attention maps of all-MiniLM-L6-v2 for a sentence you type");
     this.shown = el("p", { class: "mha-live-shown" }); // whose maps these are (dimmed while they are an older text's)
     this.attach([el("div", {}, label, this.text, privacy, ...this.ownModelInput()), this.maps.control.node],
@@ -165,6 +165,7 @@ export class SentenceView extends View {
         const t1 = performance.now();
         const enc = r.encodings[0];
         this.maps.setLayerCount(r.attentions.length); // the reader's own model may have more or fewer layers
+        this.maps.useBookRoles(!model.info.own); // the measured roles are the book model's heads'
         await this.maps.show(enc.tokens, r.attentions, null, text);
         this.timings.infer_ms = t1 - t0;
         this.timings.draw_ms = performance.now() - t1;

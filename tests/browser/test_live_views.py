@@ -1159,3 +1159,31 @@ def test_without_crypto_subtle_the_digests_are_checked_in_javascript(chromium_br
         assert visit.console_errors == [] and visit.off_site == []
     finally:
         context.close()
+
+
+def test_chapter_8_view_names_the_measured_head_roles_for_the_books_model_only(chromium_browser, book_url):
+    """Chapter 8's sentence view writes the roles its notebook measured after those heads' labels, on the
+    sentence shown and on one the reader types; a head without a role keeps its bare label."""
+    rel = "chapters/08_do_heads_specialise.html"
+    _require_models()
+    context = chromium_browser.new_context(viewport={"width": 1280, "height": 900}, service_workers="block")
+    page = context.new_page()
+    visit = _watch(page, book_url)
+    try:
+        page.goto(book_url + rel, wait_until="load")
+        view = "document.querySelector('[data-view=sentence]')"
+        page.wait_for_function(f"{view} && {view}.mhaLive && {view}.mhaLive.lastResult", timeout=30_000)
+        roles = page.evaluate(f"JSON.parse({view}.dataset.config).roles")
+        assert roles, "the chapter's view carries no roles"
+        labels = lambda: page.evaluate(f"[...{view}.querySelectorAll('.mha-live-head')].map(h => h.textContent.trim())")  # noqa: E731
+        page.locator("[data-view=sentence] .mha-live-check", has_text="all layers").click()
+        page.wait_for_function(f"{view}.querySelectorAll('.mha-live-head canvas').length === 72")
+        expected = {f"L{r['layer']}.H{r['head']} · {r['role']}" for r in roles}
+        assert expected <= set(labels())
+        assert sum("·" in label for label in labels()) == len(roles)
+        page.evaluate(f"{view}.mhaLive.run('The animal did not cross the street because it was too tired.')")
+        page.wait_for_function(f"{view}.mhaLive.lastResult.text.startsWith('The animal')", timeout=60_000)
+        assert expected <= set(labels())  # the roles are the heads', not the sentence's
+        assert visit.console_errors == [] and visit.off_site == []
+    finally:
+        context.close()

@@ -22,6 +22,7 @@ import { SVG_RECT_CELLS, csvField, escapeXml, figureCsv, figureLayout, figureSvg
 import { setText } from "../dom.mjs";
 import { checkDigest, sha256Hex, sha256Of } from "../integrity.mjs";
 import { onnxMetadata } from "../onnx_file.mjs";
+import { headsOf, rolesOf } from "../layer_maps.mjs";
 import { createHash } from "node:crypto";
 
 const sha = (bytes) => createHash("sha256").update(bytes).digest("hex");
@@ -663,4 +664,14 @@ test("onnxMetadata refuses bytes that are not a protobuf message", () => {
   const proto = new TextEncoder().encode("__proto__");
   const m = onnxMetadata(new Uint8Array([0x72, proto.length + 5, 0x0a, proto.length, ...proto, 0x12, 1, 0x78]));
   assert.equal(m["__proto__"], "x");
+});
+
+test("head roles: the book's measured roles follow a head's label, only where given", () => {
+  const map = [[1]];
+  const attentions = [[map, map], [map, map]];
+  const roles = rolesOf([{ layer: 1, head: 0, role: "det" }]);
+  assert.deepEqual(headsOf(attentions, 1, null, roles).flat().map((h) => h.label), ["L1.H0 · det", "L1.H1"]);
+  assert.deepEqual(headsOf(attentions, "all", null, null).flat().map((h) => h.label), ["L0.H0", "L0.H1", "L1.H0", "L1.H1"]);
+  assert.equal(rolesOf([]), null);
+  assert.equal(rolesOf(undefined), null);
 });
