@@ -69,30 +69,31 @@ def syntax_record(maps, arcs):
                 per_half.append(acc)
             out[direction + "_offsets"][r] = per_half
     out["offset_check"] = {d: {r: list(v) for r, v in offset_baseline(arcs, direction=d).items()} for d in DIRECTIONS}
-    out["paired"] = paired_counts(maps, arcs, out)
+    out["paired"] = paired_counts(maps, arcs, out, choose=0)          # chosen on half 0, counted on half 1
+    out["paired_swapped"] = paired_counts(maps, arcs, out, choose=1)  # the other way round
     return out
 
 
-def chosen(part, offsets):
-    """The head (layer, head) and the offset k chosen on half 0: the most accurate (ties: the first head; the
-    smaller abs(k), then the larger k), as the chapter chooses them."""
+def chosen(part, offsets, choose=0):
+    """The head (layer, head) and the offset k chosen on half ``choose``: the most accurate (ties: the first
+    head; the smaller abs(k), then the larger k), as the chapter chooses them."""
     import torch
 
-    acc = torch.tensor(part["accuracy"][0])
+    acc = torch.tensor(part["accuracy"][choose])
     flat = int(acc.flatten().argmax())
-    k = max(offsets[0], key=lambda k: (offsets[0][k], -abs(int(k)), int(k)))
+    k = max(offsets[choose], key=lambda k: (offsets[choose][k], -abs(int(k)), int(k)))
     return divmod(flat, acc.shape[1]), int(k)
 
 
-def paired_counts(maps, arcs, record):
-    """Per direction and relation, on half 1's arcs: [both right, only the head, only the offset, neither],
-    for the head and the offset chosen on half 0 (the counts of an exact McNemar test)."""
+def paired_counts(maps, arcs, record, choose=0):
+    """Per direction and relation, on the other half's arcs: [both right, only the head, only the offset,
+    neither], for the head and the offset chosen on half ``choose`` (the counts of an exact McNemar test)."""
     out = {}
-    held = halves(len(maps))[1]
+    held = halves(len(maps))[1 - choose]
     for direction in DIRECTIONS:
         out[direction] = {}
         for rel, part in record[direction].items():
-            (layer, head), k = chosen(part, record[direction + "_offsets"][rel])
+            (layer, head), k = chosen(part, record[direction + "_offsets"][rel], choose)
             counts = [0, 0, 0, 0]
             for i in held:
                 looked = maps[i][layer, head].argmax(-1)   # (W,): each word's most-weighed word
