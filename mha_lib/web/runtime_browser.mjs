@@ -150,26 +150,38 @@ function supportsWasmSimd() {
   }
 }
 
-/** GET `url` and report progress; the browser's HTTP cache keeps the file (a plain GET). */
+/** The bytes of `response`'s body (an ArrayBuffer), `onBytes(received)` after each chunk. Also sent, as source,
+ * to the download worker below: one loop for both threads. */
+async function readBody(response, onBytes) {
+  if (!response.body || !response.body.getReader) {
+    const buffer = await response.arrayBuffer();
+    onBytes(buffer.byteLength);
+    return buffer;
+  }
+  const reader = response.body.getReader();
+  const chunks = [];
+  let received = 0;
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    chunks.push(value);
+    received += value.length;
+    onBytes(received);
+  }
+  // joined by the browser (a Blob), not by a loop of ours: a model is 22 MB
+  return new Blob(chunks).arrayBuffer();
+}
+
 // A large download is read in a worker of its own. On the page's thread, finishing the body of a 14-22 MB file
 // cost one task of 26-35 ms of CPU (Chromium traces of chapter 5's first run), which with the result's drawing
 // came close to the 50 ms bound. The worker streams the body, reports its progress and transfers the bytes.
-const DOWNLOAD_WORKER = `self.onmessage = async (event) => {
+const DOWNLOAD_WORKER = `${readBody.toString()}
+self.onmessage = async (event) => {
   const url = event.data.url;
   try {
     const response = await fetch(url);
     if (!response.ok) { self.postMessage({ error: "HTTP " + response.status + " for " + url }); return; }
-    const reader = response.body.getReader();
-    const chunks = [];
-    let received = 0;
-    for (;;) {
-      const { done, value } = await reader.read();
-      if (done) break;
-      chunks.push(value);
-      received += value.length;
-      self.postMessage({ received });
-    }
-    const buffer = await new Blob(chunks).arrayBuffer();
+    const buffer = await readBody(response, (received) => self.postMessage({ received }));
     self.postMessage({ buffer }, [buffer]);
   } catch (err) {
     self.postMessage({ error: String((err && err.message) || err) });
@@ -208,7 +220,10 @@ function fetchInWorker(url, onBytes) {
   });
 }
 
-/** The bytes of `url` (Uint8Array), in a worker where one can start, else on the page's thread. */
+/**
+ * GET `url` (a plain GET: the browser's HTTP cache keeps the file) and report progress; the bytes as a
+ * Uint8Array, read in a worker where one can start, else on the page's thread.
+ */
 async function fetchBytes(url, onBytes) {
   if (typeof Worker === "function" && typeof URL.createObjectURL === "function") {
     try {
@@ -219,23 +234,7 @@ async function fetchBytes(url, onBytes) {
   }
   const response = await fetch(url);
   if (!response.ok) throw new Error(`HTTP ${response.status} for ${url}`);
-  if (!response.body || !response.body.getReader) {
-    const buffer = new Uint8Array(await response.arrayBuffer());
-    onBytes(buffer.length);
-    return buffer;
-  }
-  const reader = response.body.getReader();
-  const chunks = [];
-  let received = 0;
-  for (;;) {
-    const { done, value } = await reader.read();
-    if (done) break;
-    chunks.push(value);
-    received += value.length;
-    onBytes(received);
-  }
-  // joined by the browser (a Blob), not by a loop on the page's thread: the model is 22 MB
-  return new Uint8Array(await new Blob(chunks).arrayBuffer());
+  return new Uint8Array(await readBody(response, onBytes));
 }
 
 let manifestPromise = null;

@@ -1,0 +1,23 @@
+"""Cheaper attention (issue 33, the library part): what the field does to the cost of more heads.
+
+Read in this order; each file imports only the ones before it (and :mod:`mha_lib.checks`):
+
+* ``patterns.py``: sparse patterns as explicit masks, the reference: :func:`sliding_window_mask`
+  (Mistral, Longformer; attention sinks, Xiao et al. 2023) and :func:`block_sparse_mask` (BigBird);
+* ``windowed.py``: :func:`sliding_window_attention`, the same window without an L x S mask;
+* ``tiled.py``: :func:`tiled_attention`, FlashAttention's tiles and online softmax written to be read,
+  and :func:`hbm_accesses`, the paper's count of slow-memory traffic (Dao et al. 2022);
+* ``latent.py``: :class:`MultiHeadLatentAttention`, DeepSeek-V2's joint low-rank KV compression with a
+  decoupled RoPE key, and its :class:`LatentCache`.
+
+Cache sizes: :func:`mha_lib.cost.kv_cache_bytes` (MHA, GQA, MQA) and :func:`mha_lib.cost.latent_kv_cache_bytes` (MLA).
+"""
+from __future__ import annotations
+
+from .latent import LatentCache, MultiHeadLatentAttention, rotary
+from .patterns import block_sparse_mask, sliding_window_mask
+from .tiled import hbm_accesses, tiled_attention
+from .windowed import sliding_window_attention
+
+__all__ = ["sliding_window_mask", "block_sparse_mask", "sliding_window_attention", "tiled_attention",
+           "hbm_accesses", "MultiHeadLatentAttention", "LatentCache", "rotary"]

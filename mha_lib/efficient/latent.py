@@ -1,0 +1,177 @@
+"""Multi-head latent attention (MLA): a KV cache that stores one small latent vector per token.
+
+DeepSeek-V2 (DeepSeek-AI 2024, section 2.1) compresses each token's keys and values jointly into a
+latent c^KV of d_c numbers and caches only that (plus one small shared RoPE key), instead of
+2 H d_h numbers per token (MHA) or 2 H_kv d_h (GQA/MQA). Per head, keys and values are
+up-projected from the latent when attention needs them:
+
+    c^KV = W^DKV h                      (d_c)        the cached latent
+    k^C_i = W^UK_i c^KV, v_i = W^UV_i c^KV (d_h each)  per head, from the latent
+    c^Q = W^DQ h, q^C_i = W^UQ_i c^Q    (queries compressed too, to save activations in training)
+    q^R_i = RoPE(W^QR_i c^Q), k^R = RoPE(W^KR h)  (d_h^R; k^R is shared by every head and cached)
+    head_i = softmax([q^C_i; q^R_i] [k^C_i; k^R]^T / sqrt(d_h + d_h^R)) v_i,  out = W^O [head_1 .. head_H]
+
+The RoPE part is "decoupled" because a rotation between W^UK and the query would stop W^UK from being
+folded into W^UQ at inference (the paper's reason). Cache per token and layer: d_c + d_h^R numbers.
+
+:class:`MultiHeadLatentAttention` is causal (a decoder's self-attention) and written to be read: it
+up-projects every cached latent at each step (the paper's absorbed form, which avoids that, is an
+inference optimisation left out here). :func:`rotary` is the rotary position embedding (Su et al.
+2021) it uses.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Optional, Tuple
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+from .. import checks
+
+__all__ = ["MultiHeadLatentAttention", "LatentCache", "rotary"]
+
+
+def rotary(x: Tensor, positions: Tensor, base: float = 10000.0) -> Tensor:
+    """Rotary position embedding (Su et al. 2021, RoFormer): rotate feature pairs (i, i + d/2) of each
+    position by the angle position * base^(-2i/d).
+
+    Args:
+        x: (..., T, d) floating point, d even.
+        positions: (T,) integer positions.
+        base: the frequency base, a finite number > 1.
+
+    Returns:
+        a tensor shaped and typed like ``x``.
+
+    Raises:
+        ValueError: an odd last dim, or ``positions`` not (T,).
+    """
+    d = x.shape[-1]
+    if d % 2:
+        raise ValueError(f"rotary needs an even feature size, got {d}")
+    if positions.dim() != 1 or positions.shape[0] != x.shape[-2]:
+        raise ValueError(f"positions must be ({x.shape[-2]},), got {tuple(positions.shape)}")
+    freqs = base ** (-torch.arange(0, d, 2, device=x.device, dtype=torch.float32) / d)   # (d/2,)
+    angles = positions.to(torch.float32)[:, None] * freqs[None, :]                       # (T, d/2)
+    cos, sin = angles.cos().to(x.dtype), angles.sin().to(x.dtype)
+    x1, x2 = x[..., : d // 2], x[..., d // 2:]
+    return torch.cat([x1 * cos - x2 * sin, x1 * sin + x2 * cos], -1)
+
+
+@dataclass
+class LatentCache:
+    """What MLA caches per layer: the joint latent and the shared RoPE key of every past token.
+
+    Attributes:
+        c_kv: (B, T, d_c) latents.
+        k_rope: (B, T, d_h^R) rotated RoPE keys (one per token, shared by the heads).
+    """
+
+    c_kv: Tensor
+    k_rope: Tensor
+
+    @property
+    def length(self) -> int:
+        """T, the tokens cached."""
+        return self.c_kv.shape[1]
+
+    def nbytes(self) -> int:
+        """Bytes held: B T (d_c + d_h^R) times the element size."""
+        return self.c_kv.numel() * self.c_kv.element_size() + self.k_rope.numel() * self.k_rope.element_size()
+
+
+class MultiHeadLatentAttention(nn.Module):
+    """Causal multi-head latent attention (DeepSeek-V2, section 2.1) with a latent KV cache.
+
+    Args:
+        d_model: model width, an int >= 1.
+        num_heads: H, an int >= 1.
+        head_dim: d_h, the width of each head's content part of q, k and of v, an int >= 1.
+        kv_rank: d_c, the latent's width (the cache holds it), an int >= 1.
+        rope_dim: d_h^R, the decoupled RoPE part's width, an even int >= 2.
+        q_rank: d_c', the query latent's width; None projects queries directly from the input.
+        bias: biases on the projections (DeepSeek-V2 has none).
+
+    Raises:
+        ValueError: a size that is not an int in range (naming it).
+    """
+
+    def __init__(self, d_model: int, num_heads: int, head_dim: int, kv_rank: int, rope_dim: int, *,
+                 q_rank: Optional[int] = None, bias: bool = False):
+        super().__init__()
+        self.d_model = checks.positive_int(d_model, "d_model")
+        self.num_heads = checks.positive_int(num_heads, "num_heads")
+        self.head_dim = checks.positive_int(head_dim, "head_dim")
+        self.kv_rank = checks.positive_int(kv_rank, "kv_rank")
+        self.rope_dim = checks.positive_int(rope_dim, "rope_dim")
+        if self.rope_dim % 2:
+            raise ValueError(f"rope_dim={rope_dim} must be even (RoPE rotates pairs)")
+        self.q_rank = None if q_rank is None else checks.positive_int(q_rank, "q_rank")
+        H, dh, dr = self.num_heads, self.head_dim, self.rope_dim
+        q_in = self.d_model if self.q_rank is None else self.q_rank
+        self.q_down = None if self.q_rank is None else nn.Linear(self.d_model, self.q_rank, bias=bias)  # W^DQ
+        self.q_up = nn.Linear(q_in, H * (dh + dr), bias=bias)           # W^UQ and W^QR, stacked
+        self.kv_down = nn.Linear(self.d_model, self.kv_rank, bias=bias)  # W^DKV
+        self.k_rope = nn.Linear(self.d_model, dr, bias=bias)             # W^KR
+        self.kv_up = nn.Linear(self.kv_rank, H * 2 * dh, bias=bias)      # W^UK and W^UV, stacked
+        self.out_proj = nn.Linear(H * dh, self.d_model, bias=bias)       # W^O
+
+    def forward(self, x: Tensor, *, cache: Optional[LatentCache] = None,
+                use_cache: bool = False) -> Tuple[Tensor, Optional[LatentCache]]:
+        """Attend causally over the cached tokens and ``x``.
+
+        Args:
+            x: (B, L, d_model), floating point, the model's dtype; the next L tokens.
+            cache: the earlier tokens' :class:`LatentCache`, or None at the start.
+            use_cache: return the cache extended with ``x``'s tokens.
+
+        Returns:
+            ``(out, cache)``: out (B, L, d_model); the extended cache, or None without ``use_cache``.
+
+        Raises:
+            ValueError: ``x`` not (B, L, d_model) floating point, or a cache of another batch size,
+                widths or dtype.
+        """
+        B, L = self._check(x, cache)
+        H, dh, dr = self.num_heads, self.head_dim, self.rope_dim
+        T0 = 0 if cache is None else cache.length
+        positions = torch.arange(T0, T0 + L, device=x.device)
+
+        q = self.q_up(x if self.q_down is None else self.q_down(x))        # (B, L, H (dh + dr))
+        q = q.view(B, L, H, dh + dr).transpose(1, 2)                          # (B, H, L, dh + dr)
+        q = torch.cat([q[..., :dh], rotary(q[..., dh:], positions)], -1)      # rotate the RoPE part
+        c_kv = self.kv_down(x)                                                # (B, L, d_c): cached
+        k_r = rotary(self.k_rope(x), positions)                               # (B, L, dr): cached
+        if cache is not None:
+            c_kv = torch.cat([cache.c_kv, c_kv], 1)                           # (B, S, d_c), S = T0 + L
+            k_r = torch.cat([cache.k_rope, k_r], 1)                           # (B, S, dr)
+        S = c_kv.shape[1]
+        kv = self.kv_up(c_kv).view(B, S, H, 2 * dh).transpose(1, 2)           # (B, H, S, 2 dh): from the latent
+        k = torch.cat([kv[..., :dh], k_r[:, None].expand(B, H, S, dr)], -1)   # (B, H, S, dh + dr)
+        v = kv[..., dh:]                                                      # (B, H, S, dh)
+        causal = torch.arange(S, device=x.device)[None, :] > positions[:, None]  # (L, S) True = blocked
+        heads = F.scaled_dot_product_attention(q, k, v, attn_mask=~causal)    # (B, H, L, dh); SDPA: True = keep
+        out = self.out_proj(heads.transpose(1, 2).reshape(B, L, H * dh))      # (B, L, d_model)
+        return out, (LatentCache(c_kv, k_r) if use_cache else None)
+
+    def cache_bytes_per_token(self, bytes_per_element: int = 2) -> int:
+        """Bytes this layer caches per token: (d_c + d_h^R) x ``bytes_per_element`` (2 for fp16/bf16)."""
+        return (self.kv_rank + self.rope_dim) * checks.positive_int(bytes_per_element, "bytes_per_element")
+
+    def _check(self, x: Tensor, cache: Optional[LatentCache]) -> Tuple[int, int]:
+        if not isinstance(x, Tensor) or x.dim() != 3 or x.shape[-1] != self.d_model or not x.is_floating_point():
+            raise ValueError(f"x must be a floating-point (B, L, d_model={self.d_model}) tensor, got "
+                             f"{getattr(x, 'dtype', type(x).__name__)} {tuple(getattr(x, 'shape', ()))}")
+        B, L = x.shape[:2]
+        if L == 0:
+            raise ValueError("x has no token (L = 0)")
+        if cache is not None:
+            if not isinstance(cache, LatentCache):
+                raise ValueError(f"cache must be a LatentCache, got {type(cache).__name__}")
+            want = ((B, cache.length, self.kv_rank), (B, cache.length, self.rope_dim))
+            if (tuple(cache.c_kv.shape), tuple(cache.k_rope.shape)) != want or cache.c_kv.dtype != x.dtype:
+                raise ValueError(f"cache holds c_kv {tuple(cache.c_kv.shape)} {cache.c_kv.dtype} and k_rope "
+                                 f"{tuple(cache.k_rope.shape)}; this layer and x need {want} in {x.dtype}")
+        return B, L

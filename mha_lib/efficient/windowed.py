@@ -1,0 +1,95 @@
+"""Sliding-window attention without an L x S mask: memory that grows with the window, not with L^2.
+
+Each query reads only its ``window`` most recent keys (Mistral 7B, Jiang et al. 2023), plus the
+first ``sinks`` keys if asked (StreamingLLM's attention sinks, Xiao et al. 2023). Instead of
+scoring all S keys and masking most of them, :func:`sliding_window_attention` pads the keys on the
+left, takes each query's window as a strided view (``Tensor.unfold``: no copy) and scores only
+those: (B, H, L, window + sinks) scores instead of (B, H, L, S). The reference is
+:func:`mha_lib.core.attention` with :func:`~mha_lib.efficient.patterns.sliding_window_mask`; the
+tests check both give the same output.
+"""
+from __future__ import annotations
+
+from typing import Optional
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor
+
+from .. import checks
+
+__all__ = ["sliding_window_attention"]
+
+
+def sliding_window_attention(q: Tensor, k: Tensor, v: Tensor, *, window: int, sinks: int = 0,
+                             scale: Optional[float] = None) -> Tensor:
+    """Causal attention over each query's last ``window`` keys (and the first ``sinks``), in O(L w) memory.
+
+    Query i stands at position p = i + S - L (bottom-right aligned, as ``is_causal``); it attends key
+    j when ``p - window < j <= p``, or ``j < sinks`` and ``j <= p``, exactly as
+    ``attention(q, k, v, attn_mask=sliding_window_mask(L, S, window=window, sinks=sinks))``.
+
+    Args:
+        q: (B, H, L, d_k), floating point.
+        k: (B, H, S, d_k), S >= L, same dtype and heads (expand grouped K/V heads first).
+        v: (B, H, S, d_v), same dtype.
+        window: keys per query, itself included; an int >= 1.
+        sinks: leading keys every query may attend, an int in [0, S].
+        scale: multiplies the scores; default 1 / sqrt(d_k).
+
+    Returns:
+        (B, H, L, d_v), ``q.dtype`` (scores and softmax in float32 for 16-bit inputs).
+
+    Raises:
+        ValueError: tensors that are not 4-D with matching batch, heads and d_k, S < L, dtypes that
+            differ or are not floating point, or ``window``, ``sinks`` or ``scale`` out of range.
+    """
+    _check(q, k, v)
+    B, H, L, d_k = q.shape
+    S = k.shape[2]
+    window = checks.positive_int(window, "window")
+    sinks = checks.nonnegative_int(sinks, "sinks")
+    if sinks > S:
+        raise ValueError(f"sinks={sinks} is more than the S={S} keys")
+    scale = d_k ** -0.5 if scale is None else checks.finite_real(scale, "scale", positive=True)
+    in_dtype = q.dtype
+    work = torch.float32 if in_dtype in (torch.float16, torch.bfloat16) else in_dtype
+    q, k, v = q.to(work), k.to(work), v.to(work)
+
+    pad = window - 1
+    k_win = F.pad(k, (0, 0, pad, 0)).unfold(2, window, 1)[:, :, S - L:]   # (B, H, L, d_k, w): a view
+    v_win = F.pad(v, (0, 0, pad, 0)).unfold(2, window, 1)[:, :, S - L:]   # (B, H, L, d_v, w)
+    scores = torch.einsum("bhld,bhldw->bhlw", q, k_win) * scale            # (B, H, L, w)
+    p = torch.arange(L, device=q.device)[:, None] + (S - L)                # (L, 1): query positions
+    key_pos = p - pad + torch.arange(window, device=q.device)[None, :]     # (L, w): the keys in each window
+    scores = scores.masked_fill(key_pos < 0, float("-inf"))                 # the left padding
+
+    if sinks:
+        sink_scores = torch.einsum("bhld,bhjd->bhlj", q, k[:, :, :sinks]) * scale   # (B, H, L, sinks)
+        j = torch.arange(sinks, device=q.device)[None, :]
+        in_window_or_future = (j > p - window) | (j > p)                             # counted once, never ahead
+        sink_scores = sink_scores.masked_fill(in_window_or_future, float("-inf"))
+        weights = torch.softmax(torch.cat([sink_scores, scores], -1), -1)          # (B, H, L, sinks + w)
+        out = torch.einsum("bhlj,bhjd->bhld", weights[..., :sinks], v[:, :, :sinks])
+        out = out + torch.einsum("bhlw,bhldw->bhld", weights[..., sinks:], v_win)
+    else:
+        weights = torch.softmax(scores, -1)                                         # (B, H, L, w)
+        out = torch.einsum("bhlw,bhldw->bhld", weights, v_win)                      # (B, H, L, d_v)
+    return out.to(in_dtype)
+
+
+def _check(q: Tensor, k: Tensor, v: Tensor) -> None:
+    for name, t in (("q", q), ("k", k), ("v", v)):
+        if not isinstance(t, Tensor) or t.dim() != 4 or not t.is_floating_point():
+            raise ValueError(f"{name} must be a 4-D floating-point tensor (B, H, len, d), got "
+                             f"{getattr(t, 'dtype', type(t).__name__)} {tuple(getattr(t, 'shape', ()))}")
+    if not (q.dtype == k.dtype == v.dtype):
+        raise ValueError(f"q, k, v must share a dtype, got {q.dtype}, {k.dtype}, {v.dtype}")
+    (B, H, L, d), (Bk, Hk, S, dk), (Bv, Hv, Sv, _) = q.shape, k.shape, v.shape
+    if (Bk, Hk, dk) != (B, H, d) or (Bv, Hv, Sv) != (B, H, S):
+        raise ValueError(f"q {tuple(q.shape)}, k {tuple(k.shape)}, v {tuple(v.shape)}: batch and heads must match, "
+                         f"k's d_k must be q's and v's length k's")
+    if S < L:
+        raise ValueError(f"S={S} keys < L={L} queries: the queries are the last L of the S positions")
+    if d == 0:
+        raise ValueError("d_k = 0: a head needs at least one feature")

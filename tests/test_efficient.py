@@ -1,0 +1,242 @@
+"""mha_lib.efficient against its references: the dense-mask path, SDPA, the full forward pass."""
+from __future__ import annotations
+
+import re
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+from mha_lib.core import attention
+from mha_lib.efficient import (LatentCache, MultiHeadLatentAttention, block_sparse_mask, hbm_accesses, rotary,
+                               sliding_window_attention, sliding_window_mask, tiled_attention)
+
+
+def _qkv(B=2, H=3, L=29, S=None, d=8, dtype=torch.float64, seed=0):
+    g = torch.Generator().manual_seed(seed)
+    S = L if S is None else S
+    return (torch.randn(B, H, L, d, generator=g, dtype=dtype), torch.randn(B, H, S, d, generator=g, dtype=dtype),
+            torch.randn(B, H, S, d, generator=g, dtype=dtype))
+
+
+# ----------------------------------------------------------------------------- patterns
+def test_sliding_window_mask_worked_out_by_hand():
+    m = sliding_window_mask(4, window=2)
+    assert (~m).int().tolist() == [[1, 0, 0, 0], [1, 1, 0, 0], [0, 1, 1, 0], [0, 0, 1, 1]]
+    m = sliding_window_mask(4, window=2, sinks=1)
+    assert (~m).int().tolist() == [[1, 0, 0, 0], [1, 1, 0, 0], [1, 1, 1, 0], [1, 0, 1, 1]]
+    m = sliding_window_mask(4, window=2, causal=False)
+    assert (~m).int().tolist() == [[1, 1, 0, 0], [1, 1, 1, 0], [0, 1, 1, 1], [0, 0, 1, 1]]
+    decode = sliding_window_mask(1, 6, window=3)  # one query at position 5 sees keys 3, 4, 5
+    assert (~decode).int().tolist() == [[0, 0, 0, 1, 1, 1]]
+
+
+def test_a_window_as_long_as_the_sequence_is_the_causal_mask():
+    L = 9
+    causal = torch.ones(L, L, dtype=torch.bool).triu(1)
+    assert torch.equal(sliding_window_mask(L, window=L), causal)
+
+
+def test_block_sparse_mask_has_its_band_globals_and_seeded_random_blocks():
+    m = block_sparse_mask(24, block=4, local_blocks=1, global_blocks=1, random_blocks=1, seed=3)
+    seen = ~m[::4, ::4]  # one entry per block pair
+    n = 6
+    for r in range(n):
+        for c in range(n):
+            if abs(r - c) <= 1 or r == 0 or c == 0:
+                assert seen[r, c], (r, c)
+    assert seen[2:].sum(1).tolist() == [5, 5, 5, 4]  # band of 3 blocks (2 at the end) + the global one + 1 random
+    assert torch.equal(m, block_sparse_mask(24, block=4, seed=3)) and not torch.equal(m, block_sparse_mask(24, block=4, seed=4))
+    assert torch.equal(m[:4], m[:4].all(0, keepdim=True).expand(4, -1)) and not m[:4].any()  # the global block sees all
+
+
+@pytest.mark.parametrize("call, message", [
+    (lambda: sliding_window_mask(4, window=0), "window"),
+    (lambda: sliding_window_mask(4, 3, window=2), "k_len=3 < q_len=4"),
+    (lambda: sliding_window_mask(4, window=2, sinks=5), "sinks=5"),
+    (lambda: block_sparse_mask(10, block=4), "seq_len=10 is not a multiple of block=4"),
+    (lambda: block_sparse_mask(8, block=4, local_blocks=-1), "local_blocks"),
+])
+def test_patterns_refuse_bad_sizes_by_name(call, message):
+    with pytest.raises(ValueError, match=re.escape(message)):
+        call()
+
+
+# ----------------------------------------------------------------------------- sliding window without a mask
+@pytest.mark.parametrize("window, sinks", [(1, 0), (4, 0), (4, 2), (29, 0), (40, 0), (3, 29)])
+def test_sliding_window_attention_equals_the_dense_masked_path(window, sinks):
+    q, k, v = _qkv()
+    ref, _ = attention(q, k, v, attn_mask=sliding_window_mask(29, window=window, sinks=sinks))
+    assert torch.allclose(sliding_window_attention(q, k, v, window=window, sinks=sinks), ref, atol=1e-12)
+
+
+def test_sliding_window_attention_decodes_bottom_right_aligned():
+    q, k, v = _qkv(L=3, S=17)
+    ref, _ = attention(q, k, v, attn_mask=sliding_window_mask(3, 17, window=5, sinks=2))
+    assert torch.allclose(sliding_window_attention(q, k, v, window=5, sinks=2), ref, atol=1e-12)
+
+
+def test_sliding_window_attention_in_half_precision_stays_close_and_keeps_the_dtype():
+    q, k, v = _qkv(dtype=torch.float32)
+    out = sliding_window_attention(q.half(), k.half(), v.half(), window=6)
+    ref, _ = attention(q, k, v, attn_mask=sliding_window_mask(29, window=6))
+    assert out.dtype == torch.float16 and (out.float() - ref).abs().max() < 1e-2
+
+
+def test_sliding_window_attention_scores_only_the_window():
+    """What grows with L: the scores are (B, H, L, window), not (B, H, L, S) (counted with a hook on einsum)."""
+    q, k, v = _qkv(L=64)
+    seen = []
+    original = torch.einsum
+
+    def spy(eq, *ops):
+        out = original(eq, *ops)
+        seen.append(tuple(out.shape))
+        return out
+
+    torch.einsum = spy
+    try:
+        sliding_window_attention(q, k, v, window=5)
+    finally:
+        torch.einsum = original
+    assert max(s[-1] for s in seen if len(s) == 4 and s[2] == 64 and s[-1] != 8) == 5
+
+
+@pytest.mark.parametrize("call, message", [
+    (lambda q, k, v: sliding_window_attention(q, k, v, window=0), "window"),
+    (lambda q, k, v: sliding_window_attention(q, k, v, window=2, sinks=99), "sinks=99"),
+    (lambda q, k, v: sliding_window_attention(q, k[:, :, :5], v[:, :, :5], window=2), "S=5 keys < L=29"),
+    (lambda q, k, v: sliding_window_attention(q, k.float(), v, window=2), "share a dtype"),
+    (lambda q, k, v: sliding_window_attention(q[0], k, v, window=2), "q must be a 4-D"),
+    (lambda q, k, v: sliding_window_attention(q, k, v, window=2, scale=0.0), "scale"),
+])
+def test_sliding_window_attention_refuses_bad_input_by_name(call, message):
+    with pytest.raises(ValueError, match=re.escape(message)):
+        call(*_qkv())
+
+
+# ----------------------------------------------------------------------------- tiles and the online softmax
+@pytest.mark.parametrize("is_causal", [False, True])
+@pytest.mark.parametrize("block_q, block_k", [(1, 1), (7, 5), (16, 64), (64, 16)])
+def test_tiled_attention_equals_sdpa_in_float32(is_causal, block_q, block_k):
+    q, k, v = _qkv(L=45, d=16, dtype=torch.float32)
+    ref = F.scaled_dot_product_attention(q, k, v, is_causal=is_causal)
+    out = tiled_attention(q, k, v, block_q=block_q, block_k=block_k, is_causal=is_causal)
+    assert (out - ref).abs().max() <= 1e-5
+
+
+def test_tiled_attention_causal_decode_is_bottom_right_aligned():
+    q, k, v = _qkv(L=3, S=20)
+    ref, _ = attention(q, k, v, is_causal=True)
+    assert torch.allclose(tiled_attention(q, k, v, block_q=2, block_k=6, is_causal=True), ref, atol=1e-12)
+
+
+def test_tiled_attention_survives_scores_that_overflow_a_naive_exponential():
+    q, k, v = _qkv(L=12, dtype=torch.float32)
+    q = q * 300.0  # exp(score) overflows float32; the running maximum keeps it finite
+    out = tiled_attention(q, k, v, block_q=4, block_k=5)
+    assert torch.isfinite(out).all()
+    assert (out - F.scaled_dot_product_attention(q, k, v)).abs().max() <= 1e-4
+
+
+def test_hbm_accesses_follow_the_papers_counts():
+    n, d, M = 1024, 64, 100_000
+    out = hbm_accesses(n, d, M)
+    assert out["standard"] == 4 * n * d + 4 * n * n
+    blocks = -(-n // (M // (4 * d)))
+    assert out["flash"] == 2 * n * d + 3 * n * d * blocks and out["ratio"] == out["standard"] / out["flash"]
+    # more on-chip memory, fewer passes over Q and O: the traffic falls as M grows, to the 2-pass floor
+    assert hbm_accesses(n, d, 4 * d)["flash"] > out["flash"] > hbm_accesses(n, d, 4 * d * n)["flash"] == 5 * n * d
+    with pytest.raises(ValueError, match="sram_elements=100 < 4 \\* head_dim = 256"):
+        hbm_accesses(n, d, 100)
+
+
+# ----------------------------------------------------------------------------- multi-head latent attention
+def _mla(**kw):
+    torch.manual_seed(0)
+    args = dict(d_model=32, num_heads=4, head_dim=8, kv_rank=16, rope_dim=4, q_rank=12)
+    args.update(kw)
+    return MultiHeadLatentAttention(**args).double()
+
+
+def _mla_by_hand(mla, x):
+    """The paper's equations one head at a time, keys and values up-projected explicitly."""
+    B, L, _ = x.shape
+    H, dh, dr = mla.num_heads, mla.head_dim, mla.rope_dim
+    pos = torch.arange(L)
+    c_q = x if mla.q_down is None else mla.q_down(x)
+    q_all = mla.q_up(c_q).view(B, L, H, dh + dr)
+    c_kv = mla.kv_down(x)
+    k_r = rotary(mla.k_rope(x), pos)
+    kv = mla.kv_up(c_kv).view(B, L, H, 2 * dh)
+    heads = []
+    for i in range(H):
+        q_i = torch.cat([q_all[:, :, i, :dh], rotary(q_all[:, :, i, dh:], pos)], -1)
+        k_i = torch.cat([kv[:, :, i, :dh], k_r], -1)
+        scores = q_i @ k_i.transpose(1, 2) / (dh + dr) ** 0.5
+        scores = scores.masked_fill(torch.ones(L, L, dtype=torch.bool).triu(1), float("-inf"))
+        heads.append(torch.softmax(scores, -1) @ kv[:, :, i, dh:])
+    return mla.out_proj(torch.cat(heads, -1))
+
+
+@pytest.mark.parametrize("q_rank", [12, None])
+def test_mla_equals_the_papers_equations_head_by_head(q_rank):
+    mla = _mla(q_rank=q_rank)
+    x = torch.randn(2, 9, 32, dtype=torch.float64)
+    out, cache = mla(x)
+    assert cache is None and torch.allclose(out, _mla_by_hand(mla, x), atol=1e-12)
+
+
+def test_mla_decoding_with_its_latent_cache_equals_the_full_pass():
+    mla = _mla()
+    x = torch.randn(2, 10, 32, dtype=torch.float64)
+    full, _ = mla(x)
+    out, cache = mla(x[:, :6], use_cache=True)
+    steps = [out]
+    for t in range(6, 10):
+        out, cache = mla(x[:, t:t + 1], cache=cache, use_cache=True)
+        steps.append(out)
+    assert torch.allclose(torch.cat(steps, 1), full, atol=1e-12)
+    assert isinstance(cache, LatentCache) and cache.length == 10
+    assert cache.nbytes() == 2 * 10 * mla.cache_bytes_per_token(bytes_per_element=8)  # (d_c + d_h^R) per token
+
+
+def test_rotary_keeps_norms_and_makes_scores_depend_on_the_offset_only():
+    g = torch.Generator().manual_seed(1)
+    q, k = torch.randn(1, 8, generator=g, dtype=torch.float64), torch.randn(1, 8, generator=g, dtype=torch.float64)
+    rq = lambda p: rotary(q, torch.tensor([p]))  # noqa: E731
+    rk = lambda p: rotary(k, torch.tensor([p]))  # noqa: E731
+    assert torch.allclose(rq(5).norm(), q.norm())
+    assert torch.allclose(rq(7) @ rk(3).T, rq(14) @ rk(10).T)  # offset 4 both times
+
+
+@pytest.mark.parametrize("call, message", [
+    (lambda: MultiHeadLatentAttention(32, 4, 8, kv_rank=16, rope_dim=3), "rope_dim=3 must be even"),
+    (lambda: MultiHeadLatentAttention(32, 0, 8, kv_rank=16, rope_dim=4), "num_heads"),
+    (lambda: _mla()(torch.randn(2, 3, 31, dtype=torch.float64)), "d_model=32"),
+    (lambda: _mla()(torch.randn(2, 0, 32, dtype=torch.float64)), "L = 0"),
+    (lambda: _mla()(torch.randn(2, 3, 32, dtype=torch.float64),
+                    cache=LatentCache(torch.zeros(1, 2, 16, dtype=torch.float64), torch.zeros(1, 2, 4, dtype=torch.float64))),
+     "cache holds c_kv (1, 2, 16)"),
+    (lambda: rotary(torch.randn(3, 5), torch.arange(3)), "even feature size"),
+])
+def test_mla_refuses_bad_input_by_name(call, message):
+    with pytest.raises(ValueError, match=re.escape(message)):
+        call()
+
+
+def test_latent_cache_bytes_match_the_module_and_deepseek_v2s_published_ratio():
+    from mha_lib.cost import DEEPSEEK_V2_MLA, kv_cache_bytes, latent_kv_cache_bytes
+
+    mla = _mla()
+    _, cache = mla(torch.randn(3, 7, 32, dtype=torch.float64), use_cache=True)
+    assert cache.nbytes() == latent_kv_cache_bytes(num_layers=1, kv_rank=16, rope_dim=4, seq_len=7, batch=3,
+                                                   dtype=torch.float64)
+    c = DEEPSEEK_V2_MLA
+    mla_bytes = latent_kv_cache_bytes(num_layers=c["num_layers"], kv_rank=c["kv_rank"], rope_dim=c["rope_dim"],
+                                      seq_len=1)
+    mha_bytes = kv_cache_bytes(num_layers=c["num_layers"], num_kv_heads=c["num_heads"], head_dim=c["head_dim"],
+                               seq_len=1)
+    assert mla_bytes == 60 * 576 * 2 and mha_bytes / mla_bytes == pytest.approx(32768 / 576)
+    with pytest.raises(ValueError, match="kv_rank"):
+        latent_kv_cache_bytes(num_layers=1, kv_rank=0, rope_dim=4, seq_len=1)
