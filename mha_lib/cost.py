@@ -3,8 +3,8 @@
 Read this file top to bottom:
 
 1. Formulas for ONE attention layer, from (B, L, S, d_model, H, num_kv_heads, dtype):
-   ``attention_params``, ``attention_flops``, ``attention_map_bytes``, ``kv_cache_bytes`` (and
-   ``latent_kv_cache_bytes`` for multi-head latent attention, with ``DEEPSEEK_V2_MLA``), and
+   ``attention_params``, ``attention_flops``, ``attention_map_bytes``, ``kv_cache_bytes`` (multi-head
+   latent attention's is :func:`mha_lib.efficient.latent_kv_cache_bytes`), and
    ``attention_layer_cost``, which returns them all at once.
 2. Published model configurations as data, with their sources (``PUBLISHED_CONFIGS``,
    ``get_config``), so the formulas can be applied to real models.
@@ -55,8 +55,6 @@ __all__ = [
     "attention_flops",
     "attention_map_bytes",
     "kv_cache_bytes",
-    "latent_kv_cache_bytes",
-    "DEEPSEEK_V2_MLA",
     "attention_layer_cost",
     "bytes_per_element",
     "format_bytes",
@@ -332,46 +330,6 @@ def kv_cache_bytes(*, num_layers: int, num_kv_heads: int, head_dim: int, seq_len
     s = checks.int_at_least(seq_len, "seq_len", 0)
     b = checks.int_at_least(batch, "batch", 0)
     return 2 * n * h * hd * s * b * bytes_per_element(dtype)
-
-
-def latent_kv_cache_bytes(*, num_layers: int, kv_rank: int, rope_dim: int, seq_len: int,
-                          batch: int = 1, dtype: DType = torch.float16) -> int:
-    """Bytes of a multi-head latent attention (MLA) cache: layers x (d_c + d_h^R) x seq_len x batch x bytes/elt.
-
-    MLA (DeepSeek-V2, DeepSeek-AI 2024, section 2.1) caches per token and layer one joint latent of
-    d_c numbers and one RoPE key of d_h^R numbers shared by the heads, whatever the number of heads
-    (:class:`mha_lib.efficient.MultiHeadLatentAttention`). Compare :func:`kv_cache_bytes`, 2 H_kv hd
-    numbers per token and layer. Example: DeepSeek-V2's published attention (:data:`DEEPSEEK_V2_MLA`:
-    d_c = 512, d_h^R = 64, 128 heads of 128) caches 576 numbers per token and layer where MHA with
-    the same heads would cache 2 x 128 x 128 = 32,768.
-
-    Args:
-        num_layers: layers (> 0).
-        kv_rank: d_c, the latent's width (> 0).
-        rope_dim: d_h^R, the shared RoPE key's width (>= 0).
-        seq_len: cached positions (>= 0).
-        batch: sequences decoded together (>= 0).
-        dtype: element type of the cache; default fp16.
-
-    Returns:
-        Bytes (int).
-
-    Raises:
-        ValueError: a size out of range, or an unknown dtype.
-    """
-    n = checks.int_at_least(num_layers, "num_layers", 1)
-    c = checks.int_at_least(kv_rank, "kv_rank", 1)
-    r = checks.int_at_least(rope_dim, "rope_dim", 0)
-    s = checks.int_at_least(seq_len, "seq_len", 0)
-    b = checks.int_at_least(batch, "batch", 0)
-    return n * (c + r) * s * b * bytes_per_element(dtype)
-
-
-#: DeepSeek-V2's attention as published (DeepSeek-AI 2024, "DeepSeek-V2", section 3.1.2): 60 layers,
-#: 128 heads of d_h = 128, KV compression d_c = 512, query compression d_c' = 1536, decoupled RoPE
-#: d_h^R = 64. Its MLA cache: 576 numbers per token and layer.
-DEEPSEEK_V2_MLA = {"num_layers": 60, "num_heads": 128, "head_dim": 128, "kv_rank": 512, "q_rank": 1536,
-                   "rope_dim": 64}
 
 
 @dataclass(frozen=True)

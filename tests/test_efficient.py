@@ -226,7 +226,8 @@ def test_mla_refuses_bad_input_by_name(call, message):
 
 
 def test_latent_cache_bytes_match_the_module_and_deepseek_v2s_published_ratio():
-    from mha_lib.cost import DEEPSEEK_V2_MLA, kv_cache_bytes, latent_kv_cache_bytes
+    from mha_lib.cost import kv_cache_bytes
+    from mha_lib.efficient import DEEPSEEK_V2_MLA, latent_kv_cache_bytes
 
     mla = _mla()
     _, cache = mla(torch.randn(3, 7, 32, dtype=torch.float64), use_cache=True)
@@ -240,3 +241,5 @@ def test_latent_cache_bytes_match_the_module_and_deepseek_v2s_published_ratio():
     assert mla_bytes == 60 * 576 * 2 and mha_bytes / mla_bytes == pytest.approx(32768 / 576)
     with pytest.raises(ValueError, match="kv_rank"):
         latent_kv_cache_bytes(num_layers=1, kv_rank=0, rope_dim=4, seq_len=1)
+    with pytest.raises(ValueError, match="floating-point torch.dtype"):
+        latent_kv_cache_bytes(num_layers=1, kv_rank=4, rope_dim=4, seq_len=1, dtype="float16")

@@ -16,7 +16,7 @@ PACKAGE = ROOT / "mha_lib"
 # Lowest first. A module may import its own layer and the layers below it, never one above.
 LAYERS = [
     ("ground", ["mha_lib.checks", "mha_lib._runtime", "mha_lib._deprecated", "mha_lib.stats"]),
-    ("core", ["mha_lib.core", "mha_lib.attention"]),
+    ("core", ["mha_lib.core", "mha_lib.attention", "mha_lib.efficient"]),
     ("model", ["mha_lib.model"]),
     ("tasks", ["mha_lib.tasks", "mha_lib.pretrained"]),
     ("train", ["mha_lib.train"]),

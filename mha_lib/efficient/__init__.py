@@ -8,16 +8,17 @@ Read in this order; each file imports only the ones before it (and :mod:`mha_lib
 * ``tiled.py``: :func:`tiled_attention`, FlashAttention's tiles and online softmax written to be read,
   and :func:`hbm_accesses`, the paper's count of slow-memory traffic (Dao et al. 2022);
 * ``latent.py``: :class:`MultiHeadLatentAttention`, DeepSeek-V2's joint low-rank KV compression with a
-  decoupled RoPE key, and its :class:`LatentCache`.
+  decoupled RoPE key, its :class:`LatentCache` and :func:`latent_kv_cache_bytes`.
 
-Cache sizes: :func:`mha_lib.cost.kv_cache_bytes` (MHA, GQA, MQA) and :func:`mha_lib.cost.latent_kv_cache_bytes` (MLA).
+Cache sizes: :func:`mha_lib.cost.kv_cache_bytes` (MHA, GQA, MQA) and :func:`latent_kv_cache_bytes` (MLA).
 """
 from __future__ import annotations
 
-from .latent import LatentCache, MultiHeadLatentAttention, rotary
+from .latent import DEEPSEEK_V2_MLA, LatentCache, MultiHeadLatentAttention, latent_kv_cache_bytes, rotary
 from .patterns import block_sparse_mask, sliding_window_mask
 from .tiled import hbm_accesses, tiled_attention
 from .windowed import sliding_window_attention
 
 __all__ = ["sliding_window_mask", "block_sparse_mask", "sliding_window_attention", "tiled_attention",
-           "hbm_accesses", "MultiHeadLatentAttention", "LatentCache", "rotary"]
+           "hbm_accesses", "MultiHeadLatentAttention", "LatentCache", "rotary", "latent_kv_cache_bytes",
+           "DEEPSEEK_V2_MLA"]

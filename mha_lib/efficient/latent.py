@@ -30,7 +30,7 @@ from torch import Tensor, nn
 
 from .. import checks
 
-__all__ = ["MultiHeadLatentAttention", "LatentCache", "rotary"]
+__all__ = ["MultiHeadLatentAttention", "LatentCache", "rotary", "latent_kv_cache_bytes", "DEEPSEEK_V2_MLA"]
 
 
 def rotary(x: Tensor, positions: Tensor, base: float = 10000.0) -> Tensor:
@@ -175,3 +175,45 @@ class MultiHeadLatentAttention(nn.Module):
                 raise ValueError(f"cache holds c_kv {tuple(cache.c_kv.shape)} {cache.c_kv.dtype} and k_rope "
                                  f"{tuple(cache.k_rope.shape)}; this layer and x need {want} in {x.dtype}")
         return B, L
+
+
+def latent_kv_cache_bytes(*, num_layers: int, kv_rank: int, rope_dim: int, seq_len: int,
+                          batch: int = 1, dtype: torch.dtype = torch.float16) -> int:
+    """Bytes of a multi-head latent attention (MLA) cache: layers x (d_c + d_h^R) x seq_len x batch x bytes/elt.
+
+    MLA (DeepSeek-V2, DeepSeek-AI 2024, section 2.1) caches per token and layer one joint latent of
+    d_c numbers and one RoPE key of d_h^R numbers shared by the heads, whatever the number of heads
+    (:class:`MultiHeadLatentAttention`). Compare :func:`mha_lib.cost.kv_cache_bytes`, 2 H_kv hd
+    numbers per token and layer. Example: DeepSeek-V2's published attention (:data:`DEEPSEEK_V2_MLA`:
+    d_c = 512, d_h^R = 64, 128 heads of 128) caches 576 numbers per token and layer where MHA with
+    the same heads would cache 2 x 128 x 128 = 32,768.
+
+    Args:
+        num_layers: layers (> 0).
+        kv_rank: d_c, the latent's width (> 0).
+        rope_dim: d_h^R, the shared RoPE key's width (>= 0).
+        seq_len: cached positions (>= 0).
+        batch: sequences decoded together (>= 0).
+        dtype: element type of the cache, a floating-point ``torch.dtype``; default fp16.
+
+    Returns:
+        Bytes (int).
+
+    Raises:
+        ValueError: a size out of range, or a dtype that is not a floating-point torch.dtype.
+    """
+    n = checks.int_at_least(num_layers, "num_layers", 1)
+    c = checks.int_at_least(kv_rank, "kv_rank", 1)
+    r = checks.int_at_least(rope_dim, "rope_dim", 0)
+    s = checks.int_at_least(seq_len, "seq_len", 0)
+    b = checks.int_at_least(batch, "batch", 0)
+    if not isinstance(dtype, torch.dtype) or not dtype.is_floating_point:
+        raise ValueError(f"dtype must be a floating-point torch.dtype, got {dtype!r}")
+    return n * (c + r) * s * b * torch.empty((), dtype=dtype).element_size()
+
+
+#: DeepSeek-V2's attention as published (DeepSeek-AI 2024, "DeepSeek-V2", section 3.1.2): 60 layers,
+#: 128 heads of d_h = 128, KV compression d_c = 512, query compression d_c' = 1536, decoupled RoPE
+#: d_h^R = 64. Its MLA cache: 576 numbers per token and layer.
+DEEPSEEK_V2_MLA = {"num_layers": 60, "num_heads": 128, "head_dim": 128, "kv_rank": 512, "q_rank": 1536,
+                   "rope_dim": 64}
