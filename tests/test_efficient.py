@@ -83,23 +83,23 @@ def test_sliding_window_attention_in_half_precision_stays_close_and_keeps_the_dt
     assert out.dtype == torch.float16 and (out.float() - ref).abs().max() < 1e-2
 
 
-def test_sliding_window_attention_scores_only_the_window():
-    """What grows with L: the scores are (B, H, L, window), not (B, H, L, S) (counted with a hook on einsum)."""
-    q, k, v = _qkv(L=64)
+def test_sliding_window_attention_scores_grow_with_l_times_the_window_not_l_squared():
+    """What the softmax sees: (B, H, L / w, w, 2w - 1) scores, twice as many when L doubles (the dense path
+    would see four times as many)."""
     seen = []
-    original = torch.einsum
+    original = torch.softmax
 
-    def spy(eq, *ops):
-        out = original(eq, *ops)
-        seen.append(tuple(out.shape))
-        return out
+    def spy(x, *args, **kwargs):
+        seen.append(tuple(x.shape))
+        return original(x, *args, **kwargs)
 
-    torch.einsum = spy
+    torch.softmax = spy
     try:
-        sliding_window_attention(q, k, v, window=5)
+        for L in (64, 128):
+            sliding_window_attention(*_qkv(B=1, H=2, L=L), window=8)
     finally:
-        torch.einsum = original
-    assert max(s[-1] for s in seen if len(s) == 4 and s[2] == 64 and s[-1] != 8) == 5
+        torch.softmax = original
+    assert seen == [(1, 2, 8, 8, 15), (1, 2, 16, 8, 15)]
 
 
 @pytest.mark.parametrize("call, message", [

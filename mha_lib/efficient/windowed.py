@@ -3,8 +3,9 @@
 Each query reads only its ``window`` most recent keys (Mistral 7B, Jiang et al. 2023), plus the
 first ``sinks`` keys if asked (StreamingLLM's attention sinks, Xiao et al. 2023). Instead of
 scoring all S keys and masking most of them, :func:`sliding_window_attention` pads the keys on the
-left, takes each query's window as a strided view (``Tensor.unfold``: no copy) and scores only
-those: (B, H, L, window + sinks) scores instead of (B, H, L, S). The reference is
+left and scores the queries in blocks of ``window``, each against the chunk of 2 window - 1 keys its
+queries can reach (``Tensor.unfold``, a view): about (B, H, L, 2 window + sinks) scores instead of
+(B, H, L, S), and no copy of the keys per query. The reference is
 :func:`mha_lib.core.attention` with :func:`~mha_lib.efficient.patterns.sliding_window_mask`; the
 tests check both give the same output.
 """
@@ -24,6 +25,9 @@ __all__ = ["sliding_window_attention"]
 def sliding_window_attention(q: Tensor, k: Tensor, v: Tensor, *, window: int, sinks: int = 0,
                              scale: Optional[float] = None) -> Tensor:
     """Causal attention over each query's last ``window`` keys (and the first ``sinks``), in O(L w) memory.
+
+    The scores are computed in blocks of ``window`` queries, each against the 2 window - 1 keys its block
+    can reach (Beltagy et al. 2020's sliding chunks); a wasted half of each chunk is masked.
 
     Query i stands at position p = i + S - L (bottom-right aligned, as ``is_causal``); it attends key
     j when ``p - window < j <= p``, or ``j < sinks`` and ``j <= p``, exactly as
@@ -56,25 +60,37 @@ def sliding_window_attention(q: Tensor, k: Tensor, v: Tensor, *, window: int, si
     work = torch.float32 if in_dtype in (torch.float16, torch.bfloat16) else in_dtype
     q, k, v = q.to(work), k.to(work), v.to(work)
 
-    pad = window - 1
-    k_win = F.pad(k, (0, 0, pad, 0)).unfold(2, window, 1)[:, :, S - L:]   # (B, H, L, d_k, w): a view
-    v_win = F.pad(v, (0, 0, pad, 0)).unfold(2, window, 1)[:, :, S - L:]   # (B, H, L, d_v, w)
-    scores = torch.einsum("bhld,bhldw->bhlw", q, k_win) * scale            # (B, H, L, w)
-    p = torch.arange(L, device=q.device)[:, None] + (S - L)                # (L, 1): query positions
-    key_pos = p - pad + torch.arange(window, device=q.device)[None, :]     # (L, w): the keys in each window
-    scores = scores.masked_fill(key_pos < 0, float("-inf"))                 # the left padding
+    # Queries in blocks of `window`: block b's queries see keys from its first position - (window - 1) to its
+    # last, a chunk of 2 window - 1 keys. Scores are (blocks, window, 2 window - 1): about 2 L window per head,
+    # whatever L is, and no copy of the keys per query (Longformer's "sliding chunks").
+    w = window
+    nb = -(-L // w)                                                      # query blocks
+    q_blk = F.pad(q, (0, 0, 0, nb * w - L)).view(B, H, nb, w, d_k)        # (B, H, nb, w, d_k)
+    # keys padded w - 1 on the left (no key before position 0) and up to the last chunk's end on the right
+    k_pad = F.pad(k, (0, 0, w - 1, nb * w - L))[:, :, S - L:]             # (B, H, nb w + w - 1, d_k)
+    v_pad = F.pad(v, (0, 0, w - 1, nb * w - L))[:, :, S - L:]
+    k_chunk = k_pad.unfold(2, 2 * w - 1, w)                               # (B, H, nb, d_k, 2w - 1): a view
+    v_chunk = v_pad.unfold(2, 2 * w - 1, w).transpose(-2, -1)             # (B, H, nb, 2w - 1, d_v)
+    scores = (q_blk @ k_chunk) * scale                                    # (B, H, nb, w, 2w - 1)
+    i = torch.arange(w, device=q.device)[:, None]                         # query within its block
+    c = torch.arange(2 * w - 1, device=q.device)[None, :]                 # key within the chunk
+    key_pos = (torch.arange(nb, device=q.device) * w + (S - L) - (w - 1))[:, None, None] + c  # (nb, 1, 2w - 1)
+    blocked = (c < i) | (c > i + w - 1) | (key_pos < 0)                   # (nb, w, 2w - 1): outside the window
+    scores = scores.masked_fill(blocked, float("-inf"))
+    p = torch.arange(L, device=q.device)[:, None] + (S - L)               # (L, 1): query positions
 
     if sinks:
         sink_scores = torch.einsum("bhld,bhjd->bhlj", q, k[:, :, :sinks]) * scale   # (B, H, L, sinks)
         j = torch.arange(sinks, device=q.device)[None, :]
         in_window_or_future = (j > p - window) | (j > p)                             # counted once, never ahead
         sink_scores = sink_scores.masked_fill(in_window_or_future, float("-inf"))
-        weights = torch.softmax(torch.cat([sink_scores, scores], -1), -1)          # (B, H, L, sinks + w)
-        out = torch.einsum("bhlj,bhjd->bhld", weights[..., :sinks], v[:, :, :sinks])
-        out = out + torch.einsum("bhlw,bhldw->bhld", weights[..., sinks:], v_win)
+        sink_scores = F.pad(sink_scores, (0, 0, 0, nb * w - L), value=float("-inf")).view(B, H, nb, w, sinks)
+        weights = torch.softmax(torch.cat([sink_scores, scores], -1), -1)          # (B, H, nb, w, sinks + 2w - 1)
+        out = weights[..., :sinks] @ v[:, :, :sinks].unsqueeze(2) + weights[..., sinks:] @ v_chunk
     else:
-        weights = torch.softmax(scores, -1)                                         # (B, H, L, w)
-        out = torch.einsum("bhlw,bhldw->bhld", weights, v_win)                      # (B, H, L, d_v)
+        weights = torch.softmax(scores, -1)                                         # (B, H, nb, w, 2w - 1)
+        out = weights @ v_chunk                                                     # (B, H, nb, w, d_v)
+    out = out.reshape(B, H, nb * w, -1)[:, :, :L]                                   # (B, H, L, d_v)
     return out.to(in_dtype)
 
 
