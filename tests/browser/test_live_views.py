@@ -451,17 +451,27 @@ def _live_pages():
 LIVE_PAGES = _live_pages()
 
 
+def _open_book_page(browser, book_url, rel):
+    """A built book page at 1280 x 900, its requests watched: (context, page, visit)."""
+    context = browser.new_context(viewport={"width": 1280, "height": 900}, service_workers="block")
+    page = context.new_page()
+    visit = _watch(page, book_url)
+    try:
+        page.goto(book_url + rel, wait_until="load")
+    except Exception:
+        context.close()
+        raise
+    return context, page, visit
+
+
 @pytest.mark.parametrize("rel", LIVE_PAGES or ["<no live view in the book>"])
 def test_chapter_live_views_mount_and_show_the_notebook_numbers(chromium_browser, book_url, rel):
     """Every live view of the built book mounts, draws the maps its notebook computed, hides its
     static figure, downloads nothing before the reader acts, and logs no error."""
     assert LIVE_PAGES, "no page of the built book has a live view"
     _require_models()
-    context = chromium_browser.new_context(viewport={"width": 1280, "height": 900}, service_workers="block")
-    page = context.new_page()
-    visit = _watch(page, book_url)
+    context, page, visit = _open_book_page(chromium_browser, book_url, rel)
     try:
-        page.goto(book_url + rel, wait_until="load")
         page.wait_for_function("[...document.querySelectorAll('.mha-live-view')].every(e => e.mhaLive && e.mhaLive.lastResult)",
                                timeout=30_000)
         views = page.evaluate("""() => [...document.querySelectorAll('.mha-live-view')].map(e => ({
@@ -1166,11 +1176,8 @@ def test_chapter_8_view_names_the_measured_head_roles_for_the_books_model_only(c
     sentence shown and on one the reader types; a head without a role keeps its bare label."""
     rel = "chapters/08_do_heads_specialise.html"
     _require_models()
-    context = chromium_browser.new_context(viewport={"width": 1280, "height": 900}, service_workers="block")
-    page = context.new_page()
-    visit = _watch(page, book_url)
+    context, page, visit = _open_book_page(chromium_browser, book_url, rel)
     try:
-        page.goto(book_url + rel, wait_until="load")
         view = "document.querySelector('[data-view=sentence]')"
         page.wait_for_function(f"{view} && {view}.mhaLive && {view}.mhaLive.lastResult", timeout=30_000)
         roles = page.evaluate(f"JSON.parse({view}.dataset.config).roles")
