@@ -1,6 +1,7 @@
 """Cheaper attention (mha_lib.efficient): peak memory and time against sequence length, and cache bytes.
 
 Run:  python benchmarks/bench_efficient.py [--lengths 512 1024 2048 4096] [--window 128] [--repeats 5]
+      [--cache-lengths 1024 4096 16384]
 
 What is measured: CPU, fp32, no_grad, B = 1, H = 8, d_k = 64, causal self-attention.
 1. Sliding-window attention with a window of ``--window`` keys, two ways: the dense path
@@ -16,6 +17,9 @@ What is measured: CPU, fp32, no_grad, B = 1, H = 8, d_k = 64, causal self-attent
    SM's 192 KB in fp16; Dao et al. 2022 use the same order of M).
 3. Cache bytes per token and layer in fp16 for DeepSeek-V2's published attention
    (``DEEPSEEK_V2_MLA``) stored as MHA, GQA (8 KV heads), MQA and MLA.
+4. One decode step of one layer against the cache length (``--cache-lengths``): MHA, GQA, MQA and the
+   teaching ``MultiHeadLatentAttention``, which re-expands every cached latent at each step (the paper's
+   absorbed form avoids that), as ratios to MHA.
 
 A CPU measurement on this machine: it is not a verdict on GPU kernels.
 """
@@ -42,6 +46,7 @@ def main() -> int:
     parser.add_argument("--lengths", type=int, nargs="+", default=[512, 1024, 2048, 4096])
     parser.add_argument("--window", type=int, default=128)
     parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--cache-lengths", type=int, nargs="+", default=[1024, 4096, 16384])
     args = parser.parse_args()
     torch.manual_seed(0)
     print(measure.environment_string())
@@ -79,7 +84,39 @@ def main() -> int:
     print("\n3. cache bytes per token and layer, fp16, DeepSeek-V2's heads (128 x 128)")
     for name, b in per_token.items():
         print(f"   {name:<24} {b:7,d} B   {per_token['MHA (128 KV heads)'] / b:6.1f}x smaller than MHA")
+    decode_steps(args.cache_lengths, args.repeats)
     return 0
+
+
+def decode_steps(cache_lengths, repeats: int) -> None:
+    """One decode step of one layer (d_model 512, 8 heads of 64, B = 1) with a cache of S tokens: MHA, GQA,
+    MQA and the teaching MLA (d_c 64, d_h^R 32), as ratios to MHA in the same run. The MHA caches are
+    rewound after each step so that every step sees S cached tokens."""
+    from mha_lib.core import MultiHeadAttention
+    from mha_lib.efficient import MultiHeadLatentAttention
+
+    d_model, heads = 512, 8
+    print(f"\n4. one decode step, d_model={d_model}, {heads} heads; x = time / MHA's, same run; cache in bytes/token fp16")
+    with torch.no_grad():
+        for S in cache_lengths:
+            torch.manual_seed(0)
+            past_x, new = torch.randn(1, S, d_model), torch.randn(1, 1, d_model)
+            steps, per_token = {}, {}
+            for name, kv in (("MHA", 8), ("GQA (2 kv)", 2), ("MQA", 1)):
+                mha = MultiHeadAttention(d_model, heads, num_kv_heads=kv).eval()
+                _, _, past = mha(past_x, past_x, use_cache=True, is_causal=True)
+
+                def step(mha=mha, past=past):
+                    out = mha(new, new, past_kv=past, use_cache=True, is_causal=True)
+                    past.length = S  # rewind: the next step sees S cached tokens again
+                    return out
+                steps[name], per_token[name] = step, 2 * kv * (d_model // heads) * 2
+            mla = MultiHeadLatentAttention(d_model, heads, d_model // heads, kv_rank=64, rope_dim=32).eval()
+            _, _, latent = mla(past_x, use_cache=True)
+            steps["MLA (64+32)"] = lambda mla=mla, latent=latent: mla(new, past_kv=latent)
+            per_token["MLA (64+32)"] = mla.cache_bytes_per_token()
+            times = measure.compare_times(steps, repeats=repeats, warmup=1)
+            print(f"   S={S:6d}  " + "  ".join(f"{n} {per_token[n]:4d} B {times[n] / times['MHA']:5.2f}x" for n in steps))
 
 
 if __name__ == "__main__":

@@ -183,22 +183,45 @@ def _mla_by_hand(mla, x):
 def test_mla_equals_the_papers_equations_head_by_head(q_rank):
     mla = _mla(q_rank=q_rank)
     x = torch.randn(2, 9, 32, dtype=torch.float64)
-    out, cache = mla(x)
-    assert cache is None and torch.allclose(out, _mla_by_hand(mla, x), atol=1e-12)
+    out, weights = mla(x)
+    assert weights is None and torch.allclose(out, _mla_by_hand(mla, x), atol=1e-12)
 
 
 def test_mla_decoding_with_its_latent_cache_equals_the_full_pass():
     mla = _mla()
     x = torch.randn(2, 10, 32, dtype=torch.float64)
     full, _ = mla(x)
-    out, cache = mla(x[:, :6], use_cache=True)
+    out, _, cache = mla(x[:, :6], use_cache=True)
     steps = [out]
     for t in range(6, 10):
-        out, cache = mla(x[:, t:t + 1], cache=cache, use_cache=True)
+        out, _, cache = mla(x[:, t:t + 1], past_kv=cache, use_cache=True)
         steps.append(out)
     assert torch.allclose(torch.cat(steps, 1), full, atol=1e-12)
     assert isinstance(cache, LatentCache) and cache.length == 10
     assert cache.nbytes() == 2 * 10 * mla.cache_bytes_per_token(bytes_per_element=8)  # (d_c + d_h^R) per token
+
+
+def test_mla_weights_masks_and_head_mask_follow_multi_head_attentions_rules():
+    mla = _mla()
+    x = torch.randn(2, 8, 32, dtype=torch.float64)
+    out, w = mla(x, need_weights=True)
+    assert w.shape == (2, 4, 8, 8) and torch.allclose(w.sum(-1), torch.ones(2, 4, 8, dtype=torch.float64))
+    assert (w.triu(1) == 0).all()                                        # causal
+    window = sliding_window_mask(8, window=3)
+    _, w3 = mla(x, attn_mask=window, need_weights=True)
+    assert (w3[..., window] == 0).all() and not torch.allclose(w3, w)   # the pattern is ORed with causal
+    pad = torch.zeros(2, 8, dtype=torch.bool)
+    pad[1, 2] = True
+    _, wp = mla(x, key_padding_mask=pad, need_weights=True)
+    assert (wp[1, :, :, 2] == 0).all() and torch.allclose(wp[0], w[0])
+    gate = torch.tensor([1.0, 0.0, 1.0, 1.0], dtype=torch.float64)
+    gated, _ = mla(x, head_mask=gate)
+    cut = mla.out_proj.weight.clone()
+    with torch.no_grad():
+        mla.out_proj.weight[:, 8:16] = 0                                  # head 1's columns of W^O
+    assert torch.allclose(gated, mla(x)[0], atol=1e-12)
+    with torch.no_grad():
+        mla.out_proj.weight.copy_(cut)
 
 
 def test_rotary_keeps_norms_and_makes_scores_depend_on_the_offset_only():
@@ -216,8 +239,15 @@ def test_rotary_keeps_norms_and_makes_scores_depend_on_the_offset_only():
     (lambda: _mla()(torch.randn(2, 3, 31, dtype=torch.float64)), "d_model=32"),
     (lambda: _mla()(torch.randn(2, 0, 32, dtype=torch.float64)), "L = 0"),
     (lambda: _mla()(torch.randn(2, 3, 32, dtype=torch.float64),
-                    cache=LatentCache(torch.zeros(1, 2, 16, dtype=torch.float64), torch.zeros(1, 2, 4, dtype=torch.float64))),
-     "cache holds c_kv (1, 2, 16)"),
+                    past_kv=LatentCache(torch.zeros(1, 2, 16, dtype=torch.float64), torch.zeros(1, 2, 4, dtype=torch.float64))),
+     "past_kv holds c_kv (1, 2, 16)"),
+    (lambda: _mla()(torch.randn(2, 3, 32, dtype=torch.float64), is_causal=False), "is_causal=False"),
+    (lambda: _mla()(torch.randn(2, 3, 32, dtype=torch.float64), torch.randn(2, 3, 32, dtype=torch.float64)),
+     "self-attention"),
+    (lambda: _mla()(torch.randn(2, 3, 32, dtype=torch.float64), head_mask=torch.ones(3, dtype=torch.float64)),
+     "head_mask must be a float (4,)"),
+    (lambda: _mla()(torch.randn(2, 3, 32, dtype=torch.float64), attn_mask=torch.zeros(5, 5, dtype=torch.bool)),
+     "attn_mask"),
     (lambda: rotary(torch.randn(3, 5), torch.arange(3)), "even feature size"),
 ])
 def test_mla_refuses_bad_input_by_name(call, message):
@@ -230,7 +260,7 @@ def test_latent_cache_bytes_match_the_module_and_deepseek_v2s_published_ratio():
     from mha_lib.efficient import DEEPSEEK_V2_MLA, latent_kv_cache_bytes
 
     mla = _mla()
-    _, cache = mla(torch.randn(3, 7, 32, dtype=torch.float64), use_cache=True)
+    _, _, cache = mla(torch.randn(3, 7, 32, dtype=torch.float64), use_cache=True)
     assert cache.nbytes() == latent_kv_cache_bytes(num_layers=1, kv_rank=16, rope_dim=4, seq_len=7, batch=3,
                                                    dtype=torch.float64)
     c = DEEPSEEK_V2_MLA

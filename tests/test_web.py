@@ -364,6 +364,13 @@ _TRANSLATE = {"models": ["ch6-translation"], "task": {"num_words": 4, "min_words
 _TIMING = {"models": ["attention-core"], "heads": [1, 2], "d_model": 8, "seq_len": 4, "batch": 1, "repeats": 1,
            "flops": 512, "book_ms": [1.0, 2.0], "book_machine": "torch | cpu"}
 _PIXELS = [0.0] * 32 + [1.0] * 32
+_PATTERN = {"kind": "window", "window": 2, "sinks": 0, "block": 4}
+_PATTERNS = {"models": ["a.pattern", "b.pattern"], "labels": ["every key", "window"], "trained": [_PATTERN, _PATTERN],
+             "model": 0, "pattern": _PATTERN, "layouts": [{"block": 2, "seen": [[1, 0], [1, 1]]}],
+             "task": {"vocab_size": 8, "seq_len": 4}, "cache": {"num_layers": 2, "num_heads": 2, "head_dim": 4,
+                                                              "kv_rank": 3, "rope_dim": 2},
+             **{k: v for k, v in _INDUCTION.items() if k not in ("models", "steps", "checkpoint", "mask", "task")},
+             "copyable": [1], "reach": [0]}
 _DIGIT = {"models": ["ch7-digits-h1", "ch7-digits-h2"], "side": 8, "pixels": _PIXELS, "label": 3,
           "examples": [{"label": 3, "pixels": _PIXELS}],
           "results": {m: {"probabilities": [0.1] * 10, "prediction": 3, "cls_self": [[0.1] * h] * 2,
@@ -453,6 +460,18 @@ CONTRACT_CASES = [
     ("induction", "m.step0", _with(_INDUCTION, ("induction", 0, 1), None), "'induction'[0][1]"),
     ("induction", "m.step0", _with(_INDUCTION, ("copyable",), [-1]), "'copyable'[0]"),
     ("induction", "m.step0", _with(_INDUCTION, ("accuracy",), "1"), "'accuracy'"),
+    ("patterns", "b.pattern", _PATTERNS, None),
+    ("patterns", "a.pattern", _with(_with(_PATTERNS, ("induction",), REMOVE), ("accuracy",), REMOVE), None),
+    ("patterns", "c.pattern", _PATTERNS, "model"),
+    ("patterns", "a.pattern", _with(_PATTERNS, ("labels",), ["x"]), "'labels'"),
+    ("patterns", "a.pattern", _with(_PATTERNS, ("model",), 2), "'model'"),
+    ("patterns", "a.pattern", _with(_PATTERNS, ("pattern", "kind"), "dilated"), "'pattern'['kind']"),
+    ("patterns", "a.pattern", _with(_PATTERNS, ("pattern", "window"), 0), "'pattern'['window']"),
+    ("patterns", "a.pattern", _with(_PATTERNS, ("trained", 1, "block"), 3), "'trained'[1]['block']"),
+    ("patterns", "a.pattern", _with(_PATTERNS, ("layouts", 0, "seen", 1, 0), 2), "'layouts'[0]['seen'][1][0]"),
+    ("patterns", "a.pattern", _with(_PATTERNS, ("cache", "kv_rank"), 0), "'cache'['kv_rank']"),
+    ("patterns", "a.pattern", _with(_PATTERNS, ("reach",), [0, 1]), "'reach'"),
+    ("patterns", "a.pattern", _with(_PATTERNS, ("attentions", 0, 1), _map(2)), "'attentions'[0][1]"),
     ("timing", "attention-core", _TIMING, None),
     ("timing", "ch1-h1", _TIMING, "model"),
     ("timing", "attention-core", _with(_TIMING, ("heads",), [1]), "'heads'"),

@@ -17,6 +17,10 @@ Usage: python tools/export_site_models.py OUTDIR [--cache DIR] [--force]
   exact float32, checked against mha_lib on 64 test digits;
 * ``ch5-induction-l2.step0.onnx`` ... ``.step2000.onnx``: chapter 5's training checkpoints (seed 0),
   exact float32, checked against mha_lib on the task's sequences;
+* ``ch5-induction-l2.pattern.onnx``, ``ch9-window4.pattern.onnx``, ``ch9-window8.pattern.onnx``,
+  ``ch9-sparse4.pattern.onnx``: chapter 9's patterns view: seed 0 of each family without its pattern, which
+  the page gives as the ``attn_mask`` input (``export_onnx(..., pattern_input=True)``); checked under the
+  family's own pattern against the trained model, and under another pattern against mha_lib;
 * ``ch6-translation.onnx``: chapter 6's encoder-decoder (seed 0), exact float32, checked against
   mha_lib on the task's pairs, and its greedy decoding (the file run once per step, as the page does)
   against :meth:`~mha_lib.model.EncoderDecoder.generate` on 64 test sentences;
@@ -55,7 +59,10 @@ TOY_MODELS = ("ch1-h1", "ch1-h2", "ch1-h4", "ch1-h8",  # chapter 1's toy view
               "ch6-translation",  # chapter 6's translate view
               "ch7-digits-h1", "ch7-digits-h2", "ch7-digits-h4", "ch7-digits-h8")  # chapter 7's digit view
 CHECKPOINT_MODELS = ("ch5-induction-l2",)  # chapter 5's induction view: every training checkpoint
+# chapter 9's patterns view: each family's seed 0 without its pattern, the pattern an input (live.PATTERN_FAMILIES)
+PATTERN_MODELS = ("ch5-induction-l2", "ch9-window4", "ch9-window8", "ch9-sparse4")
 TOY_SEED = 0
+PATTERN_SUFFIX = ".pattern"  # mha_lib.live.patterns.PATTERN_SUFFIX: the file takes attn_mask
 ROWS_PER_FILE = 32  # token rows per file: 24,576 bytes of float16 (a sentence needs about 8 files)
 MAX_BYTES = 25_000_000  # issue 17: MiniLM's file as a static server sends it, no compression assumed
 # Checks before a file is published (issue 17). An exact fp32 export agrees with mha_lib to ~1e-5; the
@@ -121,6 +128,38 @@ def export_toy(name: str, dest: Path, step: int | None = None) -> dict:
     if max(worst.values()) > TOY_TOLERANCE:
         raise SystemExit(f"{name}: the ONNX file differs from mha_lib by {worst} (> {TOY_TOLERANCE})")
     return entry(info, dest, license=TOY_LICENSE, checked={**{f"{k}_max_abs": v for k, v in worst.items()}, **greedy})
+
+
+def export_pattern(name: str, dest: Path) -> dict:
+    """Export seed 0 of a chapter 5 or 9 family with ``attn_mask`` as an input (``pattern_input=True``) and check
+    it on the task's sequences twice: under the family's own pattern against the trained model (whose config
+    holds that pattern), and under a window of 3 keys with 2 sinks against mha_lib given that mask."""
+    import torch
+
+    from mha_lib import export, tasks
+    from mha_lib.efficient import sliding_window_mask
+    from mha_lib.live import pattern_model
+
+    model = pattern_model(name, TOY_SEED)
+    info = export.export_onnx(model, dest, pattern_input=True)
+    session = export.onnx_session(dest)
+    trained = tasks.load_trained(name, TOY_SEED).eval()
+    ids = tasks.SHIPPED[name].make_task().dataset(64, seed=1).input_ids  # (64, 32)
+    L = ids.shape[1]
+    own = trained.encoder.config.attention_pattern(L, L, causal=True)
+    worst = {}
+    for label, mask, reference in (("own_pattern", own, trained), ("window3_sinks2", sliding_window_mask(L, window=3, sinks=2), model)):
+        mask = torch.zeros(L, L, dtype=torch.bool) if mask is None else mask
+        with torch.no_grad():
+            want = reference(ids, attn_mask=None if reference is trained else mask, output_attentions=True)
+        got = export.run_onnx(session, input_ids=ids.numpy(), attn_mask=mask.numpy(),
+                              head_mask=torch.ones(info.num_layers, info.num_heads).numpy())
+        worst[f"{label}_logits_max_abs"] = float((torch.from_numpy(got["logits"]) - want.logits).abs().max())
+        worst[f"{label}_attentions_max_abs"] = float(
+            (torch.from_numpy(got["attentions"]) - torch.stack(want.attentions)).abs().max())
+    if max(worst.values()) > TOY_TOLERANCE:
+        raise SystemExit(f"{name}{PATTERN_SUFFIX}: the ONNX file differs from mha_lib by {worst} (> {TOY_TOLERANCE})")
+    return entry(info, dest, license=TOY_LICENSE, checked=worst)
 
 
 ATTENTION_CORE = "attention-core"
@@ -330,6 +369,12 @@ def build(outdir: Path, cache: Path, force: bool = False) -> dict:
             key = sha256_files([weights])
             key.update(f"step={step}".encode())
             jobs.append((checkpoint_id(name, step), key, lambda dest, name=name, step=step: export_toy(name, dest, step)))
+    from mha_lib.live import patterns as live_patterns
+
+    for name in PATTERN_MODELS:  # the weights and the code that strips their pattern decide the file
+        key = sha256_files([tasks.weight_files(name)[0], live_patterns.__file__])
+        key.update(f"seed={TOY_SEED};pattern".encode())
+        jobs.append((name + PATTERN_SUFFIX, key, lambda dest, name=name: export_pattern(name, dest)))
     from mha_lib.core import functional  # the function the file is traced from: a change to it is a new file
 
     jobs.append((ATTENTION_CORE, sha256_files([functional.__file__]), export_core))

@@ -1,6 +1,6 @@
 """Cheaper attention (issue 33, the library part): what the field does to the cost of more heads.
 
-Read in this order; each file imports only the ones before it (and :mod:`mha_lib.checks`):
+Read in this order; each file imports only the ones before it (and :mod:`mha_lib.checks`; `latent.py` also :mod:`mha_lib.core`'s masks and teaching path):
 
 * ``patterns.py``: sparse patterns as explicit masks, the reference: :func:`sliding_window_mask`
   (Mistral, Longformer; attention sinks, Xiao et al. 2023) and :func:`block_sparse_mask` (BigBird);

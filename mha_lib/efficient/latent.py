@@ -29,6 +29,8 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from .. import checks
+from ..core.functional import _attend
+from ..core.masks import _check_masks, build_attention_mask
 
 __all__ = ["MultiHeadLatentAttention", "LatentCache", "rotary", "latent_kv_cache_bytes", "DEEPSEEK_V2_MLA"]
 
@@ -118,23 +120,37 @@ class MultiHeadLatentAttention(nn.Module):
         self.kv_up = nn.Linear(self.kv_rank, H * 2 * dh, bias=bias)      # W^UK and W^UV, stacked
         self.out_proj = nn.Linear(H * dh, self.d_model, bias=bias)       # W^O
 
-    def forward(self, x: Tensor, *, cache: Optional[LatentCache] = None,
-                use_cache: bool = False) -> Tuple[Tensor, Optional[LatentCache]]:
-        """Attend causally over the cached tokens and ``x``.
+    def forward(self, query: Tensor, key: Optional[Tensor] = None, *, key_padding_mask: Optional[Tensor] = None,
+                attn_mask: Optional[Tensor] = None, is_causal: bool = True, head_mask: Optional[Tensor] = None,
+                need_weights: bool = False, past_kv: Optional[LatentCache] = None, use_cache: bool = False):
+        """Attend causally over the cached tokens and ``query``'s, with :class:`MultiHeadAttention`'s
+        call signature, so that a :class:`~mha_lib.model.TransformerBlock` runs either.
 
         Args:
-            x: (B, L, d_model), floating point, the model's dtype; the next L tokens.
-            cache: the earlier tokens' :class:`LatentCache`, or None at the start.
-            use_cache: return the cache extended with ``x``'s tokens.
+            query: (B, L, d_model), floating point, the model's dtype; the next L tokens.
+            key: None or ``query`` itself (self-attention only: the keys come from the latent).
+            key_padding_mask: (B, S) bool, True = padding, over the S = cached + L keys.
+            attn_mask: bool (True = blocked) or additive float, broadcastable to (B, H, L, S); combined
+                with the causal mask by OR (a sliding window or a block-sparse pattern, for instance).
+            is_causal: must be True: this module is a decoder's self-attention.
+            head_mask: (H,) or (B, H) float, multiplies each head's output (Michel et al. 2019).
+            need_weights: also return the (B, H, L, S) attention weights.
+            past_kv: the earlier tokens' :class:`LatentCache`, or None at the start.
+            use_cache: also return the cache extended with this call's tokens.
 
         Returns:
-            ``(out, cache)``: out (B, L, d_model); the extended cache, or None without ``use_cache``.
+            ``(out, weights)``, or ``(out, weights, cache)`` with ``use_cache``: out (B, L, d_model);
+            weights (B, H, L, S) or None without ``need_weights``.
 
         Raises:
-            ValueError: ``x`` not (B, L, d_model) floating point, or a cache of another batch size,
-                widths or dtype.
+            ValueError: ``query`` not (B, L, d_model) floating point, a ``key`` other than ``query``,
+                ``is_causal=False``, a cache of another batch size, widths or dtype, or a mask or
+                head mask of the wrong shape or dtype (naming it).
         """
-        B, L = self._check(x, cache)
+        x, cache = query, past_kv
+        if not checks.tracing():
+            self._check(x, key, cache, key_padding_mask, attn_mask, is_causal, head_mask)
+        B, L = x.shape[:2]
         H, dh, dr = self.num_heads, self.head_dim, self.rope_dim
         T0 = 0 if cache is None else cache.length
         positions = torch.arange(T0, T0 + L, device=x.device)
@@ -151,30 +167,50 @@ class MultiHeadLatentAttention(nn.Module):
         kv = self.kv_up(c_kv).view(B, S, H, 2 * dh).transpose(1, 2)           # (B, H, S, 2 dh): from the latent
         k = torch.cat([kv[..., :dh], k_r[:, None].expand(B, H, S, dr)], -1)   # (B, H, S, dh + dr)
         v = kv[..., dh:]                                                      # (B, H, S, dh)
-        causal = torch.arange(S, device=x.device)[None, :] > positions[:, None]  # (L, S) True = blocked
-        heads = F.scaled_dot_product_attention(q, k, v, attn_mask=~causal)    # (B, H, L, dh); SDPA: True = keep
+        mask, empty = build_attention_mask(key_padding_mask=key_padding_mask, attn_mask=attn_mask, is_causal=True,
+                                           batch=B, heads=H, q_len=L, k_len=S, dtype=q.dtype, device=x.device)
+        heads, weights = _attend(q, k, v, mask, empty, 0.0, (dh + dr) ** -0.5)  # (B, H, L, dh), (B, H, L, S)
+        if head_mask is not None:
+            heads = heads * head_mask.to(heads.dtype).reshape(-1, H, 1, 1)    # (B or 1, H, 1, 1) gates
         out = self.out_proj(heads.transpose(1, 2).reshape(B, L, H * dh))      # (B, L, d_model)
-        return out, (LatentCache(c_kv, k_r) if use_cache else None)
+        weights = weights if need_weights else None
+        return (out, weights, LatentCache(c_kv, k_r)) if use_cache else (out, weights)
+
+    @property
+    def kept_heads(self) -> list:
+        """Every head (this module has no head pruning): ``[0, ..., H - 1]``, as MultiHeadAttention's."""
+        return list(range(self.num_heads))
 
     def cache_bytes_per_token(self, bytes_per_element: int = 2) -> int:
         """Bytes this layer caches per token: (d_c + d_h^R) x ``bytes_per_element`` (2 for fp16/bf16)."""
         return (self.kv_rank + self.rope_dim) * checks.positive_int(bytes_per_element, "bytes_per_element")
 
-    def _check(self, x: Tensor, cache: Optional[LatentCache]) -> Tuple[int, int]:
+    def _check(self, x, key, cache, key_padding_mask, attn_mask, is_causal, head_mask) -> None:
         if not isinstance(x, Tensor) or x.dim() != 3 or x.shape[-1] != self.d_model or not x.is_floating_point():
-            raise ValueError(f"x must be a floating-point (B, L, d_model={self.d_model}) tensor, got "
+            raise ValueError(f"query must be a floating-point (B, L, d_model={self.d_model}) tensor, got "
                              f"{getattr(x, 'dtype', type(x).__name__)} {tuple(getattr(x, 'shape', ()))}")
+        if key is not None and key is not x:
+            raise ValueError("MultiHeadLatentAttention is self-attention: key must be None or the query tensor")
+        if checks.flag(is_causal, "is_causal") is not True:
+            raise ValueError("is_causal=False: MultiHeadLatentAttention here is a decoder's causal self-attention")
         B, L = x.shape[:2]
         if L == 0:
-            raise ValueError("x has no token (L = 0)")
+            raise ValueError("query has no token (L = 0)")
+        T0 = 0
         if cache is not None:
             if not isinstance(cache, LatentCache):
-                raise ValueError(f"cache must be a LatentCache, got {type(cache).__name__}")
+                raise ValueError(f"past_kv must be a LatentCache, got {type(cache).__name__}")
             want = ((B, cache.length, self.kv_rank), (B, cache.length, self.rope_dim))
             if (tuple(cache.c_kv.shape), tuple(cache.k_rope.shape)) != want or cache.c_kv.dtype != x.dtype:
-                raise ValueError(f"cache holds c_kv {tuple(cache.c_kv.shape)} {cache.c_kv.dtype} and k_rope "
-                                 f"{tuple(cache.k_rope.shape)}; this layer and x need {want} in {x.dtype}")
-        return B, L
+                raise ValueError(f"past_kv holds c_kv {tuple(cache.c_kv.shape)} {cache.c_kv.dtype} and k_rope "
+                                 f"{tuple(cache.k_rope.shape)}; this layer and the query need {want} in {x.dtype}")
+            T0 = cache.length
+        _check_masks(key_padding_mask, attn_mask, B, self.num_heads, L, T0 + L, x.dtype)
+        if head_mask is not None and (not isinstance(head_mask, Tensor) or not head_mask.is_floating_point()
+                                      or tuple(head_mask.shape) not in ((self.num_heads,), (B, self.num_heads))):
+            raise ValueError(f"head_mask must be a float ({self.num_heads},) or ({B}, {self.num_heads}) tensor, got "
+                             f"{getattr(head_mask, 'dtype', type(head_mask).__name__)} "
+                             f"{tuple(getattr(head_mask, 'shape', ()))}")
 
 
 def latent_kv_cache_bytes(*, num_layers: int, kv_rank: int, rope_dim: int, seq_len: int,

@@ -143,6 +143,12 @@ def _checked_feeds(session, inputs: Mapping) -> Dict[str, np.ndarray]:
         if a.dtype != np.bool_ and (not np.issubdtype(a.dtype, np.number) or not np.isin(a, (0, 1)).all()):
             raise ValueError(f"key_padding_mask must be bool (True = padding) or 0/1, got dtype {a.dtype} with "
                              f"values {np.unique(a)[:6].tolist() if a.dtype != object else '?'}")
+    if "attn_mask" in expected:  # a pattern (export_onnx(..., pattern_input=True)): (L, L), True = blocked
+        a, L = feeds["attn_mask"], feeds["input_ids"].shape[1]
+        if a.shape != (L, L) or (a.dtype != np.bool_ and (not np.issubdtype(a.dtype, np.number)
+                                                         or not np.isin(a, (0, 1)).all())):
+            raise ValueError(f"attn_mask must be ({L}, {L}) for input_ids of length {L}, bool (True = blocked) or "
+                             f"0/1, got shape {a.shape}, dtype {a.dtype}")
     if "head_mask" in expected:
         a, shape = feeds["head_mask"], expected["head_mask"].shape
         if a.shape != tuple(shape):

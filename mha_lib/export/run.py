@@ -127,7 +127,8 @@ def run_onnx(session, **inputs) -> Dict[str, np.ndarray]:
         session: from :func:`onnx_session`, or a path.
         **inputs: the file's inputs by name, as tensors or numpy arrays: ``input_ids`` (B, L)
             integers in [0, vocab_size); ``token_type_ids`` (B, L) integers in
-            [0, type_vocab_size); ``key_padding_mask`` (B, L) bool or 0/1 (True = padding);
+            [0, type_vocab_size); ``key_padding_mask`` (B, L) bool or 0/1 (True = padding); ``attn_mask``
+            (L, L) bool or 0/1 (True = blocked; files written with ``pattern_input=True``);
             ``patches`` (B, N, patch_dim) real numbers; ``head_mask`` (num_layers, H), may be left
             out (all ones). Float inputs are cast to the file's float32 and must be finite after
             the cast (a float64 1e39 is refused: it would become inf); float16 and bfloat16

@@ -83,6 +83,13 @@ class _Tokens(_Exported):
         return self._run(input_ids, key_padding_mask, head_mask)
 
 
+class _TokensWithPattern(_Exported):
+    """A causal token model whose attention pattern is an input: ``attn_mask`` (L, L) bool, True = blocked."""
+
+    def forward(self, input_ids, attn_mask, head_mask):
+        return self._run(input_ids, None, head_mask, attn_mask=attn_mask)
+
+
 class _Patches(_Exported):
     def forward(self, patches, head_mask):
         return self._run(patches, None, head_mask)
@@ -112,7 +119,7 @@ def _describe_seq2seq(model) -> dict:
                 max_length=min(cfg.max_len, enc.config.max_len), source_vocab_size=enc.config.vocab_size)
 
 
-def _describe(model) -> dict:
+def _describe(model, pattern_input: bool = False) -> dict:
     """Kind, wrapper, names and sizes of an exportable model; ValueError for anything else."""
 
     if isinstance(model, EncoderDecoder):
@@ -137,7 +144,14 @@ def _describe(model) -> dict:
     bad = sorted({str(p.dtype) for p in model.parameters() if p.dtype != torch.float32})
     if bad:
         raise ValueError(f"model has {bad} parameters; export_onnx writes float32 files: call model.float() first")
-    if cfg.patch_dim:
+    if pattern_input and (kind != "token-classifier" or cfg.patch_dim or cfg.type_vocab_size or cfg.kv_rank
+                          or cfg.attention_window or cfg.sparse_block):
+        raise ValueError("pattern_input=True takes a token classifier without token types, MLA or a pattern of its "
+                         f"own (the file's attn_mask input is the pattern); got {kind} with attention_window="
+                         f"{cfg.attention_window}, sparse_block={cfg.sparse_block}, kv_rank={cfg.kv_rank}")
+    if pattern_input:
+        wrapper, inputs = _TokensWithPattern, ("input_ids", "attn_mask", "head_mask")
+    elif cfg.patch_dim:
         wrapper, inputs = _Patches, ("patches", "head_mask")
     elif cfg.type_vocab_size:
         wrapper, inputs = _TokensWithTypes, ("input_ids", "token_type_ids", "key_padding_mask", "head_mask")
@@ -172,9 +186,13 @@ def _example_inputs(desc: dict, device) -> dict:
         out["input_ids"] = torch.arange(B * L, device=device).view(B, L) % cfg.vocab_size
         if cfg.type_vocab_size:
             out["token_type_ids"] = torch.zeros(B, L, dtype=torch.long, device=device)
-        mask = torch.zeros(B, L, dtype=torch.bool, device=device)
-        mask[1, L - 1] = L > 1
-        out["key_padding_mask"] = mask
+        if desc["wrapper"] is _TokensWithPattern:  # a window of 2 keys: any pattern traces the same graph
+            out["attn_mask"] = torch.ones(L, L, dtype=torch.bool, device=device).triu(1) | \
+                torch.ones(L, L, dtype=torch.bool, device=device).tril(-2)
+        else:
+            mask = torch.zeros(B, L, dtype=torch.bool, device=device)
+            mask[1, L - 1] = L > 1
+            out["key_padding_mask"] = mask
     out["head_mask"] = torch.ones(desc["num_layers"], desc["num_heads"], device=device)
     return out
 
@@ -192,10 +210,14 @@ def _dynamic_shapes(desc: dict, example: dict) -> dict:
     axes = {0: batch}
     if length >= 2:  # a model with room for one position only keeps L fixed
         axes[1] = torch.export.Dim("sequence", min=1, max=room) if room else torch.export.Dim("sequence", min=1)
-    return {name: (None if name == "head_mask" else dict(axes)) for name in example}
+    shapes = {name: (None if name == "head_mask" else dict(axes)) for name in example}
+    if "attn_mask" in example:  # (L, L): the sequence axis twice
+        shapes["attn_mask"] = {0: axes[1], 1: axes[1]} if 1 in axes else None
+    return shapes
 
 
-def export_onnx(model: nn.Module, path: Union[str, os.PathLike], *, opset: int = 18) -> ExportInfo:
+def export_onnx(model: nn.Module, path: Union[str, os.PathLike], *, opset: int = 18,
+                pattern_input: bool = False) -> ExportInfo:
     """Export an mha_lib encoder to one ONNX file (weights inside), dynamic batch and length.
 
     The model is traced with ``torch.onnx.export(..., dynamo=True)`` in eval mode (its training
@@ -218,6 +240,11 @@ def export_onnx(model: nn.Module, path: Union[str, os.PathLike], *, opset: int =
             in ``.onnx`` (any case): other extensions (``.json``, ``.textproto``) would make onnx
             save a text format that onnxruntime does not load, so they are refused.
         opset: ONNX opset of the default domain, ``MIN_OPSET`` (18) to ``MAX_OPSET`` (23).
+        pattern_input: for a token classifier without token types (chapter 9's causal models): the
+            file takes ``attn_mask`` (L, L) bool (True = blocked, ORed with the causal mask) in place of
+            ``key_padding_mask``, so that a page can run the weights under any sparse pattern. The
+            model's config must hold no pattern of its own (``attention_window``, ``sparse_block``) and
+            no MLA.
 
     Returns:
         :class:`ExportInfo` (names, sizes, bytes).
@@ -233,7 +260,7 @@ def export_onnx(model: nn.Module, path: Union[str, os.PathLike], *, opset: int =
     if not MIN_OPSET <= opset <= MAX_OPSET:
         raise ValueError(f"opset={opset} is outside [{MIN_OPSET}, {MAX_OPSET}]")
     path = _checked_onnx_output(path, "path")
-    desc = _describe(model)
+    desc = _describe(model, checks.flag(pattern_input, "pattern_input"))
     _require("onnx")
     optimizer = _require("onnxscript.optimizer")
     try:

@@ -39,7 +39,10 @@ Seven views (``data-view``):
   decoding step by step, each step's cross-attention (:func:`translation_config`);
 * ``"digit"`` -- chapter 7's Vision Transformers on an 8x8 digit the reader draws: the ten
   probabilities, each head's [CLS] attention over the pixels and the attention rollout
-  (:func:`digit_config`).
+  (:func:`digit_config`);
+* ``"patterns"`` -- chapter 9: a sparse pattern the reader picks (every key, a sliding window with
+  sinks, BigBird's blocks) run on the weights of chapter 5's or 9's models: the mask, the maps, the
+  predictions and the bytes a KV cache would hold (:func:`patterns_config`).
 
 Usage in a chapter cell::
 
@@ -57,7 +60,9 @@ The files, each importing only those before it: ``values.py`` (a config's number
 ``view_contract.json``), ``configs.py`` (:func:`sentence_config`, :func:`toy_compare_config`,
 :func:`prune_config`, :func:`paraphrase_scores`), ``digit.py`` (chapter 7's view: :func:`digit_config`,
 :func:`digit_readings`), ``induction.py`` (chapter 5's view: :func:`induction_config`,
-:func:`induction_readings`, :func:`copyable_positions`), ``timing.py`` (chapter 3's view: :func:`timing_config`), ``translate.py`` (chapter 6's view:
+:func:`induction_readings`, :func:`copyable_positions`), ``patterns.py`` (chapter 9's view: :func:`patterns_config`,
+:func:`patterns_readings`, :func:`pattern_model`, :func:`reader_pattern_mask`, :func:`pattern_cache_bytes`),
+``timing.py`` (chapter 3's view: :func:`timing_config`), ``translate.py`` (chapter 6's view:
 :func:`translation_config`, :func:`translation_readings`), ``esm.py`` (:func:`widget_esm`,
 :data:`WIDGET_MODULES`), ``kernel.py`` (:class:`KernelRunner`, the kernel's models and the check of
 a run message's feeds), ``widget.py`` (:class:`LiveWidget`, made on first use), ``element.py``
@@ -68,6 +73,8 @@ from __future__ import annotations
 from .configs import paraphrase_scores, prune_config, sentence_config, toy_compare_config
 from .digit import MAX_DIGIT_EXAMPLES, digit_config, digit_readings
 from .induction import checkpoint_id, copyable_positions, induction_config, induction_readings
+from .patterns import (pattern_cache_bytes, pattern_model, patterns_config, patterns_readings,
+                       reader_pattern_mask)
 from .timing import timing_config
 from .translate import translation_config, translation_readings
 from .contract import view_contract
@@ -93,7 +100,8 @@ MAX_KERNEL_TOKENS = _kernel.MAX_KERNEL_TOKENS
 __all__ = ["VIEWS", "LiveView", "live_view", "sentence_config", "toy_compare_config", "prune_config",
            "digit_config", "digit_readings", "MAX_DIGIT_EXAMPLES", "induction_config", "induction_readings",
            "copyable_positions", "checkpoint_id", "translation_config", "translation_readings",
-           "timing_config",
+           "timing_config", "patterns_config", "patterns_readings", "pattern_model", "reader_pattern_mask",
+           "pattern_cache_bytes",
            "paraphrase_scores", "DECIMALS", "KernelRunner", "widget_esm", "MAX_KERNEL_ROWS", "MAX_KERNEL_TOKENS"]
 
 

@@ -12,7 +12,7 @@ from .values import _rounded
 from .widget import _in_kernel, _widget_class
 
 #: The kinds of live view that ``mha_lib/web/mha_live.mjs`` draws.
-VIEWS = ("sentence", "toy-compare", "prune", "timing", "induction", "translate", "digit")
+VIEWS = ("sentence", "toy-compare", "prune", "timing", "induction", "translate", "digit", "patterns")
 
 _MODEL_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,99}")  # a file stem under _static/models/
 
@@ -83,7 +83,7 @@ def live_view(view: str, model: str, config: Mapping[str, Any], *, fallback: Any
     """Write the HTML element of a live view (see the module docstring).
 
     Args:
-        view: ``"sentence"``, ``"toy-compare"``, ``"prune"``, ``"timing"``, ``"induction"``, ``"translate"`` or ``"digit"`` (:data:`VIEWS`).
+        view: ``"sentence"``, ``"toy-compare"``, ``"prune"``, ``"timing"``, ``"induction"``, ``"translate"``, ``"digit"`` or ``"patterns"`` (:data:`VIEWS`).
         model: the model id the view runs, e.g. ``"all-MiniLM-L6-v2"`` or ``"ch1-h1"`` (the first
             of a toy-compare's models): letters, digits, ``_ . -``.
         config: the view's configuration, from :func:`sentence_config`,

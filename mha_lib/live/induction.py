@@ -69,7 +69,8 @@ def _check_causal_lm(model: Any) -> None:
 
 
 @torch.no_grad()
-def induction_readings(model, ids: Sequence[int], head_mask: Optional[Sequence[Sequence[float]]] = None) -> Dict[str, Any]:
+def induction_readings(model, ids: Sequence[int], head_mask: Optional[Sequence[Sequence[float]]] = None, *,
+                       attn_mask: Optional[torch.Tensor] = None) -> Dict[str, Any]:
     """What the ``"induction"`` view shows of one model on one sequence: the page computes the same.
 
     Args:
@@ -77,6 +78,7 @@ def induction_readings(model, ids: Sequence[int], head_mask: Optional[Sequence[S
         ids: L token ids, 2 <= L <= the model's ``max_len``.
         head_mask: (num_layers, H) of 0/1, 1 = head on (default all on); a head switched off has its
             output zeroed (``head_mask``), its own weights still drawn.
+        attn_mask: an (L, L) bool pattern, True = blocked, ORed with the causal mask (chapter 9's view).
 
     Returns:
         a dict with ``attentions`` ([layer][head][query][key], causal), ``predictions`` (L: the
@@ -105,7 +107,7 @@ def induction_readings(model, ids: Sequence[int], head_mask: Optional[Sequence[S
     was_training = model.training
     model.eval()
     try:
-        out = model(torch.tensor([ids]), head_mask=mask, output_attentions=True)  # logits (1, L, V)
+        out = model(torch.tensor([ids]), head_mask=mask, attn_mask=attn_mask, output_attentions=True)  # (1, L, V)
     finally:
         model.train(was_training)
     x = torch.tensor([ids])

@@ -10,6 +10,7 @@ from .. import tasks
 from ..model import EncoderDecoder
 from ..pretrained import BertEncoder, load_bert
 from .induction import STEP_SEPARATOR
+from .patterns import PATTERN_SUFFIX, pattern_model
 
 MINILM_ID = "all-MiniLM-L6-v2"
 
@@ -28,6 +29,8 @@ def _kernel_model(model_id: str):
         name, sep, step = model_id.partition(STEP_SEPARATOR)
         if model_id == MINILM_ID:
             model, _ = load_bert(verbose=False)
+        elif model_id.endswith(PATTERN_SUFFIX):  # chapter 9: the weights without their pattern; attn_mask is a feed
+            model = pattern_model(model_id[:-len(PATTERN_SUFFIX)])
         elif sep and step.isascii() and step.isdigit():  # a training checkpoint: induction.checkpoint_id(name, step)
             model = tasks.load_trained(name, step=int(step))
         else:
@@ -49,7 +52,8 @@ class KernelRunner:
     * ``{"op": "run", "model": id, "feeds": {name: {"type", "dims", "data"}}}`` with the
       inputs of the exported files, as plain lists: ``input_ids`` (B, L) ids,
       ``token_type_ids`` (B, L) (models with token types), ``key_padding_mask`` (B, L) 0/1,
-      True = padding, ``head_mask`` (num_layers, H) numbers, 1 = keep -> ``{"op": "result",
+      True = padding (chapter 9's ``*.pattern`` models take ``attn_mask`` (L, L) 0/1, True = blocked,
+      instead), ``head_mask`` (num_layers, H) numbers, 1 = keep -> ``{"op": "result",
       "outputs": {name: {"dims", "buffer": i}}}`` and buffer i holding that output as float32
       (little-endian): ``attentions`` (num_layers, B, H, L, L), the weights before the head
       mask, and ``sentence_embedding`` (B, d_model) for MiniLM (:meth:`BertEncoder.pool
@@ -69,7 +73,8 @@ class KernelRunner:
 
     def __init__(self, view: str, model: str, config: Mapping[str, Any]):
         self.view = view
-        self.models = list(config["models"]) if view in ("toy-compare", "induction", "translate", "digit") else [model]
+        many = ("toy-compare", "induction", "translate", "digit", "patterns")
+        self.models = list(config["models"]) if view in many else [model]
 
     def answer(self, content: Any) -> Tuple[dict, List[bytes]]:
         """The answer to one message: ``(content, buffers)``. Never raises: an error is an answer.
@@ -113,7 +118,8 @@ class KernelRunner:
         Raises:
             ValueError: ``model_id`` not one of this view's models.
         """
-        return {"info": _model_info(self._model(model_id)), "vocab": _vocab_text(self._model(model_id))}
+        return {"info": _model_info(self._model(model_id), _takes_pattern(model_id)),
+                "vocab": _vocab_text(self._model(model_id))}
 
     @torch.no_grad()
     def run(self, model_id: Any, feeds: Any) -> Dict[str, torch.Tensor]:
@@ -133,7 +139,7 @@ class KernelRunner:
                 numbers (the message names the feed, the position and the value).
         """
         model = self._model(model_id)
-        info = _model_info(model)
+        info = _model_info(model, _takes_pattern(model_id))
         cfg = _config_of(model)
         if isinstance(model, EncoderDecoder):
             x = _seq2seq_feeds(feeds, info, model)
@@ -145,8 +151,8 @@ class KernelRunner:
         if cfg.patch_dim:
             out = model(x["patches"], head_mask=x["head_mask"], output_attentions=True)
         else:
-            out = model(x["input_ids"], token_type_ids=x.get("token_type_ids"),
-                        key_padding_mask=x["key_padding_mask"], head_mask=x["head_mask"], output_attentions=True)
+            out = model(x["input_ids"], token_type_ids=x.get("token_type_ids"), key_padding_mask=x.get("key_padding_mask"),
+                        attn_mask=x.get("attn_mask"), head_mask=x["head_mask"], output_attentions=True)
         attentions = torch.stack(out.attentions)[:, :1].float().cpu()  # (num_layers, 1, H, L, L): row 0, drawn
         if info["kind"] == "bert":
             embedding = model.pool(out.last_hidden_state, x["key_padding_mask"])  # (B, d_model)
@@ -160,7 +166,12 @@ def _config_of(model):
     return model.config if isinstance(model, BertEncoder) else model.encoder.config
 
 
-def _model_info(model) -> dict:
+def _takes_pattern(model_id: str) -> bool:
+    """A chapter 9 model whose file takes ``attn_mask`` in place of ``key_padding_mask``."""
+    return model_id.endswith(PATTERN_SUFFIX)
+
+
+def _model_info(model, pattern_input: bool = False) -> dict:
     """What the view reads of a model (as the exported file's manifest entry says it)."""
     bert = isinstance(model, BertEncoder)
     cfg = _config_of(model)
@@ -179,6 +190,8 @@ def _model_info(model) -> dict:
         inputs.remove("token_type_ids")
     if cfg.patch_dim:
         inputs = ["patches", "head_mask"]
+    if pattern_input:  # export_onnx(..., pattern_input=True)
+        inputs = ["input_ids", "attn_mask", "head_mask"]
     return {"kind": "bert" if bert else "token-classifier", "num_layers": len(heads), "num_heads": heads[0],
             "max_length": max_length, "inputs": inputs,
             "outputs": ["sentence_embedding", "attentions"] if bert else ["logits", "attentions"]}
@@ -296,7 +309,10 @@ def _message_feeds(feeds: Any, info: dict, cfg) -> Dict[str, torch.Tensor]:
     if "token_type_ids" in wanted:
         T = cfg.type_vocab_size
         out["token_type_ids"] = integers("token_type_ids", (B, L), 0, T, f"a token type in [0, {T})")
-    out["key_padding_mask"] = integers("key_padding_mask", (B, L), 0, 2, "0 or 1 (1 = padding)").bool()
+    if "attn_mask" in wanted:  # chapter 9's pattern: (L, L) 0/1, 1 = blocked
+        out["attn_mask"] = integers("attn_mask", (L, L), 0, 2, "0 or 1 (1 = blocked)").bool()
+    else:
+        out["key_padding_mask"] = integers("key_padding_mask", (B, L), 0, 2, "0 or 1 (1 = padding)").bool()
     values("head_mask", (info["num_layers"], info["num_heads"]))  # the same words as the other feeds
     out["head_mask"] = _head_mask_feed(feeds, info)
     return out

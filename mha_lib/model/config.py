@@ -7,9 +7,11 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field, fields
 from typing import Mapping, Optional
 
+import torch
 import torch.nn.functional as F
 
 from .. import checks
+from ..efficient import block_sparse_mask, sliding_window_mask
 
 
 _ACTIVATIONS = {
@@ -64,6 +66,11 @@ class EncoderConfig:
     cross_attention: bool = False  # each block also attends to a `memory` sequence (encoder-decoder)
     patch_dim: int = 0  # 0: inputs are token ids; > 0: (B, N, patch_dim) float vectors (image patches)
     cls_token: bool = False  # prepend a learned [CLS] vector to patch inputs (ViT); patch front-end only
+    attention_window: int = 0  # 0: every key; w >= 1: a sliding window of w keys (Mistral; Longformer two-sided)
+    attention_sinks: int = 0  # with a window: the first keys every query also sees (StreamingLLM's sinks)
+    sparse_block: int = 0  # > 0: BigBird's block-sparse pattern on blocks of this many tokens (band, global, random)
+    kv_rank: int = 0  # > 0: multi-head latent attention (DeepSeek-V2), caching a latent of this width; causal only
+    rope_dim: int = 0  # MLA's decoupled RoPE key width (even, >= 2); only with kv_rank
 
     def __post_init__(self):
         for name in ("num_layers", "max_len"):
@@ -115,6 +122,43 @@ class EncoderConfig:
                 )
             self.pad_token_id = pad
         self.pruned_heads = self._normalise_pruned(self.pruned_heads)
+        self._check_cheaper_attention()
+
+    def _check_cheaper_attention(self) -> None:
+        """The sparse patterns and MLA (chapter 9): sizes in range, and only combinations that mean something."""
+        for name in ("attention_window", "attention_sinks", "sparse_block", "kv_rank", "rope_dim"):
+            setattr(self, name, checks.nonnegative_int(getattr(self, name), f"EncoderConfig.{name}"))
+        if self.attention_window and self.sparse_block:
+            raise ValueError(f"EncoderConfig: attention_window={self.attention_window} and sparse_block="
+                             f"{self.sparse_block} are two patterns; choose one")
+        if self.attention_sinks and not self.attention_window:
+            raise ValueError(f"EncoderConfig.attention_sinks={self.attention_sinks} needs an attention_window")
+        if bool(self.kv_rank) != bool(self.rope_dim) or self.rope_dim % 2:
+            raise ValueError(f"EncoderConfig: multi-head latent attention needs kv_rank >= 1 and an even rope_dim "
+                             f">= 2 together; got kv_rank={self.kv_rank}, rope_dim={self.rope_dim}")
+        if self.kv_rank and (not self.is_causal or self.num_kv_heads is not None or self.pruned_heads):
+            raise ValueError(f"EncoderConfig.kv_rank={self.kv_rank}: multi-head latent attention here is causal, "
+                             f"with no num_kv_heads and no pruned heads; got is_causal={self.is_causal}, "
+                             f"num_kv_heads={self.num_kv_heads}, pruned_heads={self.pruned_heads}")
+
+    def attention_pattern(self, q_len: int, k_len: int, *, causal: bool, device=None) -> Optional[torch.Tensor]:
+        """The configured sparse pattern for the last ``q_len`` of ``k_len`` positions, or None (every key).
+
+        Returns an (L, S) bool mask, True = blocked: :func:`~mha_lib.efficient.sliding_window_mask` with
+        ``attention_window`` and ``attention_sinks`` (one-sided when ``causal``), or BigBird's
+        :func:`~mha_lib.efficient.block_sparse_mask` (one band block each side, one global block, one
+        random block, seed 0) built for ``max_len`` rounded up to whole blocks, so that every length
+        sees the same random blocks, and cut to rows ``S - L .. S - 1``, columns ``0 .. S - 1``.
+        """
+        if self.attention_window:
+            return sliding_window_mask(q_len, k_len, window=self.attention_window, causal=causal,
+                                       sinks=self.attention_sinks, device=device)
+        if self.sparse_block:
+            blocks = -(-max(self.max_len, k_len) // self.sparse_block)
+            full = block_sparse_mask(blocks * self.sparse_block, block=self.sparse_block, local_blocks=1,
+                                     global_blocks=1, random_blocks=1, seed=0, device=device)
+            return full[k_len - q_len:k_len, :k_len]
+        return None
 
     def _checked_heads_to_prune(self, pruned, where: str) -> dict:
         """Validate ``{layer: [heads]}`` completely (``checks.heads_by_layer``); change nothing."""

@@ -275,7 +275,8 @@ class Encoder(_SaveLoadMixin, nn.Module):
                 opposite of transformers' ``attention_mask`` (1 = keep): pass
                 ``attention_mask == 0``. Not inferred from ``pad_token_id``.
             attn_mask: bool (True = blocked) or additive float, broadcastable to (B, H, L, L);
-                the same for every layer.
+                the same for every layer. A config with a sparse pattern (``attention_window``,
+                ``sparse_block``) adds :meth:`EncoderConfig.attention_pattern` to it (OR).
             is_causal: position i attends only to j <= i; None (default) takes
                 ``config.is_causal``.
             head_mask: Michel et al. 2019's xi: (num_layers, H) or (num_layers, B, H)
@@ -328,6 +329,12 @@ class Encoder(_SaveLoadMixin, nn.Module):
                 f"from a transformers attention_mask (1 = keep) pass attention_mask == 0"
             )
         is_causal = self.config.is_causal if is_causal is None else checks.flag(is_causal, "is_causal")
+        L = x.shape[1]
+        pattern = self.config.attention_pattern(L, cached + L, causal=is_causal, device=x.device)  # (L, S) or None
+        if pattern is not None:  # the config's sparse pattern, ORed with the caller's attn_mask
+            attn_mask = pattern if attn_mask is None else (
+                attn_mask | pattern if attn_mask.dtype == torch.bool
+                else torch.where(pattern, torch.tensor(float("-inf"), dtype=attn_mask.dtype), attn_mask))
         hidden_states = [x] if output_hidden_states else None
         attentions, cross_attentions = ([], []) if output_attentions else (None, None)
         for i, (block, hm, cross_hm) in enumerate(zip(self.blocks, layer_masks, cross_masks)):

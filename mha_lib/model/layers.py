@@ -15,6 +15,7 @@ from torch import nn
 
 from .. import checks
 from ..core.multi_head import MultiHeadAttention
+from ..efficient import MultiHeadLatentAttention
 from .config import EncoderConfig, _ACTIVATIONS
 
 
@@ -134,7 +135,9 @@ class TransformerBlock(nn.Module):
     The sub-layers, in order: ``attn`` (self-attention over x, causal when asked); ``cross_attn``
     (queries from x, keys and values from ``memory``, the encoder's output; only when
     ``config.cross_attention``, as in the decoder of Vaswani et al. 2017); ``mlp`` (absent when
-    ``config.d_ff == 0``: an attention-only block, as in Elhage et al. 2021).
+    ``config.d_ff == 0``: an attention-only block, as in Elhage et al. 2021). With ``config.kv_rank``
+    the self-attention is a :class:`~mha_lib.efficient.MultiHeadLatentAttention` (DeepSeek-V2), called
+    the same way; its cache entry is then a :class:`~mha_lib.efficient.LatentCache`.
 
     Args:
         config: the :class:`EncoderConfig`.
@@ -147,14 +150,17 @@ class TransformerBlock(nn.Module):
         self.norm_first = config.norm_first
         attn_dropout = config.dropout if config.attention_dropout is None else config.attention_dropout
 
-        def attention(pruned=()):
+        def attention(pruned=(), latent=False):
+            if latent:  # multi-head latent attention (DeepSeek-V2): the cache holds a latent per token
+                return MultiHeadLatentAttention(config.d_model, config.num_heads, config.head_dim, config.kv_rank,
+                                                config.rope_dim, bias=config.bias)
             return MultiHeadAttention(config.d_model, config.num_heads, num_kv_heads=config.num_kv_heads,
                                       dropout=attn_dropout, bias=config.bias, pruned_heads=tuple(pruned))
 
         def norm():
             return nn.LayerNorm(config.d_model, eps=config.layer_norm_eps)
 
-        self.attn = attention(config.pruned_heads.get(layer_index, ()))
+        self.attn = attention(config.pruned_heads.get(layer_index, ()), latent=config.kv_rank > 0)
         self.norm1 = norm()
         self.cross_attn = attention() if config.cross_attention else None
         self.norm_cross = norm() if config.cross_attention else None

@@ -73,7 +73,7 @@ from . import shipped as _shipped
 from .batch import TaskBatch
 from .digits import DigitsTask
 from .heads import attention_maps, best_heads, logits_and_attentions, target_shares
-from .induction import InductionTask
+from .induction import InductionTask, accuracy_by_copy_distance
 from .kinds import task_from_dict
 from .metrics import accuracy, evaluate, logits, per_example_loss
 from .prev_marked import PrevMarkedTask
@@ -92,7 +92,9 @@ EVAL_SEED = _batch.EVAL_SEED
 #: chapter 4 uses ``ch4-l3h8`` (3 layers x 8 heads); chapter 5 the attention-only causal models
 #: ``ch5-induction-l2`` (with training checkpoints), ``ch5-induction-l2-lr1e-3`` and ``ch5-induction-l1``
 #: on :class:`InductionTask`; chapter 6 the encoder-decoder ``ch6-translation`` on :class:`TranslationTask`;
-#: chapter 7 the Vision Transformers ``ch7-digits-h{1,2,4,8}`` on :class:`DigitsTask`.
+#: chapter 7 the Vision Transformers ``ch7-digits-h{1,2,4,8}`` on :class:`DigitsTask`; chapter 9 the
+#: cheaper-attention models ``ch9-{window4,window8,sparse4,latent,latent64}`` on chapter 5's task, and
+#: ``ch9-{full,window8,sparse4,latent}-6k`` with three times the steps.
 SHIPPED = _shipped.SHIPPED
 
 __all__ = [
@@ -101,6 +103,7 @@ __all__ = [
     "TaskBatch",
     "PrevMarkedTask",
     "InductionTask",
+    "accuracy_by_copy_distance",
     "TranslationTask",
     "DigitsTask",
     "task_from_dict",

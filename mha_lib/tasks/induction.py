@@ -134,6 +134,44 @@ class InductionTask(_SeededDataset):
                 "repeat_lengths": list(self.repeat_lengths)}
 
 
+@torch.no_grad()
+def accuracy_by_copy_distance(model: torch.nn.Module, batch: TaskBatch, edges, *,
+                              attn_mask: Optional[Tensor] = None) -> Dict[str, Tensor]:
+    """Next-token accuracy on :class:`InductionTask`'s labelled positions, split by how far back the copy is.
+
+    Every labelled position of a sequence has its answer d = s2 - s1 tokens back (the distance between the
+    two copies): a model that sees only the last w keys can copy it only when the key after the earlier
+    occurrence, d - 1 back, is among them (chapter 9). Bin k holds the sequences with
+    ``edges[k] <= d < edges[k + 1]``.
+
+    Args:
+        model: a causal :class:`~mha_lib.model.TokenClassifier`, run as it is (call ``eval()`` first).
+        batch: a :class:`TaskBatch` of :class:`InductionTask` (``marked`` = s2, ``source`` = s1).
+        edges: K + 1 ascending ints.
+        attn_mask: an optional (L, L) pattern passed to the model (True = blocked).
+
+    Returns:
+        ``{"hits": (K,), "count": (K,)}`` long tensors: right predictions and labelled positions per bin.
+
+    Raises:
+        ValueError: edges not K + 1 >= 2 ascending ints, a batch without copies (naming what is wrong).
+    """
+    edges = [checks.as_int(e, "edges") for e in edges] if isinstance(edges, (list, tuple)) else edges
+    if not isinstance(edges, list) or len(edges) < 2 or any(b <= a for a, b in zip(edges, edges[1:])):
+        raise ValueError(f"edges must be at least two ascending ints, got {edges!r:.80}")
+    if not isinstance(batch, TaskBatch) or batch.marked is None or batch.source is None:
+        raise ValueError("batch must be an InductionTask batch (marked = s2, source = s1)")
+    predicted = model(batch.input_ids, attn_mask=attn_mask).logits.argmax(-1)  # (B, L)
+    labelled = batch.labels != IGNORE_INDEX                                      # (B, L)
+    right = (predicted == batch.labels) & labelled
+    d = (batch.marked - batch.source)[:, None].expand_as(labelled).contiguous()  # (B, L)
+    which = torch.bucketize(d, torch.tensor(edges), right=True) - 1             # bin of each position
+    inside = labelled & (which >= 0) & (which < len(edges) - 1)
+    K = len(edges) - 1
+    return {"hits": torch.bincount(which[inside & right], minlength=K),
+            "count": torch.bincount(which[inside], minlength=K)}
+
+
 # ---------------------------------------------------------------------------------------------
 # The scores of the heads that solve the task: previous-token and induction heads
 # ---------------------------------------------------------------------------------------------

@@ -181,7 +181,7 @@ export function tokenRowFeeds(spec, rowFiles, ids, B, L, Tensor) {
 }
 
 /** The feeds the model's file asks for (its inputs), from (B, L) token rows. */
-function feedsFor(model, rows, types, mask) {
+function feedsFor(model, rows, types, mask, attnMask = null) {
   const B = rows.length;
   const L = Math.max(...rows.map((r) => r.length));
   const ids = new BigInt64Array(B * L);
@@ -199,6 +199,7 @@ function feedsFor(model, rows, types, mask) {
     key_padding_mask: new Tensor("bool", padding, [B, L]),
     head_mask: headMaskTensor(model, mask),
   };
+  if (attnMask) all.attn_mask = new Tensor("bool", attnMask, [L, L]); // chapter 9: the pattern, 1 = blocked
   if (model.info.token_rows && model.session.inputNames.includes("token_rows")) {
     Object.assign(all, tokenRowFeeds(model.info.token_rows, model.rowFiles || new Map(), ids, B, L, Tensor));
   }
@@ -385,6 +386,64 @@ export async function runInduction(model, ids, mask) {
   const out = checkFinite(model.id, await runSession(model, feedsFor(model, [ids], null, mask)));
   const attentions = attentionsFromOutput(out.attentions.data, out.attentions.dims, 0, ids.length);
   return inductionReadings(attentions, out.logits.data, ids);
+}
+
+/**
+ * A sparse pattern as an (L, L) mask, 1 = blocked (the causal mask is the model's own), as
+ * mha_lib.live.reader_pattern_mask: every key; a sliding window of `window` keys, the query included, plus the
+ * first `sinks` keys (mha_lib.efficient.sliding_window_mask); or BigBird's blocks of `block` tokens, read from
+ * the config's `layouts` (block row r sees block column c where seen[r][c] is 1; torch drew the random blocks).
+ * @param {{kind: "full"|"window"|"sparse", window: number, sinks: number, block: number}} pattern
+ * @param {number} L
+ * @param {{block: number, seen: number[][]}[]} layouts
+ * @returns {Uint8Array}  L * L, row-major
+ */
+export function patternMask(pattern, L, layouts) {
+  const mask = new Uint8Array(L * L);
+  if (pattern.kind === "full") return mask;
+  const layout = layouts.find((x) => x.block === pattern.block);
+  if (pattern.kind === "sparse" && !layout) throw new Error(`no block layout for blocks of ${pattern.block}`);
+  for (let q = 0; q < L; q++) {
+    for (let k = 0; k < L; k++) {
+      const seen = pattern.kind === "window"
+        ? (k > q - pattern.window || k < pattern.sinks) && k <= q
+        : layout.seen[Math.floor(q / pattern.block)][Math.floor(k / pattern.block)] === 1;
+      mask[q * L + k] = seen ? 0 : 1;
+    }
+  }
+  return mask;
+}
+
+/**
+ * Bytes of a decoder's KV cache after L tokens, every layer, float16 (mha_lib.live.pattern_cache_bytes):
+ * every key (MHA), what the pattern keeps (a window: its last w keys and its sinks; BigBird: all), GQA with half
+ * the key/value heads, MQA, and MLA's latent plus RoPE key.
+ */
+export function patternCacheBytes(cache, pattern, L) {
+  const perHead = 2 * cache.head_dim * 2 * cache.num_layers;
+  const kept = pattern.kind === "window" ? Math.min(L, pattern.window + pattern.sinks) : L;
+  return { mha: L * cache.num_heads * perHead, pattern: kept * cache.num_heads * perHead,
+    gqa: L * Math.floor(cache.num_heads / 2) * perHead, mqa: L * perHead,
+    mla: L * (cache.kv_rank + cache.rope_dim) * 2 * cache.num_layers };
+}
+
+/**
+ * For each copyable position i (copyablePositions), 1 when the key a copy needs -- the one after the first
+ * earlier occurrence of the pair (x_i, x_{i+1}) -- is visible to query i under `mask` (1 = blocked), else 0.
+ */
+export function patternReach(ids, copyable, mask) {
+  const L = ids.length;
+  const first = new Map();
+  for (let j = 0; j + 1 < L; j++) if (!first.has(`${ids[j]},${ids[j + 1]}`)) first.set(`${ids[j]},${ids[j + 1]}`, j);
+  return copyable.map((i) => (mask[i * L + first.get(`${ids[i]},${ids[i + 1]}`) + 1] ? 0 : 1));
+}
+
+/** A chapter 9 model (its file takes attn_mask) on one sequence under a pattern mask (patternMask). */
+export async function runPatterns(model, ids, attnMask) {
+  const out = checkFinite(model.id, await runSession(model, feedsFor(model, [ids], null, null, attnMask)));
+  const attentions = attentionsFromOutput(out.attentions.data, out.attentions.dims, 0, ids.length);
+  const readings = inductionReadings(attentions, out.logits.data, ids);
+  return { ...readings, reach: patternReach(ids, readings.copyable, attnMask) };
 }
 
 /**

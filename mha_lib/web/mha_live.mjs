@@ -1,6 +1,6 @@
 // mha_live.mjs -- the book's live attention views: the page imports this module, which mounts them.
 //
-// One component, seven views, chosen by the element's data-view:
+// One component, eight views, chosen by the element's data-view:
 //   "sentence"    MiniLM (all-MiniLM-L6-v2) on a sentence the reader types (view_sentence.mjs);
 //   "toy-compare" chapter 1's task read by the 1-, 2-, 4- and 8-head models side by side (view_toy_compare.mjs);
 //   "prune"       MiniLM with a 6 x 12 grid of head toggles, embedding fidelity and paraphrase ranking
@@ -12,7 +12,9 @@
 //   "translate"   chapter 6's encoder-decoder on a sentence the reader types: greedy decoding step by step,
 //                 each step's cross-attention (view_translate.mjs);
 //   "digit"       chapter 7's Vision Transformers on an 8x8 digit the reader draws: probabilities, each
-//                 head's [CLS] attention over the pixels, the rollout (view_digit.mjs).
+//                 head's [CLS] attention over the pixels, the rollout (view_digit.mjs);
+//   "patterns"    chapter 9: a sparse pattern the reader picks (every key, a window with sinks, BigBird's
+//                 blocks) on chapter 5's or 9's weights: the mask, the maps, the cache bytes (view_patterns.mjs).
 //
 // The element is written by mha_lib.live (Python) in a notebook cell:
 //   <div class="mha-live-view" data-view="sentence" data-model="all-MiniLM-L6-v2"
@@ -39,13 +41,13 @@
 //   layer_maps.mjs       MiniLM's maps by layer (sentence and prune)
 //   head_toggles.mjs     the grid of head toggles (prune, induction)
 //   view_sentence.mjs, view_toy_compare.mjs, view_prune.mjs, view_timing.mjs, view_induction.mjs, view_translate.mjs,
-//   view_digit.mjs       the views
+//   view_digit.mjs, view_patterns.mjs  the views
 //   mha_live.mjs         mounting, and anywidget's render (this file)
 //
 // Contract for tests (issue 17): element.mhaLive = {view, model, models, backend, run(input) ->
 // Promise, lastResult}; lastResult = {tokens, attentions, source} for `model` (toy-compare and digit: also
 // models[id]; digit: attentions are [CLS]'s 8 x 8 pixel maps; translate: the cross-attention, tokens the
-// output ids; timing: {heads, book_seconds, seconds} instead); source: "config" (the notebook's numbers),
+// output ids; timing: {heads, book_seconds, seconds} instead; patterns: also pattern, reach); source: "config" (the notebook's numbers),
 // "browser" or "kernel".
 
 import { checkConfig } from "./contract.mjs";
@@ -60,9 +62,10 @@ import { TimingView } from "./view_timing.mjs";
 import { InductionView } from "./view_induction.mjs";
 import { TranslateView } from "./view_translate.mjs";
 import { DigitView } from "./view_digit.mjs";
+import { PatternsView } from "./view_patterns.mjs";
 
 const VIEWS = { sentence: SentenceView, "toy-compare": ToyCompareView, prune: PruneView, timing: TimingView,
-  induction: InductionView, translate: TranslateView, digit: DigitView };
+  induction: InductionView, translate: TranslateView, digit: DigitView, patterns: PatternsView };
 
 /**
  * Turn one .mha-live-view element into a live view (once). Returns element.mhaLive.

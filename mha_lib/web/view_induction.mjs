@@ -40,6 +40,24 @@ export function parseSequence(text, V, L) {
   });
 }
 
+/**
+ * The row of predictions under the maps: for each position its number and the next token predicted; where
+ * copying gives the answer (r.copyable), ✓ or ✗ and, when wrong, the copy's token. Shared with the patterns view.
+ */
+export function fillPredictionStrip(strip, r) {
+  const copyable = new Set(r.copyable);
+  strip.replaceChildren(...r.predictions.map((p, i) => {
+    const scored = copyable.has(i);
+    const ok = scored && p === r.ids[i + 1];
+    const cell = el("span", { role: "listitem", class: scored ? (ok ? "mha-live-right" : "mha-live-wrong") : "" });
+    cell.append(el("small", {}, String(i)), el("span", {}, scored ? `${p}${ok ? "✓" : "✗"}` : "–"));
+    if (scored && !ok) cell.append(el("small", { class: "mha-live-answer" }, String(r.ids[i + 1])));
+    cell.setAttribute("aria-label", scored ? `position ${i}: predicts ${p}, the copy gives ${r.ids[i + 1]}, ` +
+      `${ok ? "right" : "wrong"}` : `position ${i}: predicts ${p}, not scored`);
+    return cell;
+  }));
+}
+
 /** "induction": chapter 5's checkpoints on the reader's sequence, heads switched off at will. */
 export class InductionView extends View {
   constructor(element, config, backend) {
@@ -161,17 +179,7 @@ export class InductionView extends View {
     setText(this.scores, `After ${r.step.toLocaleString("en-US")} training steps, ${on} of ${r.mask.flat().length} ` +
       "heads on: " + (r.copyable.length ? `${right} of ${r.copyable.length} positions that copying can predict are right.`
       : "no position of this sequence can be predicted by copying (no pair of tokens occurs twice)."));
-    const copyable = new Set(r.copyable);
-    this.strip.replaceChildren(...r.predictions.map((p, i) => {
-      const scored = copyable.has(i);
-      const ok = scored && p === r.ids[i + 1];
-      const cell = el("span", { role: "listitem", class: scored ? (ok ? "mha-live-right" : "mha-live-wrong") : "" });
-      cell.append(el("small", {}, String(i)), el("span", {}, scored ? `${p}${ok ? "✓" : "✗"}` : "–"));
-      if (scored && !ok) cell.append(el("small", { class: "mha-live-answer" }, String(r.ids[i + 1])));
-      cell.setAttribute("aria-label", scored ? `position ${i}: predicts ${p}, the copy gives ${r.ids[i + 1]}, ` +
-        `${ok ? "right" : "wrong"}` : `position ${i}: predicts ${p}, not scored`);
-      return cell;
-    }));
+    fillPredictionStrip(this.strip, r);
     this.draw();
   }
 

@@ -1,0 +1,309 @@
+// view_patterns.mjs -- the "patterns" view (chapter 9): a sparse attention pattern the reader picks (every key,
+// a sliding window with sinks, BigBird's blocks), run on the weights of chapter 5's or chapter 9's two-layer
+// models on a token sequence the reader edits: the mask, every head's map, the next-token predictions, and the
+// bytes a KV cache would hold for that pattern beside MHA, GQA, MQA and MLA.
+
+import { patternCacheBytes, patternMask, runPatterns } from "./compute.mjs";
+import { checkArray, describeValue } from "./checks.mjs";
+import { debounce, el, setText } from "./dom.mjs";
+import { HeadGrid } from "./draw.mjs";
+import { largestWeight } from "./layout.mjs";
+import { TOGGLE_DELAY_MS, TYPING_DELAY_MS, View } from "./view.mjs";
+import { fillPredictionStrip, parseSequence, repeatedSequence } from "./view_induction.mjs";
+
+const KINDS = { full: "every earlier key", window: "a sliding window", sparse: "BigBird's blocks" };
+const BLOCKS = [2, 4, 8];
+const MAX_SINKS = 8;
+
+/** A pattern in words: "a window of 8 keys and 2 sinks". */
+export function describePattern(p) {
+  if (p.kind === "window") return `a window of ${p.window} key${p.window === 1 ? "" : "s"}` +
+    (p.sinks ? ` and the first ${p.sinks} as sinks` : "");
+  if (p.kind === "sparse") return `BigBird's pattern on blocks of ${p.block}`;
+  return "every earlier key";
+}
+
+const kb = (bytes) => `${(bytes / 1024).toFixed(1)} KiB`;
+
+/** The keys each query may attend, as a map for the grid: 1 where key k is earlier than query q (or q itself)
+ * and the pattern's mask (1 = blocked, L * L) leaves it open. */
+export function allowedMap(mask, L) {
+  return Array.from({ length: L }, (_, q) => Array.from({ length: L }, (_, k) => (k <= q && !mask[q * L + k] ? 1 : 0)));
+}
+
+/** "patterns": chapter 9's weights under a pattern the reader picks. */
+export class PatternsView extends View {
+  constructor(element, config, backend) {
+    super(element, config, config.models.slice(), backend);
+    this.task = config.task;
+    this.labels = config.labels.slice();
+    this.trained = config.trained.map((p) => ({ ...p }));
+    this.layouts = config.layouts;
+    this.cache = config.cache;
+    this.modelIndex = config.model;
+    this.pattern = { ...config.pattern };
+    this.ids = config.ids.slice();
+    this.firstActionText = "Pick a pattern or other weights, or edit the sequence: the model reruns.";
+    this.root.setAttribute("aria-label", "Chapter 9's models under an attention pattern you pick, on a sequence you edit");
+    this.attach([this.buildControls()], [this.buildMaps()]);
+    this.requests = 0;
+    const readings = ["attentions", "predictions", "confidence", "previous", "induction", "copyable", "accuracy", "reach"];
+    this.show({ ...Object.fromEntries(readings.filter((k) => config[k] !== undefined).map((k) => [k, config[k]])),
+      ids: this.ids, model: this.modelIndex, pattern: { ...this.pattern }, source: "config" });
+    this.later = debounce(() => this.run({}).catch(() => {}), TOGGLE_DELAY_MS);
+  }
+
+  buildControls() {
+    const uid = Math.random().toString(36).slice(2);
+    const { vocab_size: V, seq_len: L } = this.task;
+    this.box = el("textarea", { id: `mha-live-seq-${uid}`, rows: "2", inputmode: "numeric", spellcheck: "false",
+      autocomplete: "off", class: "mha-live-sequence-box" });
+    this.box.value = this.ids.join(" ");
+    const typed = debounce(() => {
+      try {
+        this.ids = parseSequence(this.box.value, V, L);
+      } catch (err) {
+        this.refuse(err);
+        return;
+      }
+      this.changed(false);
+    }, TYPING_DELAY_MS);
+    this.box.addEventListener("input", () => {
+      this.root.classList.add("mha-live-stale");
+      this.ensureModels().catch(() => {});
+      typed();
+    });
+    const fresh = el("button", { type: "button", class: "mha-live-button" }, "New sequence with a repeat");
+    fresh.addEventListener("click", () => {
+      this.ids = repeatedSequence(V, L);
+      this.box.value = this.ids.join(" ");
+      this.changed();
+    });
+    this.weights = el("select", { id: `mha-live-weights-${uid}` },
+      ...this.labels.map((label, i) => el("option", { value: String(i) }, label)));
+    this.weights.addEventListener("change", () => {
+      this.modelIndex = Number(this.weights.value);
+      this.changed();
+    });
+    const own = el("button", { type: "button", class: "mha-live-button" }, "Use the pattern these weights learned with");
+    own.addEventListener("click", () => {
+      this.pattern = { ...this.trained[this.modelIndex] };
+      this.changed();
+    });
+    this.kind = el("select", { id: `mha-live-kind-${uid}` },
+      ...Object.entries(KINDS).map(([k, text]) => el("option", { value: k }, text)));
+    this.kind.addEventListener("change", () => {
+      this.pattern.kind = this.kind.value;
+      this.changed();
+    });
+    const slider = (name, min, max) => {
+      const input = el("input", { type: "range", id: `mha-live-${name}-${uid}`, min: String(min), max: String(max),
+        step: "1" });
+      const out = el("output", { for: input.id });
+      input.addEventListener("input", () => {
+        this.pattern[name] = Number(input.value);
+        this.changed();
+      });
+      return { input, out };
+    };
+    this.window = slider("window", 1, L);
+    this.sinks = slider("sinks", 0, MAX_SINKS);
+    this.block = el("select", { id: `mha-live-block-${uid}` },
+      ...BLOCKS.map((b) => el("option", { value: String(b) }, `${b} tokens`)));
+    this.block.addEventListener("change", () => {
+      this.pattern.block = Number(this.block.value);
+      this.changed();
+    });
+    this.windowRow = el("div", { class: "mha-live-controls" },
+      el("label", { for: this.window.input.id }, "Window"), this.window.input, this.window.out,
+      el("label", { for: this.sinks.input.id }, "Sinks"), this.sinks.input, this.sinks.out);
+    this.blockRow = el("div", { class: "mha-live-controls" }, el("label", { for: this.block.id }, "Block"), this.block);
+    this.setControls();
+    return el("div", {},
+      el("p", { class: "mha-live-note" }, `Token ids 0–${V - 1}, separated by spaces, 2 to ${L} of them. A ` +
+        "position can be predicted by copying when its token and the next one occurred together earlier: those " +
+        "positions are scored."),
+      el("label", { for: this.box.id, class: "mha-live-label" }, "Your sequence"), this.box,
+      el("div", { class: "mha-live-controls" }, fresh),
+      el("div", { class: "mha-live-controls" }, el("label", { for: this.weights.id }, "Weights"), this.weights),
+      el("div", { class: "mha-live-controls" }, el("label", { for: this.kind.id }, "Each query sees"), this.kind, own),
+      this.windowRow, this.blockRow);
+  }
+
+  /** The controls show the state (after a run() from code, or the pattern of the weights). */
+  setControls() {
+    const p = this.pattern;
+    this.weights.value = String(this.modelIndex);
+    this.kind.value = p.kind;
+    this.window.input.value = String(p.window);
+    this.sinks.input.value = String(p.sinks);
+    this.block.value = String(p.block);
+    setText(this.window.out, `${p.window} key${p.window === 1 ? "" : "s"}`);
+    setText(this.sinks.out, `${p.sinks}`);
+    this.windowRow.hidden = p.kind !== "window";
+    this.blockRow.hidden = p.kind !== "sparse";
+  }
+
+  buildMaps() {
+    this.scores = el("p", { class: "mha-live-scores", "aria-live": "polite" });
+    this.bytes = el("table", { class: "mha-live-table" });
+    this.maskGrid = new HeadGrid({ readout: this.readout, minMap: 130 });
+    this.layers = el("div");
+    this.grids = [];
+    const captionId = `mha-live-strip-${Math.random().toString(36).slice(2)}`;
+    this.strip = el("div", { class: "mha-live-strip mha-live-strip-wrap", role: "list", "aria-labelledby": captionId });
+    return el("div", {}, this.scores,
+      el("p", { class: "mha-live-note" }, "The mask: a row per query, a column per key; dark where the query may " +
+        "attend (the pattern and the causal mask together)."), this.maskGrid.node,
+      el("p", { class: "mha-live-note" }, "What a decoder's KV cache would hold after this sequence (float16, both " +
+        "layers), by how it stores keys and values:"), this.bytes,
+      el("p", { class: "mha-live-strip-caption", id: captionId }, "Under each position: the next token predicted. " +
+        "Where copying gives the answer, ✓ marks it right, ✗ wrong (the copy's token under it); – elsewhere."),
+      this.strip,
+      el("p", { class: "mha-live-note" }, "Each head's map under the pattern (click a map to enlarge it)."),
+      this.layers);
+  }
+
+  changed(soon = true) {
+    this.requests += 1;
+    this.root.classList.add("mha-live-stale");
+    this.setControls();
+    this.ensureModels().catch(() => {});
+    if (soon) this.later();
+    else this.run({}).catch(() => {});
+  }
+
+  show(result) {
+    const L = result.ids.length;
+    const allowed = allowedMap(patternMask(result.pattern, L, this.layouts), L);
+    this.result = { ...result, tokens: result.ids.map(String), modelId: this.modelIds[result.model], allowed };
+    this.root.classList.remove("mha-live-stale");
+    const r = this.result;
+    const right = r.copyable.filter((i) => r.predictions[i] === r.ids[i + 1]).length;
+    const reach = r.reach.filter(Boolean).length;
+    setText(this.scores, `Weights ${this.labels[r.model]}, each query seeing ${describePattern(r.pattern)}: ` +
+      (r.copyable.length ? `${right} of ${r.copyable.length} positions that copying can predict are right; for ` +
+        `${reach} of them the key a copy needs is in sight.` : "no position of this sequence can be predicted by " +
+        "copying (no pair of tokens occurs twice)."));
+    const bytes = patternCacheBytes(this.cache, r.pattern, L);
+    const rows = [["every key, 4 key/value heads (MHA)", bytes.mha],
+      [`this pattern (${r.pattern.kind === "window" ? "the window and its sinks" : r.pattern.kind === "sparse"
+        ? "BigBird keeps every key: a global or random block may need it" : "every key"})`, bytes.pattern],
+      ["2 key/value heads (GQA)", bytes.gqa], ["1 key/value head (MQA)", bytes.mqa],
+      [`latent of ${this.cache.kv_rank} + RoPE key of ${this.cache.rope_dim} (MLA)`, bytes.mla]];
+    this.bytes.replaceChildren(el("tr", {}, el("th", {}, "cache"), el("th", {}, `bytes after ${L} tokens`)),
+      ...rows.map(([name, b]) => el("tr", {}, el("td", {}, name), el("td", {}, `${b.toLocaleString("en-US")} (${kb(b)})`))));
+    fillPredictionStrip(this.strip, r);
+    this.draw();
+  }
+
+  draw() {
+    const r = this.result;
+    const width = this.layers.clientWidth || 600;
+    this.maskGrid.show([{ key: "mask", label: `mask: ${describePattern(r.pattern)}`, map: r.allowed }],
+      r.tokens, 1, width);
+    const vmax = largestWeight(r.attentions.flat());
+    this.vmax = vmax;
+    this.legend.show(vmax);
+    r.attentions.forEach((layer, l) => {
+      if (!this.grids[l]) {
+        const grid = new HeadGrid({ readout: this.readout, minMap: 130 });
+        grid.onEnlarge = (h) => {
+          this.lastFocus = grid.buttons[h];
+          this.enlarge(grid.heads[h], grid.tokens, grid.vmax, grid, h);
+        };
+        this.layers.append(el("p", { class: "mha-live-layer-title" }, `layer ${l}`), grid.node);
+        this.grids[l] = grid;
+      }
+      const heads = layer.map((map, h) => ({ key: `L${l}.H${h}`, label: `L${l}.H${h} · prev ${r.previous[l][h].toFixed(2)}`,
+        map }));
+      this.grids[l].show(heads, r.tokens, vmax, width);
+    });
+  }
+
+  redraw() {
+    this.draw();
+    this.zoom.draw();
+  }
+
+  exportFigure() {
+    const r = this.result;
+    const heads = this.grids.flatMap((grid) => grid.heads.map((h) => ({ label: h.label, map: h.map, tokens: r.tokens })));
+    const title = [`${r.modelId}: ${this.labels[r.model]}, each query seeing ${describePattern(r.pattern)}`,
+      `Sequence: ${r.ids.join(" ")}`, `Rows are queries, columns keys; colour 0 to ${this.vmax.toFixed(2)}.`];
+    return { name: [r.modelId, r.pattern.kind], title, heads, vmax: this.vmax,
+      data: { view: "patterns", model: r.modelId, pattern: r.pattern, ids: r.ids, source: r.source,
+        predictions: r.predictions, copyable: r.copyable, reach: r.reach, accuracy: r.accuracy,
+        attentions: r.attentions } };
+  }
+
+  /** run()'s input: {ids?, model?, pattern?}, each checked; what is not given stays. */
+  checkInput(input) {
+    if (!input || typeof input !== "object" || Array.isArray(input)) {
+      throw new Error(`run() takes {ids, model, pattern}, got ${describeValue(input)}`);
+    }
+    const unknown = Object.keys(input).filter((k) => !["ids", "model", "pattern"].includes(k));
+    if (unknown.length) throw new Error(`run() takes {ids, model, pattern}, got the keys [${Object.keys(input).join(", ")}]`);
+    const { vocab_size: V, seq_len: L } = this.task;
+    const fail = (what) => {
+      throw new Error(`run(): ${what}`);
+    };
+    let ids = this.ids;
+    if (input.ids !== undefined) {
+      const token = (t, i) => (Number.isInteger(t) && t >= 0 && t < V ? t
+        : fail(`ids[${i}] = ${describeValue(t)} is not a token id in 0..${V - 1}`));
+      ids = checkArray(input.ids, { name: "ids", what: "tokens", item: token, fail });
+      if (ids.length < 2 || ids.length > L) fail(`ids has ${ids.length} tokens; the model reads 2 to ${L}`);
+    }
+    const model = input.model === undefined ? this.modelIndex : input.model;
+    if (!Number.isInteger(model) || model < 0 || model >= this.modelIds.length) {
+      fail(`model = ${describeValue(model)} is not an index in 0..${this.modelIds.length - 1}`);
+    }
+    const pattern = { ...this.pattern, ...(input.pattern ?? {}) };
+    if (input.pattern !== undefined && (typeof input.pattern !== "object" || Array.isArray(input.pattern)
+      || input.pattern === null)) fail(`pattern = ${describeValue(input.pattern)} is not an object`);
+    if (!(pattern.kind in KINDS)) fail(`pattern.kind = ${describeValue(pattern.kind)} is not one of full, window, sparse`);
+    const inRange = (name, lo, hi) => {
+      if (!Number.isInteger(pattern[name]) || pattern[name] < lo || pattern[name] > hi) {
+        fail(`pattern.${name} = ${describeValue(pattern[name])} is not an integer in ${lo}..${hi}`);
+      }
+    };
+    inRange("window", 1, L);
+    inRange("sinks", 0, MAX_SINKS);
+    if (!BLOCKS.includes(pattern.block)) fail(`pattern.block = ${describeValue(pattern.block)} is not one of ${BLOCKS}`);
+    const extra = Object.keys(pattern).filter((k) => !["kind", "window", "sinks", "block"].includes(k));
+    if (extra.length) fail(`pattern has unknown keys [${extra.join(", ")}]`);
+    return { ids, model, pattern };
+  }
+
+  /** Run the chosen weights on ids under the pattern; resolves with this input's result. Rejects, state kept, on bad input. */
+  async run(input) {
+    let spec;
+    try {
+      spec = this.checkInput(input);
+    } catch (err) {
+      throw this.refuse(err);
+    }
+    Object.assign(this, { ids: spec.ids.slice(), modelIndex: spec.model, pattern: { ...spec.pattern } });
+    if (document.activeElement !== this.box) this.box.value = this.ids.join(" ");
+    this.setControls();
+    const request = (this.requests += 1);
+    let result;
+    try {
+      result = await this.compute(async () => {
+        const t0 = performance.now();
+        const mask = patternMask(spec.pattern, spec.ids.length, this.layouts);
+        const readings = await runPatterns(this.models[spec.model], spec.ids, mask);
+        this.timings.infer_ms = performance.now() - t0;
+        const out = { ...readings, ids: spec.ids, model: spec.model, pattern: spec.pattern, source: this.backend.kind };
+        if (request === this.requests) this.show(out);
+        return { ...out, tokens: spec.ids.map(String) };
+      });
+    } catch (err) {
+      if (request === this.requests) this.root.classList.remove("mha-live-stale");
+      throw err;
+    }
+    if (request === this.requests) this.note(`Recomputed ${this.where} in ${Math.round(this.timings.run_ms)} ms.`);
+    return result;
+  }
+}
