@@ -16,7 +16,7 @@ export TQDM_DISABLE := 1
 export PYTHONHASHSEED := 0
 
 .PHONY: venv check-notebooks book test test-unit test-notebooks test-browser browser-deps execute train train-ch1 \
-        train-ch2 train-ch3 train-ch4 train-ch4-gates train-ch5 train-ch6 train-ch7 train-ch1-budget train-ch4-ablation train-ch1-heads train-ch2-seeds train-ch4-seeds train-ch7-budget ch8-heads parsed-sample train-ch8-ensemble bench clean
+        train-ch2 train-ch3 train-ch4 train-ch4-gates train-ch5 train-ch6 train-ch7 train-ch1-budget train-ch4-ablation train-ch1-heads train-ch2-seeds train-ch4-seeds train-ch7-budget ch8-heads parsed-sample train-ch8-ensemble train-ch9 bench clean
 
 $(STAMP): requirements.txt constraints.txt pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -78,7 +78,7 @@ execute: venv
 # the fresh-seed re-runs of chapters 1, 2 and 4, chapter 4's ablation order, chapter 7's budgets).
 TRAIN := $(BIN)/python scripts/train_all.py
 train: train-ch1 train-ch2 train-ch3 train-ch4 train-ch4-gates train-ch5 train-ch6 train-ch7 train-ch1-budget \
-       train-ch4-ablation train-ch1-heads train-ch2-seeds train-ch4-seeds train-ch7-budget train-ch8-ensemble
+       train-ch4-ablation train-ch1-heads train-ch2-seeds train-ch4-seeds train-ch7-budget train-ch8-ensemble train-ch9
 train-ch1: venv
 	$(TRAIN) ch1-h1 ch1-h2 ch1-h4 ch1-h8 ch1-h16 ch1-h32
 train-ch2: venv
@@ -97,6 +97,9 @@ train-ch6: venv
 	$(TRAIN) ch6-translation
 train-ch7: venv
 	$(TRAIN) ch7-digits-h1 ch7-digits-h2 ch7-digits-h4 ch7-digits-h8
+# Chapter 9: chapter 5's model with a sliding window, BigBird's blocks or MLA, at 2,000 and 6,000 steps
+train-ch9: venv
+	$(TRAIN) ch9-window4 ch9-window8 ch9-sparse4 ch9-latent ch9-latent64 ch9-latent-rope ch9-full-6k ch9-window8-6k ch9-sparse4-6k ch9-latent-6k
 train-ch1-budget: venv
 	$(BIN)/python scripts/train_ch1_budget.py
 # Chapter 1's head shares on fresh seeds 5-14 (4 and 8 heads): mha_lib/data/ch1_fresh_heads.json

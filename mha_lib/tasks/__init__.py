@@ -93,7 +93,7 @@ EVAL_SEED = _batch.EVAL_SEED
 #: ``ch5-induction-l2`` (with training checkpoints), ``ch5-induction-l2-lr1e-3`` and ``ch5-induction-l1``
 #: on :class:`InductionTask`; chapter 6 the encoder-decoder ``ch6-translation`` on :class:`TranslationTask`;
 #: chapter 7 the Vision Transformers ``ch7-digits-h{1,2,4,8}`` on :class:`DigitsTask`; chapter 9 the
-#: cheaper-attention models ``ch9-{window4,window8,sparse4,latent,latent64}`` on chapter 5's task, and
+#: cheaper-attention models ``ch9-{window4,window8,sparse4,latent,latent64,latent-rope}`` on chapter 5's task, and
 #: ``ch9-{full,window8,sparse4,latent}-6k`` with three times the steps.
 SHIPPED = _shipped.SHIPPED
 

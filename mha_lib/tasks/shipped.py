@@ -152,7 +152,9 @@ _INDUCTION_CHECKPOINTS = (0, 200, 400, 500, 600, 700, 800, 900, 1000, 1200, 1500
 #: chapter 4 uses ``ch4-l3h8`` (3 layers x 8 heads); chapter 5 the attention-only causal models
 #: ``ch5-induction-l2`` (with training checkpoints), ``ch5-induction-l2-lr1e-3`` and ``ch5-induction-l1``
 #: on :class:`InductionTask`; chapter 6 the encoder-decoder ``ch6-translation`` on :class:`TranslationTask`;
-#: chapter 7 the Vision Transformers ``ch7-digits-h{1,2,4,8}`` on :class:`DigitsTask`.
+#: chapter 7 the Vision Transformers ``ch7-digits-h{1,2,4,8}`` on :class:`DigitsTask`; chapter 9 the
+#: cheaper-attention models ``ch9-{window4,window8,sparse4,latent,latent64,latent-rope}`` on chapter 5's task, and
+#: ``ch9-{full,window8,sparse4,latent}-6k`` with three times the steps.
 SHIPPED: Dict[str, TrainedSpec] = {
     s.name: s
     for s in [
@@ -178,6 +180,22 @@ SHIPPED: Dict[str, TrainedSpec] = {
         # chapter 7: a small Vision Transformer on 8x8 digits, one pixel per token, 1 to 8 heads at equal size
         *(TrainedSpec(name=f"ch7-digits-h{h}", version=1, task=DigitsTask().to_dict(), model=dict(_VIT, num_heads=h),
                       pooling="cls", steps=600, batch_size=64, lr=3e-3, eval_every=50) for h in (1, 2, 4, 8)),
+        # chapter 9: chapter 5's model and recipe (ch5-induction-l2 is the full-attention baseline) with a
+        # sliding window of 4 or 8 keys, BigBird's block-sparse pattern on blocks of 4, or multi-head latent
+        # attention (a 29-number latent and an 8-number RoPE key: 16,645 attention parameters per layer
+        # against MHA's 16,640)
+        *(TrainedSpec(name=f"ch9-{name}", lr=3e-3, **dict(_INDUCTION, version=1, model=dict(_INDUCTION["model"], **extra)))
+          for name, extra in [("window4", {"attention_window": 4}), ("window8", {"attention_window": 8}),
+                              ("sparse4", {"sparse_block": 4}), ("latent", {"kv_rank": 29, "rope_dim": 8}),
+                              ("latent64", {"kv_rank": 64, "rope_dim": 8}),  # a latent as wide as d_model
+                              # positions only in the RoPE key, as DeepSeek-V2 (the two above also add
+                              # chapter 5's sinusoidal positions to the embeddings)
+                              ("latent-rope", {"kv_rank": 29, "rope_dim": 8, "positional": "none"})]),
+        # ... and three times the budget (6,000 steps): 2,000 steps leave the window, the blocks and MLA short
+        *(TrainedSpec(name=f"ch9-{name}-6k", lr=3e-3, **dict(_INDUCTION, version=1, steps=6000,
+                                                             model=dict(_INDUCTION["model"], **extra)))
+          for name, extra in [("full", {}), ("window8", {"attention_window": 8}), ("sparse4", {"sparse_block": 4}),
+                              ("latent", {"kv_rank": 29, "rope_dim": 8})]),
     ]
 }
 
