@@ -440,10 +440,10 @@ export function patternReach(ids, copyable, mask) {
 
 /** A chapter 9 model (its file takes attn_mask) on one sequence under a pattern mask (patternMask). */
 export async function runPatterns(model, ids, attnMask) {
-  const out = checkFinite(model.id, await runSession(model, feedsFor(model, [ids], null, null, attnMask)));
+  const reach = patternReach(ids, copyablePositions(ids), attnMask); // before the run: the worker takes the buffer
+  const out = checkFinite(model.id, await runSession(model, feedsFor(model, [ids], null, null, attnMask.slice())));
   const attentions = attentionsFromOutput(out.attentions.data, out.attentions.dims, 0, ids.length);
-  const readings = inductionReadings(attentions, out.logits.data, ids);
-  return { ...readings, reach: patternReach(ids, readings.copyable, attnMask) };
+  return { ...inductionReadings(attentions, out.logits.data, ids), reach };
 }
 
 /**

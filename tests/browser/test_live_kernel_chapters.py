@@ -1,9 +1,10 @@
-"""The live views of chapters 5, 6 and 7 in a kernel (the anywidget ``LiveWidget``), in Chromium.
+"""The live views of chapters 5, 6, 7 and 9 in a kernel (the anywidget ``LiveWidget``), in Chromium.
 
 As ``test_kernel_widget_draws_what_the_kernel_computes`` of test_live_views.py: the widget's own ES module
 (``widget_esm``) mounts each view with the kernel backend, and every widget message is answered by
 :class:`mha_lib.live.KernelRunner` in this process. Checked: the induction view (a checkpoint id, a head
-mask), the translate view (the encoder-decoder, a step per message) and the digit view (patches) give
+mask), the translate view (the encoder-decoder, a step per message), the digit view (patches) and the patterns
+view (a ``.pattern`` model with its ``attn_mask`` feed) give
 what mha_lib computes; their texts say the kernel computes; no file is fetched.
 """
 from __future__ import annotations
@@ -20,7 +21,7 @@ pytestmark = pytest.mark.browser
 pytest.importorskip("anywidget")
 
 
-def test_kernel_widgets_of_chapters_5_6_7_draw_what_the_kernel_computes(chromium_browser, book_url):
+def test_kernel_widgets_of_chapters_5_6_7_9_draw_what_the_kernel_computes(chromium_browser, book_url):
     from mha_lib import live, tasks
 
     images, labels = tasks.SHIPPED["ch7-digits-h4"].make_task().images("test")
@@ -30,7 +31,8 @@ def test_kernel_widgets_of_chapters_5_6_7_draw_what_the_kernel_computes(chromium
              "translate": live.live_view("translate", "ch6-translation",
                                          live.translation_config("ch6-translation", [14, 3, 18, 19])),
              "digit": live.live_view("digit", "ch7-digits-h2",
-                                     live.digit_config(["ch7-digits-h1", "ch7-digits-h2"], images[:3], labels[:3]))}
+                                     live.digit_config(["ch7-digits-h1", "ch7-digits-h2"], images[:3], labels[:3])),
+             "patterns": live.live_view("patterns", "ch5-induction-l2.pattern", live.patterns_config(repeat))}
     widgets = {key: v.widget() for key, v in views.items()}
 
     def kernel(key, text):
@@ -74,6 +76,11 @@ def test_kernel_widgets_of_chapters_5_6_7_draw_what_the_kernel_computes(chromium
             want = live.digit_readings(tasks.load_trained(name), images[2])
             assert r["models"][name]["prediction"] == want["prediction"]
             assert (torch.tensor(r["models"][name]["cls"]) - torch.tensor(want["cls"])).abs().max() <= 1e-5
+        pattern = {"kind": "window", "window": 3, "sinks": 2, "block": 4}
+        r = run_view("patterns", {"model": 2, "pattern": pattern})
+        want = live.patterns_readings(live.pattern_model("ch9-window8"), repeat, pattern)
+        assert r["source"] == "kernel" and r["predictions"] == want["predictions"] and r["reach"] == want["reach"]
+        assert (torch.tensor(r["attentions"]) - torch.tensor(want["attentions"])).abs().max() <= 1e-5
         for key in views:
             words = page.evaluate(f"{at % key}.textContent")
             assert "kernel" in words, key

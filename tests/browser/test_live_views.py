@@ -492,7 +492,9 @@ def test_chapter_live_views_mount_and_show_the_notebook_numbers(chromium_browser
             elif v["view"] == "translate":  # cross-attention: steps x source words
                 expected = v["config"]["cross"]
                 assert v["result"]["tokens"] == v["config"]["tokens"]
-            elif v["view"] == "induction":  # the last checkpoint's maps on the config's ids
+            elif v["view"] in ("induction", "patterns"):  # the maps on the config's ids (patterns: its pattern too)
+                if v["view"] == "patterns":
+                    assert v["result"]["pattern"] == v["config"]["pattern"] and v["result"]["model"] == v["config"]["model"]
                 expected = v["config"]["attentions"]
                 assert v["result"]["tokens"] == [str(t) for t in v["config"]["ids"]]
             elif v["view"] == "digit":  # [CLS]'s rows over the pixels, of the model shown
