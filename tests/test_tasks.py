@@ -253,9 +253,10 @@ def test_every_shipped_family_has_files_and_loads():
 
 def test_shipped_weights_are_small():
     # a budget for the wheel: about 1-2 MiB per chapter's models (float16), checkpoints included;
-    # 13 MiB since chapter 4's ch4-l3h8 ships 8 seeds (12.05 MiB in all, 2.4 MiB of it ch4-l3h8)
+    # 13 MiB since chapter 4's ch4-l3h8 ships 8 seeds (12.05 MiB in all, 2.4 MiB of it ch4-l3h8); 17.5 MiB since
+    # chapter 9 ships ten families of 5 seeds (4.3 MiB: its figure and checks read every seed)
     total = sum(p.stat().st_size for p in tasks.WEIGHTS_DIR.glob("*.safetensors"))
-    assert total < 13 * 2**20, f"shipped weights take {total / 2**20:.1f} MiB"
+    assert total < 17.5 * 2**20, f"shipped weights take {total / 2**20:.1f} MiB"
 
 
 def test_checkpoints_load_and_differ_from_the_final_weights():
