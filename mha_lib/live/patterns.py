@@ -35,8 +35,14 @@ def pattern_model(name: str, seed: int = 0) -> TokenClassifier:
     to every earlier key unless an ``attn_mask`` says otherwise. What ``export_onnx(..., pattern_input=True)``
     writes for the page.
 
+    Args:
+        name: one of :data:`PATTERN_FAMILIES`; seed: a shipped seed.
+
+    Returns:
+        a :class:`~mha_lib.model.TokenClassifier` in eval mode, float32 on the CPU.
+
     Raises:
-        ValueError: a name that is not one of :data:`PATTERN_FAMILIES`.
+        ValueError: a name that is not one of :data:`PATTERN_FAMILIES` (or a seed that was not shipped).
     """
     if name not in PATTERN_FAMILIES:
         raise ValueError(f"name {name!r:.60} is not one of the pattern view's families {list(PATTERN_FAMILIES)}")
@@ -48,7 +54,12 @@ def pattern_model(name: str, seed: int = 0) -> TokenClassifier:
 
 
 def trained_pattern(name: str) -> dict:
-    """The pattern a family was trained with, as the view's pattern dict (see :func:`reader_pattern_mask`)."""
+    """The pattern a family was trained with, as the view's pattern dict (see :func:`reader_pattern_mask`):
+    its ``attention_window`` and ``attention_sinks``, its ``sparse_block``, or every key.
+
+    Raises:
+        KeyError: a name that is not in :data:`mha_lib.tasks.SHIPPED`.
+    """
     m = T.SHIPPED[name].model
     if m.get("attention_window"):
         return {"kind": "window", "window": m["attention_window"], "sinks": m.get("attention_sinks", 0), "block": 4}
@@ -93,8 +104,13 @@ def reader_pattern_mask(pattern: Mapping, length: int, seq_len: int) -> torch.Te
 
 def sparse_layouts(seq_len: int) -> List[dict]:
     """BigBird's block layout for each of :data:`SPARSE_BLOCKS`: ``{"block": b, "seen": n x n of 0/1}`` (row r
-    sees block column c), from which the page builds the token mask (the random blocks come from torch's
-    generator, which a page cannot repeat)."""
+    sees block column c, n = seq_len / b), from which the page builds the token mask (the random blocks come
+    from torch's generator, which a page cannot repeat). Built as :meth:`EncoderConfig.attention_pattern`
+    builds it (one band block each side, one global block, one random block, seed 0; Zaheer et al. 2020).
+
+    Raises:
+        ValueError: a ``seq_len`` that is not a multiple of every block size (from ``block_sparse_mask``).
+    """
     out = []
     for b in SPARSE_BLOCKS:
         full = ~block_sparse_mask(seq_len, block=b, seed=0)
@@ -107,6 +123,18 @@ def pattern_cache_bytes(cfg: Mapping, pattern: Mapping, length: int) -> Dict[str
     table: ``"mha"`` (2 H d_k numbers a token), ``"pattern"`` (the window keeps only its last w tokens and
     its s sinks; BigBird's global and random blocks reach back anywhere, so it keeps all), ``"gqa"`` (half the
     key/value heads), ``"mqa"`` (one) and ``"mla"`` (the latent and the RoPE key, chapter 9's latent model).
+    Equal to :func:`mha_lib.cost.kv_cache_bytes` and :func:`mha_lib.efficient.latent_kv_cache_bytes`.
+
+    Args:
+        cfg: ``{"num_layers", "num_heads", "head_dim", "kv_rank", "rope_dim"}`` (a view config's ``cache``).
+        pattern: a pattern dict (:func:`reader_pattern_mask`).
+        length: tokens cached, an int >= 1.
+
+    Returns:
+        ``{"mha", "pattern", "gqa", "mqa", "mla"}``: bytes (ints).
+
+    Raises:
+        ValueError: a length that is not an int >= 1.
     """
     L = checks.positive_int(length, "length")
     per_head = 2 * cfg["head_dim"] * 2 * cfg["num_layers"]  # keys and values, 2 bytes each, every layer

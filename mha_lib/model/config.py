@@ -40,7 +40,9 @@ class EncoderConfig:
             value (e.g. ``d_model=10`` with ``num_heads=3``, an unknown ``activation``, a
             pruned head index outside ``range(num_heads)`` or not an integer, ``pad_token_id``
             outside [0, vocab_size), a non-bool ``norm_first``, a ``layer_norm_eps`` that is
-            not finite and > 0, a ``dropout`` that is not a number in [0, 1)).
+            not finite and > 0, a ``dropout`` that is not a number in [0, 1), two sparse patterns at once,
+            sinks without a window, ``kv_rank`` without an even ``rope_dim`` (or with ``is_causal=False``,
+            ``num_kv_heads`` or pruned heads)).
     """
 
     vocab_size: int  # number of token ids; input_ids must lie in [0, vocab_size); 0 with a patch front-end
@@ -149,6 +151,15 @@ class EncoderConfig:
         :func:`~mha_lib.efficient.block_sparse_mask` (one band block each side, one global block, one
         random block, seed 0) built for ``max_len`` rounded up to whole blocks, so that every length
         sees the same random blocks, and cut to rows ``S - L .. S - 1``, columns ``0 .. S - 1``.
+
+        Args:
+            q_len: L, the positions queried (the last L); k_len: S >= L, the positions attended.
+            causal: one-sided window (a decoder) or two-sided (an encoder); the causal mask itself is the
+                attention's own (``is_causal``).
+            device: where to build the mask.
+
+        Returns:
+            an (L, S) bool tensor, or None when the config has no pattern.
         """
         if self.attention_window:
             return sliding_window_mask(q_len, k_len, window=self.attention_window, causal=causal,
