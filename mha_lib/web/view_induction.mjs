@@ -41,6 +41,47 @@ export function parseSequence(text, V, L) {
 }
 
 /**
+ * The sequence box shared by the induction and patterns views: a note on what to type, the box (token ids of
+ * view.task, checked by parseSequence as the reader types; a refusal keeps the state) and a "New sequence with a
+ * repeat" button. Sets view.box; a good sequence becomes view.ids and calls view.changed().
+ * @returns {HTMLElement[]}  the nodes, in order
+ */
+export function sequenceControls(view) {
+  const { vocab_size: V, seq_len: L } = view.task;
+  // a text box of two lines: all 32 numbers in sight on a phone too
+  view.box = el("textarea", { id: `mha-live-seq-${Math.random().toString(36).slice(2)}`, rows: "2",
+    inputmode: "numeric", spellcheck: "false", autocomplete: "off", class: "mha-live-sequence-box" });
+  view.box.value = asText(view.ids);
+  const typed = debounce(() => {
+    let ids;
+    try {
+      ids = parseSequence(view.box.value, V, L);
+    } catch (err) {
+      view.refuse(err);
+      return;
+    }
+    view.ids = ids;
+    view.changed(false);
+  }, TYPING_DELAY_MS);
+  view.box.addEventListener("input", () => {
+    view.root.classList.add("mha-live-stale");
+    view.ensureModels().catch(() => {});
+    typed();
+  });
+  const fresh = el("button", { type: "button", class: "mha-live-button" }, "New sequence with a repeat");
+  fresh.addEventListener("click", () => {
+    view.ids = repeatedSequence(V, L);
+    view.box.value = asText(view.ids);
+    view.changed();
+  });
+  return [el("p", { class: "mha-live-note" }, `Token ids 0–${V - 1}, separated by spaces, 2 to ${L} of them. A ` +
+      "position can be predicted by copying when its token and the next one occurred together earlier: " +
+      "those positions are scored."),
+    el("label", { for: view.box.id, class: "mha-live-label" }, "Your sequence"), view.box,
+    el("div", { class: "mha-live-controls" }, fresh)];
+}
+
+/**
  * The row of predictions under the maps: for each position its number and the next token predicted; where
  * copying gives the answer (r.copyable), ✓ or ✗ and, when wrong, the copy's token. Shared with the patterns view.
  */
@@ -85,33 +126,6 @@ export class InductionView extends View {
 
   buildControls() {
     const uid = Math.random().toString(36).slice(2);
-    const { vocab_size: V, seq_len: L } = this.task;
-    // a text box of two lines: all 32 numbers in sight on a phone too
-    this.box = el("textarea", { id: `mha-live-seq-${uid}`, rows: "2", inputmode: "numeric", spellcheck: "false",
-      autocomplete: "off", class: "mha-live-sequence-box" });
-    this.box.value = asText(this.ids);
-    const typed = debounce(() => {
-      let ids;
-      try {
-        ids = parseSequence(this.box.value, V, L);
-      } catch (err) {
-        this.refuse(err);
-        return;
-      }
-      this.ids = ids;
-      this.changed(false);
-    }, TYPING_DELAY_MS);
-    this.box.addEventListener("input", () => {
-      this.root.classList.add("mha-live-stale");
-      this.ensureModels().catch(() => {});
-      typed();
-    });
-    const fresh = el("button", { type: "button", class: "mha-live-button" }, "New sequence with a repeat");
-    fresh.addEventListener("click", () => {
-      this.ids = repeatedSequence(V, L);
-      this.box.value = asText(this.ids);
-      this.changed();
-    });
     this.slider = el("input", { type: "range", id: `mha-live-step-${uid}`, min: "0", max: String(this.steps.length - 1),
       step: "1", value: String(this.checkpoint) });
     this.stepText = el("output", { for: this.slider.id });
@@ -125,12 +139,7 @@ export class InductionView extends View {
       this.changed();
     });
     this.describeStep();
-    return el("div", {},
-      el("p", { class: "mha-live-note" }, `Token ids 0–${V - 1}, separated by spaces, 2 to ${L} of them. A ` +
-        "position can be predicted by copying when its token and the next one occurred together earlier: " +
-        "those positions are scored."),
-      el("label", { for: this.box.id, class: "mha-live-label" }, "Your sequence"), this.box,
-      el("div", { class: "mha-live-controls" }, fresh),
+    return el("div", {}, ...sequenceControls(this),
       el("div", { class: "mha-live-controls" }, el("label", { for: this.slider.id }, "Training"), this.slider,
         this.stepText),
       this.toggles.node);

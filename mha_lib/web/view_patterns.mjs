@@ -8,8 +8,8 @@ import { checkArray, describeValue } from "./checks.mjs";
 import { debounce, el, setText } from "./dom.mjs";
 import { HeadGrid } from "./draw.mjs";
 import { largestWeight } from "./layout.mjs";
-import { TOGGLE_DELAY_MS, TYPING_DELAY_MS, View } from "./view.mjs";
-import { fillPredictionStrip, parseSequence, repeatedSequence } from "./view_induction.mjs";
+import { TOGGLE_DELAY_MS, View } from "./view.mjs";
+import { fillPredictionStrip, sequenceControls } from "./view_induction.mjs";
 
 const KINDS = { full: "every earlier key", window: "a sliding window", sparse: "BigBird's blocks" };
 const BLOCKS = [2, 4, 8];
@@ -55,30 +55,7 @@ export class PatternsView extends View {
 
   buildControls() {
     const uid = Math.random().toString(36).slice(2);
-    const { vocab_size: V, seq_len: L } = this.task;
-    this.box = el("textarea", { id: `mha-live-seq-${uid}`, rows: "2", inputmode: "numeric", spellcheck: "false",
-      autocomplete: "off", class: "mha-live-sequence-box" });
-    this.box.value = this.ids.join(" ");
-    const typed = debounce(() => {
-      try {
-        this.ids = parseSequence(this.box.value, V, L);
-      } catch (err) {
-        this.refuse(err);
-        return;
-      }
-      this.changed(false);
-    }, TYPING_DELAY_MS);
-    this.box.addEventListener("input", () => {
-      this.root.classList.add("mha-live-stale");
-      this.ensureModels().catch(() => {});
-      typed();
-    });
-    const fresh = el("button", { type: "button", class: "mha-live-button" }, "New sequence with a repeat");
-    fresh.addEventListener("click", () => {
-      this.ids = repeatedSequence(V, L);
-      this.box.value = this.ids.join(" ");
-      this.changed();
-    });
+    const L = this.task.seq_len;
     this.weights = el("select", { id: `mha-live-weights-${uid}` },
       ...this.labels.map((label, i) => el("option", { value: String(i) }, label)));
     this.weights.addEventListener("change", () => {
@@ -119,12 +96,7 @@ export class PatternsView extends View {
       el("label", { for: this.sinks.input.id }, "Sinks"), this.sinks.input, this.sinks.out);
     this.blockRow = el("div", { class: "mha-live-controls" }, el("label", { for: this.block.id }, "Block"), this.block);
     this.setControls();
-    return el("div", {},
-      el("p", { class: "mha-live-note" }, `Token ids 0–${V - 1}, separated by spaces, 2 to ${L} of them. A ` +
-        "position can be predicted by copying when its token and the next one occurred together earlier: those " +
-        "positions are scored."),
-      el("label", { for: this.box.id, class: "mha-live-label" }, "Your sequence"), this.box,
-      el("div", { class: "mha-live-controls" }, fresh),
+    return el("div", {}, ...sequenceControls(this),
       el("div", { class: "mha-live-controls" }, el("label", { for: this.weights.id }, "Weights"), this.weights),
       el("div", { class: "mha-live-controls" }, el("label", { for: this.kind.id }, "Each query sees"), this.kind, own),
       this.windowRow, this.blockRow);
