@@ -19,7 +19,7 @@ import pytest
 import torch
 
 from book_site import HTML_ROOT
-from test_live_views import _open
+from test_live_views import _open, _run_refused, _small_targets
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tools"))
 from chromium_trace import main_thread_tasks  # noqa: E402
@@ -162,8 +162,7 @@ def test_bad_pixels_are_refused_and_the_maps_stay(chromium_browser, book_url, pa
     context, page, visit = _open(chromium_browser, book_url, page_html)
     try:
         before = page.evaluate(f"{VIEW}.mhaLive.lastResult")
-        got = page.evaluate(f"async (x) => {{ try {{ await {VIEW}.mhaLive.run(x); return 'ran'; }} "
-                            "catch (e) { return String(e.message); } }", bad)
+        got = _run_refused(page, VIEW, bad)
         assert message in got
         assert message in page.locator("[data-view=digit] .mha-live-status").text_content()
         assert page.evaluate(f"{VIEW}.mhaLive.lastResult") == before
@@ -176,10 +175,7 @@ def test_on_a_phone_a_finger_draws_targets_are_44_px_and_nothing_scrolls_sideway
                                                                                    page_html):
     context, page, visit = _open(chromium_browser, book_url, page_html, width=390, height=844, touch=True)
     try:
-        small = page.evaluate(f"""() => [...{VIEW}.querySelectorAll('button, select, input, label.mha-live-check')]
-            .filter(e => e.offsetParent !== null && !e.closest('.mha-live-grid'))
-            .map(e => [e.textContent.trim().slice(0, 20) || e.tagName, e.getBoundingClientRect()])
-            .filter(([, r]) => r.width < 44 || r.height < 44).map(([t, r]) => `${{t}} ${{r.width}}x${{r.height}}`)""")
+        small = _small_targets(page, VIEW)
         assert small == []
         assert page.evaluate("document.documentElement.scrollWidth - document.documentElement.clientWidth") <= 0
         pad = page.locator(".mha-live-pad")

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from test_live_views import _open, _require_models
+from test_live_views import _open, _require_models, _run_refused, _small_targets
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tools"))
 from chromium_trace import main_thread_tasks  # noqa: E402
@@ -144,8 +144,7 @@ def test_bad_input_is_refused_and_the_state_stays(chromium_browser, book_url, pa
     context, page, visit = _open(chromium_browser, book_url, page_html)
     try:
         before = page.evaluate(f"{VIEW}.mhaLive.lastResult")
-        got = page.evaluate(f"async (x) => {{ try {{ await {VIEW}.mhaLive.run(x); return 'ran'; }} "
-                            "catch (e) { return String(e.message); } }", bad)
+        got = _run_refused(page, VIEW, bad)
         assert message in got
         assert page.evaluate(f"{VIEW}.mhaLive.lastResult") == before
         assert visit.console_errors == []
@@ -156,10 +155,7 @@ def test_bad_input_is_refused_and_the_state_stays(chromium_browser, book_url, pa
 def test_on_a_phone_every_prediction_is_in_sight_and_targets_are_44_px(chromium_browser, book_url, page_html):
     context, page, visit = _open(chromium_browser, book_url, page_html, width=390, height=844, touch=True)
     try:
-        small = page.evaluate(f"""() => [...{VIEW}.querySelectorAll('button, select, input, label.mha-live-check')]
-            .filter(e => e.offsetParent !== null && !e.closest('.mha-live-grid'))
-            .map(e => [e.textContent.trim().slice(0, 20) || e.tagName, e.getBoundingClientRect()])
-            .filter(([, r]) => r.width < 44 || r.height < 44).map(([t, r]) => `${{t}} ${{r.width}}x${{r.height}}`)""")
+        small = _small_targets(page, VIEW)
         assert small == []
         assert page.evaluate("document.documentElement.scrollWidth - document.documentElement.clientWidth") <= 0
         strip = page.evaluate(f"""() => {{ const s = {VIEW}.querySelector('.mha-live-strip');

@@ -12,7 +12,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from test_live_views import _open, _require_models
+from test_live_views import _open, _require_models, _run_refused, _small_targets
 
 pytestmark = pytest.mark.browser
 
@@ -133,8 +133,7 @@ def test_bad_input_is_refused_and_the_state_stays(chromium_browser, book_url, pa
     context, page, visit = _open(chromium_browser, book_url, page_html)
     try:
         before = page.evaluate(f"{VIEW}.mhaLive.lastResult")
-        got = page.evaluate(f"async (x) => {{ try {{ await {VIEW}.mhaLive.run(x); return 'ran'; }} "
-                            "catch (e) { return String(e.message); } }", bad)
+        got = _run_refused(page, VIEW, bad)
         assert message in got
         assert page.evaluate(f"{VIEW}.mhaLive.lastResult") == before
         assert visit.console_errors == []
@@ -145,10 +144,7 @@ def test_bad_input_is_refused_and_the_state_stays(chromium_browser, book_url, pa
 def test_on_a_phone_targets_are_44_px_and_nothing_scrolls_sideways(chromium_browser, book_url, page_html):
     context, page, visit = _open(chromium_browser, book_url, page_html, width=390, height=844, touch=True)
     try:
-        small = page.evaluate(f"""() => [...{VIEW}.querySelectorAll('button, select, input')]
-            .filter(e => e.offsetParent !== null && !e.closest('.mha-live-grid'))
-            .map(e => [e.textContent.trim().slice(0, 20) || e.tagName, e.getBoundingClientRect()])
-            .filter(([, r]) => r.width < 44 || r.height < 44).map(([t, r]) => `${{t}} ${{r.width}}x${{r.height}}`)""")
+        small = _small_targets(page, VIEW)
         assert small == []
         assert page.evaluate("document.documentElement.scrollWidth - document.documentElement.clientWidth") <= 0
         assert visit.console_errors == [] and visit.off_site == []

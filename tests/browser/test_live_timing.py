@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 import torch
 
-from test_live_views import _open, _require_models
+from test_live_views import _open, _require_models, _small_targets
 
 pytestmark = pytest.mark.browser
 
@@ -94,10 +94,7 @@ def test_timing_fills_every_row_and_the_downloads_hold_the_numbers(chromium_brow
 def test_on_a_phone_targets_are_44_px_and_nothing_scrolls_sideways(chromium_browser, book_url, page_html):
     context, page, visit = _open(chromium_browser, book_url, page_html, width=390, height=844, touch=True)
     try:
-        small = page.evaluate(f"""() => [...{VIEW}.querySelectorAll('button, select, input')]
-            .filter(e => e.offsetParent !== null)
-            .map(e => [e.textContent.trim().slice(0, 20) || e.tagName, e.getBoundingClientRect()])
-            .filter(([, r]) => r.width < 44 || r.height < 44).map(([t, r]) => `${{t}} ${{r.width}}x${{r.height}}`)""")
+        small = _small_targets(page, VIEW, skip_grids=False)
         assert small == []
         page.evaluate(f"async () => await {VIEW}.mhaLive.run()")
         assert page.evaluate("document.documentElement.scrollWidth - document.documentElement.clientWidth") <= 0

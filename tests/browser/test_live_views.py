@@ -119,6 +119,23 @@ def _watch(page, book_url, pages=None, routes=None) -> Visit:
     return visit
 
 
+def _run_refused(page, view: str, arg) -> str:
+    """``view.mhaLive.run(arg)`` where it must fail: the error's message, or ``'ran'`` if it did not fail.
+    ``view`` is a JavaScript expression for the view's element."""
+    return page.evaluate(f"async (x) => {{ try {{ await {view}.mhaLive.run(x); return 'ran'; }} "
+                         "catch (e) { return String(e.message); } }", arg)
+
+
+def _small_targets(page, view: str, *, skip_grids: bool = True) -> list:
+    """The view's visible controls (buttons, selects, inputs, check labels) under 44 x 44 px, as "text WxH";
+    with ``skip_grids`` the maps' own buttons (inside ``.mha-live-grid``) are not counted."""
+    grid = " && !e.closest('.mha-live-grid')" if skip_grids else ""
+    return page.evaluate(f"""() => [...{view}.querySelectorAll('button, select, input, label.mha-live-check')]
+        .filter(e => e.offsetParent !== null{grid})
+        .map(e => [e.textContent.trim().slice(0, 20) || e.tagName, e.getBoundingClientRect()])
+        .filter(([, r]) => r.width < 44 || r.height < 44).map(([t, r]) => `${{t}} ${{r.width}}x${{r.height}}`)""")
+
+
 def _open(browser, book_url, html, width=1280, height=900, routes=None, init_script=None, touch=False):
     """A page showing ``html`` at REL; every request off the local server is refused and recorded."""
     context = browser.new_context(viewport={"width": width, "height": height}, service_workers="block",
