@@ -15,7 +15,7 @@ export TRANSFORMERS_OFFLINE := 1
 export TQDM_DISABLE := 1
 export PYTHONHASHSEED := 0
 
-.PHONY: venv check-notebooks book test test-unit test-notebooks test-browser browser-deps execute train train-ch1 \
+.PHONY: venv check-notebooks book locale test test-unit test-notebooks test-browser browser-deps execute train train-ch1 \
         train-ch2 train-ch3 train-ch4 train-ch4-gates train-ch5 train-ch6 train-ch7 train-ch1-budget train-ch4-ablation train-ch1-heads train-ch2-seeds train-ch4-seeds train-ch7-budget ch8-heads parsed-sample train-ch8-ensemble train-ch9 bench clean
 
 $(STAMP): requirements.txt constraints.txt pyproject.toml
@@ -42,6 +42,18 @@ $(VENDOR_STAMP): tests/browser/package.json tests/browser/package-lock.json
 book: check-notebooks $(VENDOR_STAMP)
 	$(BIN)/jupyter-book build . --warningiserror --keep-going
 	$(BIN)/python tools/export_site_models.py _build/html/_static/models
+
+# The Chinese edition's catalogs (locale/zh_CN/LC_MESSAGES/), after a change to the English text:
+# extract every page's sentences (Sphinx's gettext builder, English configuration) and merge them
+# in (sphinx-intl): new sentences arrive untranslated, changed ones fuzzy (shown in English until
+# reviewed). The API reference's pages are the docstrings and stay English. Then
+# tools/i18n.py todo / fill / check (CONTRIBUTING.md, "The Chinese edition").
+locale: venv
+	rm -rf _build/gettext
+	$(BIN)/jupyter-book build . --builder custom --custom-builder gettext --path-output _build/gettext
+	rm -rf _build/gettext/_build/gettext/chapters/api
+	$(BIN)/sphinx-intl update -p _build/gettext/_build/gettext -l zh_CN -d locale -w 0
+	$(BIN)/python tools/i18n.py coverage
 
 # Chromium for the browser tests, from Debian's packages, when it is missing.
 browser-deps:

@@ -1,0 +1,164 @@
+"""The Chinese edition's catalogs: what is left to translate, filling translations in, checking them.
+
+The English pages are the source. ``make locale`` extracts their sentences (Sphinx's gettext builder)
+and merges them into ``locale/zh_CN/LC_MESSAGES/**/*.po`` (sphinx-intl): a new sentence arrives
+untranslated, a changed one is marked fuzzy and shows in English until a translator reviews it.
+
+    python tools/i18n.py todo PO [--out JSON]   # untranslated and fuzzy entries, as JSON {msgid: ""}
+    python tools/i18n.py fill PO JSON           # write translations {msgid: msgstr}, clear fuzzy
+    python tools/i18n.py check [PO ...]         # every translation keeps its sentence's markup
+    python tools/i18n.py coverage [PO ...]      # translated share of each page's prose
+
+``check`` is what keeps glued numbers computed in Chinese: a translation must keep every
+``{glue:text}`key``` (and every other role, inline code, inline math and link target) of its
+English sentence, character for character. Entries that are only math or markup (display
+equations, table cells of symbols) need no translation: untranslated, they show the English,
+which is the same.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+from collections import Counter
+from pathlib import Path
+
+from babel.messages.pofile import read_po, write_po
+
+LOCALE = Path(__file__).resolve().parent.parent / "locale" / "zh_CN" / "LC_MESSAGES"
+
+# What a translation must keep verbatim: MyST roles ({glue:text}`k`, {cite:t}`k`, {numref}`k`),
+# inline code, inline math and link targets.
+ROLE = re.compile(r"\{[a-z:-]+\}`[^`]*`")
+CODE = re.compile(r"``[^`]+``|`[^`]+`")
+MATH = re.compile(r"\$\$.+?\$\$|\$[^$]+\$", re.S)
+LINK_TARGET = re.compile(r"\]\(([^)\s]+)\)")
+# A sentence with no letters outside its markup (an equation, a table cell such as `B` or $d_k$).
+WORD = re.compile(r"[A-Za-z]{2,}")
+
+
+def markup(text: str) -> Counter:
+    """The verbatim pieces of ``text`` (roles, code, math, link targets), counted.
+
+    Args:
+        text: one catalog entry (MyST markdown), English or translated.
+
+    Returns:
+        A Counter of the pieces, so that a translation may reorder them but not drop,
+        add or alter one.
+    """
+    pieces = Counter()
+    rest = text
+    for pattern in (ROLE, MATH, CODE):
+        pieces.update(("", m) for m in pattern.findall(rest))  # roles before code: a role holds `...`
+        rest = pattern.sub(" ", rest)
+    pieces.update(("link", m) for m in LINK_TARGET.findall(text))
+    return pieces
+
+
+def needs_translation(msgid: str) -> bool:
+    """True when ``msgid`` has prose: words outside its roles, code and math."""
+    rest = text_without_markup(msgid)
+    return bool(WORD.search(rest))
+
+
+def text_without_markup(text: str) -> str:
+    for pattern in (ROLE, MATH, CODE):
+        text = pattern.sub(" ", text)
+    return LINK_TARGET.sub("]", text)
+
+
+def catalogs(paths: list[str]) -> list[Path]:
+    if paths:
+        return [Path(p) for p in paths]
+    return sorted(LOCALE.rglob("*.po"))
+
+
+def load(path: Path):
+    with open(path, "rb") as f:
+        return read_po(f, locale="zh_CN")
+
+
+def save(catalog, path: Path) -> None:
+    with open(path, "wb") as f:
+        write_po(f, catalog, width=0, include_previous=True)
+
+
+def problems(path: Path) -> list[str]:
+    """Every translated entry of ``path`` whose markup differs from its English sentence's."""
+    found = []
+    for message in load(path):
+        if not message.id or not message.string or message.fuzzy:
+            continue
+        want, got = markup(message.id), markup(message.string)
+        if want != got:
+            missing = sorted(p for _, p in (want - got))
+            extra = sorted(p for _, p in (got - want))
+            found.append(f"{path.name}: {message.id[:60]!r}...: missing {missing}, extra {extra}")
+    return found
+
+
+def coverage(path: Path) -> tuple[int, int]:
+    """(translated, to translate) prose entries of ``path``; fuzzy entries count as untranslated."""
+    done = total = 0
+    for message in load(path):
+        if message.id and needs_translation(message.id):
+            total += 1
+            done += bool(message.string) and not message.fuzzy
+    return done, total
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+    todo = sub.add_parser("todo")
+    todo.add_argument("po")
+    todo.add_argument("--out")
+    fill = sub.add_parser("fill")
+    fill.add_argument("po")
+    fill.add_argument("json")
+    for name in ("check", "coverage"):
+        sub.add_parser(name).add_argument("po", nargs="*")
+    args = parser.parse_args(argv)
+
+    if args.command == "todo":
+        catalog = load(Path(args.po))
+        left = {m.id: "" for m in catalog
+                if m.id and needs_translation(m.id) and (not m.string or m.fuzzy)}
+        text = json.dumps(left, ensure_ascii=False, indent=1)
+        if args.out:
+            Path(args.out).write_text(text + "\n", encoding="utf-8")
+        else:
+            print(text)
+        return 0
+    if args.command == "fill":
+        path = Path(args.po)
+        catalog = load(path)
+        given = json.loads(Path(args.json).read_text(encoding="utf-8"))
+        unknown = [k for k in given if k not in catalog]
+        if unknown:
+            raise SystemExit(f"not in {path.name}: {unknown[:3]!r}")
+        for msgid, msgstr in given.items():
+            if msgstr:
+                message = catalog[msgid]
+                message.string = msgstr
+                message.flags.discard("fuzzy")
+                message.previous_id = ()
+        save(catalog, path)
+        bad = problems(path)
+        print("\n".join(bad) or f"{path.name}: markup kept in every translation")
+        return 1 if bad else 0
+    if args.command == "check":
+        bad = [p for path in catalogs(args.po) for p in problems(path)]
+        print("\n".join(bad) or "every translation keeps its markup")
+        return 1 if bad else 0
+    for path in catalogs(args.po):
+        done, total = coverage(path)
+        print(f"{path.relative_to(LOCALE) if path.is_relative_to(LOCALE) else path}: "
+              f"{done}/{total} translated")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
