@@ -38,10 +38,14 @@ $(VENDOR_STAMP): tests/browser/package.json tests/browser/package-lock.json
 	npm ci --prefix tests/browser --no-audit --no-fund --ignore-scripts
 	touch $@
 
-# The HTML book, from the committed executed notebooks, warnings as errors.
+# The HTML book, from the committed executed notebooks, warnings as errors: the English book in
+# _build/html, then its Chinese edition (the same pages with the translations of locale/zh_CN) in
+# _build/html/zh, which shares the English site's scripts and models.
 book: check-notebooks $(VENDOR_STAMP)
 	$(BIN)/jupyter-book build . --warningiserror --keep-going
 	$(BIN)/python tools/export_site_models.py _build/html/_static/models
+	$(BIN)/python tools/i18n.py check
+	$(BIN)/python tools/build_zh.py
 
 # The Chinese edition's catalogs (locale/zh_CN/LC_MESSAGES/), after a change to the English text:
 # extract every page's sentences (Sphinx's gettext builder, English configuration) and merge them

@@ -10,7 +10,8 @@
    ``mha_lib.viz.bertviz_view`` where require.js, d3 and jquery are. The live views' ES modules
    (``mha_lib/web/*.mjs``, with ``mha_live.css`` and ``view_contract.json``: package data, since a
    kernel's widget, ``mha_lib.live.LiveWidget``, runs the same code) are copied to ``_static/live/``,
-   where ``_static/mha_book.js`` imports ``mha_live.mjs``.
+   where ``_static/mha_book.js`` imports ``mha_live.mjs``. The Chinese edition's font (Noto Sans SC,
+   for readers with no Chinese font) goes to ``_static/vendor/noto-sans-sc/``.
 
 2. Fresh static files. When no page is out of date, Sphinx 7 skips copying ``_static/``, so
    an edited ``_static/mha_book.js`` would stay stale in an incremental build; it is
@@ -25,6 +26,7 @@ from __future__ import annotations
 
 import filecmp
 import json
+import re
 import shutil
 from pathlib import Path
 
@@ -54,6 +56,11 @@ VENDOR = {
     "onnxruntime-web/ort-wasm-simd-threaded.asyncify.mjs": "onnxruntime-web/dist/ort-wasm-simd-threaded.asyncify.mjs",
     "onnxruntime-web/ort-wasm-simd-threaded.asyncify.wasm": "onnxruntime-web/dist/ort-wasm-simd-threaded.asyncify.wasm",
 }
+# The Chinese edition's font, for readers whose system has no Chinese font: Noto Sans SC (SIL OFL 1.1)
+# from @fontsource/noto-sans-sc, regular and bold, split by unicode-range into about 100 WOFF2 files
+# each, of which a page downloads only those holding its characters. noto-sans-sc.css is
+# written from the package's 400.css and 700.css, without their WOFF (not WOFF2) fallbacks.
+CJK_FONT = ("@fontsource/noto-sans-sc/", ("400.css", "700.css"), "noto-sans-sc/")
 # The npm package of onnxruntime-web has no LICENSE file; its files say "Licensed under the MIT
 # License", and this is the LICENSE of github.com/microsoft/onnxruntime ({version}: from its
 # package.json at build time).
@@ -97,6 +104,24 @@ SKIP_NAMES = {"embed-amd.js", "libembed-amd.js"}
 SKIP_MATHJAX = {"sre"}
 
 
+def copy_cjk_font(root: Path, out: Path) -> None:
+    """Write ``out``/noto-sans-sc/noto-sans-sc.css and copy the WOFF2 files it names, and the LICENSE."""
+    package, sheets, folder = CJK_FONT
+    css = []
+    for sheet in sheets:
+        text = (root / package / sheet).read_text(encoding="utf-8")
+        css.append(re.sub(r", url\([^)]*\.woff\) format\('woff'\)", "", text))
+    text = "\n".join(css)
+    files = sorted(set(re.findall(r"url\(\./(files/[^)]+\.woff2)\)", text)))
+    if not files or ".woff)" in text:
+        raise ExtensionError(f"unexpected @font-face rules in {root / package}")
+    for name in files:
+        (out / folder / name).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(root / package / name, out / folder / name)
+    (out / folder / "noto-sans-sc.css").write_text(text, encoding="utf-8")
+    shutil.copy2(root / package / "LICENSE", out / folder / "LICENSE")
+
+
 def _node_modules(app: Sphinx) -> Path:
     return Path(app.srcdir, app.config.mha_vendor_node_modules)
 
@@ -106,7 +131,7 @@ def check_vendor(app: Sphinx) -> None:
     if app.builder.format != "html":
         return
     root = _node_modules(app)
-    missing = [src for src in VENDOR.values() if not (root / src).exists()]
+    missing = [src for src in (*VENDOR.values(), CJK_FONT[0]) if not (root / src).exists()]
     if missing:
         raise ExtensionError(
             f"the book's vendored scripts are missing from {root} ({', '.join(missing[:3])}...): "
@@ -139,6 +164,7 @@ def copy_vendor(app: Sphinx, exception) -> None:
         else:
             (out / dst).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(source, out / dst)
+    copy_cjk_font(root, out)
     for dst, (package, text) in WRITTEN.items():
         version = json.loads((root / package).read_text(encoding="utf-8"))["version"]
         (out / dst).write_text(text.format(version=version), encoding="utf-8")

@@ -30,9 +30,9 @@ LOCALE = Path(__file__).resolve().parent.parent / "locale" / "zh_CN" / "LC_MESSA
 
 # What a translation must keep verbatim: MyST roles ({glue:text}`k`, {cite:t}`k`, {numref}`k`),
 # inline code, inline math and link targets.
-ROLE = re.compile(r"\{[a-z:-]+\}`[^`]*`")
-CODE = re.compile(r"``[^`]+``|`[^`]+`")
-MATH = re.compile(r"\$\$.+?\$\$|\$[^$]+\$", re.S)
+# One pattern, read left to right, so that a role's `...` is not taken for code and a code span's
+# {...}` (as in `L{layer}.H{head}`) is not taken for a role.
+VERBATIM = re.compile(r"\{[a-z:-]+\}`[^`]*`|``[^`]+``|`[^`]+`|\$\$.+?\$\$|\$[^$]+\$", re.S)
 LINK_TARGET = re.compile(r"\]\(([^)\s]+)\)")
 # A sentence with no letters outside its markup (an equation, a table cell such as `B` or $d_k$).
 WORD = re.compile(r"[A-Za-z]{2,}")
@@ -48,25 +48,25 @@ def markup(text: str) -> Counter:
         A Counter of the pieces, so that a translation may reorder them but not drop,
         add or alter one.
     """
-    pieces = Counter()
-    rest = text
-    for pattern in (ROLE, MATH, CODE):
-        pieces.update(("", m) for m in pattern.findall(rest))  # roles before code: a role holds `...`
-        rest = pattern.sub(" ", rest)
-    pieces.update(("link", m) for m in LINK_TARGET.findall(text))
+    pieces = Counter(("", m) for m in VERBATIM.findall(text))
+    pieces.update(("link", m) for m in LINK_TARGET.findall(VERBATIM.sub(" ", text)))
     return pieces
 
 
 def needs_translation(msgid: str) -> bool:
-    """True when ``msgid`` has prose: words outside its roles, code and math."""
+    """True when ``msgid`` has prose: words outside its roles, code and math.
+
+    A display equation (an entry that starts with a line break, as Sphinx extracts ``$$ ... $$``
+    and ``\\begin{...}`` blocks) needs none: untranslated, it shows the same equation.
+    """
+    if msgid.startswith("\n"):
+        return False
     rest = text_without_markup(msgid)
     return bool(WORD.search(rest))
 
 
 def text_without_markup(text: str) -> str:
-    for pattern in (ROLE, MATH, CODE):
-        text = pattern.sub(" ", text)
-    return LINK_TARGET.sub("]", text)
+    return LINK_TARGET.sub("]", VERBATIM.sub(" ", text))
 
 
 def catalogs(paths: list[str]) -> list[Path]:

@@ -35,15 +35,26 @@ CDN_COPIES = [
 INTEGRITY = re.compile(rb'\s+integrity="[^"]*"')
 
 
-def book_pages() -> List[str]:
-    """Every HTML page of the built book, relative to its root (no search/index helpers)."""
+def book_pages(edition: str = "en") -> List[str]:
+    """Every HTML page of one edition of the built book, relative to the site's root (no search/index helpers).
+
+    Args:
+        edition: "en", the English book at the root, or "zh", the Chinese edition under zh/
+            (tests/browser/test_zh_edition.py checks that one).
+    """
     if not (HTML_ROOT / "index.html").exists():
         return []
     skip = {"search.html", "genindex.html", "py-modindex.html"}
-    return sorted(
-        str(p.relative_to(HTML_ROOT)) for p in HTML_ROOT.rglob("*.html")
-        if not p.relative_to(HTML_ROOT).parts[0].startswith("_") and p.name not in skip
-    )
+    pages = []
+    for p in HTML_ROOT.rglob("*.html"):
+        parts = p.relative_to(HTML_ROOT).parts
+        if edition == "zh":
+            keep = parts[0] == "zh" and not parts[1].startswith("_")
+        else:
+            keep = parts[0] != "zh" and not parts[0].startswith("_")
+        if keep and p.name not in skip:
+            pages.append(str(p.relative_to(HTML_ROOT)))
+    return sorted(pages)
 
 
 def require_book() -> None:

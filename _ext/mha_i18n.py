@@ -1,0 +1,199 @@
+"""Sphinx extension: the book in two languages (the English source, the Chinese edition).
+
+1. A language switch on every page: a link to the same page in the other edition, at the top of
+   the article (plain HTML: it works without scripts), and ``<link rel="alternate" hreflang>`` in
+   the head. The English book is at the site's root, the Chinese edition under ``zh/``
+   (``tools/build_zh.py``); the edition is Sphinx's ``language`` (``en`` or ``zh_CN``). The Chinese
+   pages also load the served Chinese font (``_static/mha_book.css`` puts it after the systems' own).
+
+2. Glued numbers stay computed in a translated page. A chapter's numbers are glued from its
+executed cells ({glue:text}`key` in the prose, MyST-NB's glue). Sphinx's translation step (sphinx.transforms.i18n.Locale) swaps each paragraph of a page
+for its translation from the catalog (locale/zh_CN/LC_MESSAGES/) and parses that translation as a
+fresh little document. MyST-NB parses such "<translated>" sources as plain MyST, without the
+notebook's renderer, and its glue roles look the key up on that renderer: every glued number
+of a translated paragraph would render empty, with the warning "No key ... found in glue data".
+
+This extension keeps each notebook's renderer (the object that holds the notebook's glue data)
+while the page is read, and lends it to the parse of the page's translated paragraphs, so that a
+translated sentence's {glue:text} roles paste the same computed values as the English page.
+It changes nothing when the build is not translated (no "<translated>" source is parsed).
+Written against MyST-NB 1.x (``myst_nb.sphinx_.Parser``, ``load_renderer``).
+
+3. Computed English in the Chinese pages. Some glued values are phrases ("4 of 5", "better than")
+   and the live views' and figures' HTML holds computed alt text and a note; no catalog can hold
+   them. ``locale/zh_CN/computed_text.yml`` lists rules (regular expression, replacement) that
+   the Chinese build applies to exactly that text: the pasted glue text, and the alt text and
+   note of ``mha-live-view`` and ``mha-heads-figure`` outputs. ``tests/test_i18n.py`` checks the
+   rules against every glued phrase of every chapter.
+"""
+from __future__ import annotations
+
+import html
+import re
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+import yaml
+from docutils import nodes
+from sphinx.application import Sphinx
+
+RULES = Path(__file__).resolve().parent.parent / "locale" / "zh_CN" / "computed_text.yml"
+
+RENDERERS: dict[str, Any] = {}  # docname -> the notebook renderer of the page being read
+
+
+# edition -> (its folder under the site's root, the html lang of its pages, the switch's text)
+EDITIONS = {"en": ("", "en", "English"), "zh_CN": ("zh/", "zh-CN", "中文")}
+
+
+def other_edition(language: str | None) -> str:
+    return "en" if language == "zh_CN" else "zh_CN"
+
+
+def page_in(edition: str, pagename: str, from_language: str | None) -> str:
+    """The relative URL, from page ``pagename`` of edition ``from_language``, of that page in ``edition``."""
+    here = EDITIONS.get(from_language or "en", EDITIONS["en"])[0]
+    depth = pagename.count("/") + here.count("/")
+    return "../" * depth + EDITIONS[edition][0] + pagename + ".html"
+
+
+def add_language_switch(app: Sphinx, pagename: str, templatename: str, context: dict, doctree) -> None:
+    if doctree is None or "body" not in context:  # search, genindex: generated pages
+        return
+    target = other_edition(app.config.language)
+    _, lang, label = EDITIONS[target]
+    url = page_in(target, pagename, app.config.language)
+    context["metatags"] = context.get("metatags", "") + (
+        f'<link rel="alternate" hreflang="{lang}" href="{url}" />\n')
+    title = "Read this page in English" if target == "en" else "阅读本页的中文版"
+    context["body"] = (
+        f'<nav class="mha-lang-switch" aria-label="{"语言" if target == "en" else "Language"}">'
+        f'<a href="{url}" hreflang="{lang}" lang="{lang}" title="{title}">{label}</a></nav>\n'
+        + context["body"])
+
+
+@lru_cache(maxsize=None)
+def computed_rules(path: str = str(RULES)) -> dict:
+    """The rules of ``computed_text.yml``: {"glued": [(pattern, replacement)], "figures": [...], "keep": pattern}.
+
+    Raises:
+        ValueError: a rule that is not a [pattern, replacement] pair, or a pattern that does not compile
+            (the message names it).
+    """
+    data = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
+    rules = {"keep": re.compile(data["keep"])}
+    for part in ("glued", "figures"):
+        rules[part] = []
+        for rule in data[part]:
+            if not (isinstance(rule, list) and len(rule) == 2):
+                raise ValueError(f"{path}: a rule must be [pattern, replacement], got {rule!r}")
+            try:
+                rules[part].append((re.compile(rule[0]), rule[1]))
+            except re.error as err:
+                raise ValueError(f"{path}: bad pattern {rule[0]!r}: {err}") from err
+    return rules
+
+
+def translate_computed(text: str, part: str) -> str:
+    """``text`` with the rules of ``part`` ("glued" or "figures") applied in order."""
+    for pattern, replacement in computed_rules()[part]:
+        text = pattern.sub(replacement, text)
+    return text
+
+
+_ALT = re.compile(r'(<img\b[^>]*?\balt=")([^"]*)(")')
+_NOTE = re.compile(r'(<p class="mha-live-noscript">)(.*?)(</p>)', re.S)
+
+
+def translate_figure_html(text: str) -> str:
+    """A live view's or heads figure's HTML with its alt text and note translated (rules "figures")."""
+    text = _ALT.sub(lambda m: m[1] + html.escape(translate_computed(html.unescape(m[2]), "figures"),
+                                                 quote=True) + m[3], text)
+    return _NOTE.sub(lambda m: m[1] + translate_computed(m[2], "figures") + m[3], text)
+
+
+def translate_computed_text(app: Sphinx, doctree, docname: str) -> None:
+    """In the Chinese edition: glued phrases and figure HTML through computed_text.yml's rules."""
+    if app.config.language != "zh_CN":
+        return
+    for node in list(doctree.findall(nodes.inline)):
+        if "pasted-text" in node["classes"]:
+            text = node.astext()
+            new = translate_computed(text, "glued")
+            if new != text:
+                node.children = [nodes.Text(new)]
+    for node in list(doctree.findall(nodes.raw)):
+        text = node.astext()
+        if node.get("format") == "html" and ("mha-live-view" in text or "mha-heads-figure" in text):
+            node.children = [nodes.Text(translate_figure_html(text))]
+
+
+def translate_toctree_captions(app: Sphinx, doctree) -> None:
+    """The sidebar's part captions ("Chapters", ...) in the page's language.
+
+    Jupyter Book inserts the root page's toctrees (from _toc.yml) after Sphinx's translation step
+    has run, so their captions would stay English; they are looked up in the page's catalog here,
+    before the environment stores the page.
+    """
+    if not app.config.language or app.config.language == "en":
+        return
+    from os import path
+
+    from sphinx import addnodes
+    from sphinx.locale import init as init_locale
+    from sphinx.util.i18n import docname_to_domain
+
+    domain = docname_to_domain(app.env.docname, app.config.gettext_compact)
+    dirs = [path.join(app.srcdir, d) for d in app.config.locale_dirs]
+    catalog, found = init_locale(dirs, app.config.language, domain)
+    if not found:
+        return
+    for node in doctree.findall(addnodes.toctree):
+        if node.get("caption"):
+            node["caption"] = catalog.gettext(node["caption"])
+
+
+def add_edition_files(app: Sphinx) -> None:
+    """The Chinese pages load the served Chinese font (_ext/mha_book_assets.py vendors it)."""
+    if app.config.language == "zh_CN":
+        app.add_css_file("vendor/noto-sans-sc/noto-sans-sc.css")
+
+
+def setup(app: Sphinx) -> dict:
+    import myst_nb.sphinx_ as nb_sphinx
+
+    app.connect("builder-inited", add_edition_files)
+    app.connect("html-page-context", add_language_switch)
+    app.connect("doctree-resolved", translate_computed_text)
+    app.connect("doctree-read", translate_toctree_captions, priority=400)
+
+    load_renderer = nb_sphinx.load_renderer
+    parse = nb_sphinx.Parser.parse
+
+    def keeping_renderer(name: str):
+        renderer_class = load_renderer(name)
+
+        def make(*args, **kwargs):
+            renderer = renderer_class(*args, **kwargs)
+            RENDERERS[app.env.docname] = renderer
+            return renderer
+
+        return make
+
+    def parse_with_glue(self, inputstring: str, document) -> None:
+        if not document.current_source.endswith("<translated>"):
+            return parse(self, inputstring, document)
+        renderer = RENDERERS.get(app.env.docname)
+        if renderer is not None:
+            document.attributes["nb_renderer"] = renderer
+        try:
+            return parse(self, inputstring, document)
+        finally:
+            document.attributes.pop("nb_renderer", None)
+
+    nb_sphinx.load_renderer = keeping_renderer
+    nb_sphinx.Parser.parse = parse_with_glue
+    # a page's renderer is needed only while that page is read
+    app.connect("doctree-read", lambda app, doctree: RENDERERS.pop(app.env.docname, None))
+    return {"parallel_read_safe": False, "parallel_write_safe": True}

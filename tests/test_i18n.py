@@ -1,0 +1,161 @@
+"""The Chinese edition's catalogs and rules (no build needed; the built pages: tests/browser/test_zh_edition.py)."""
+from __future__ import annotations
+
+import html
+import json
+import re
+import sys
+from pathlib import Path
+
+import pytest
+from babel.messages.pofile import read_po
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "tools"))
+sys.path.insert(0, str(ROOT / "_ext"))
+import i18n  # noqa: E402
+import mha_i18n  # noqa: E402
+
+CATALOGS = sorted(i18n.LOCALE.rglob("*.po"))
+CHAPTERS = sorted((ROOT / "chapters").glob("*.ipynb"))
+ENGLISH_WORD = re.compile(r"[A-Za-z]{2,}|\b[A-Za-z]\b")
+CJK = re.compile(r"[\u4e00-\u9fff]")
+# Share of a page's prose entries that must be translated and reviewed (not fuzzy). A changed English
+# sentence is fuzzy until a translator reviews it, so this is what a change may leave behind.
+MIN_TRANSLATED = 0.97
+
+
+def test_every_page_of_the_toc_but_the_api_reference_has_a_catalog():
+    import yaml
+    toc = yaml.safe_load((ROOT / "_toc.yml").read_text())
+
+    def files(entries):
+        for entry in entries:
+            if "file" in entry:
+                yield entry["file"]
+            yield from files(entry.get("sections", []))
+    pages = [toc["root"]] + [f for part in toc["parts"] for f in files(part["chapters"])]
+    wanted = {p for p in pages if not p.startswith("chapters/api/")}
+    have = {str(p.relative_to(i18n.LOCALE).with_suffix("")) for p in CATALOGS}
+    assert wanted <= have, sorted(wanted - have)
+
+
+@pytest.mark.parametrize("po", CATALOGS, ids=lambda p: p.stem)
+def test_translations_keep_every_role_code_span_math_and_link(po):
+    assert i18n.problems(po) == []
+
+
+@pytest.mark.parametrize("po", CATALOGS, ids=lambda p: p.stem)
+def test_each_page_is_translated_above_the_threshold(po):
+    done, total = i18n.coverage(po)
+    assert total == 0 or done / total >= MIN_TRANSLATED, f"{po.name}: {done}/{total} translated"
+
+
+@pytest.mark.parametrize("po", CATALOGS, ids=lambda p: p.stem)
+def test_translations_are_chinese_and_use_the_glossary_terms(po):
+    with open(po, "rb") as f:
+        catalog = read_po(f)
+    for message in catalog:
+        if not message.id or not message.string or not i18n.needs_translation(message.id):
+            continue
+        prose = i18n.text_without_markup(message.id)
+        if len(ENGLISH_WORD.findall(prose)) >= 6:  # a sentence, not a table cell or a name
+            assert CJK.search(message.string), f"{po.name}: {message.id[:60]!r} left in English"
+        # the field's standard terms (chapters/glossary.md), where the English sentence names them
+        for english, chinese in (("multi-head attention", "多头注意力"), ("cross-attention", "交叉注意力"),
+                                 ("induction head", "归纳头"), ("KV cache", "KV 缓存")):
+            if english in message.id and CJK.search(message.string) and po.stem != "glossary":
+                assert chinese in message.string, f"{po.name}: {english!r} not as {chinese!r} in {message.string[:80]!r}"
+
+
+def test_markup_reads_roles_and_code_left_to_right():
+    text = "Heads `L{layer}.H{head}` and {glue:text}`acc:.2f` of {cite:t}`vaswani2017attention`, $d_k$ [x](a.md)"
+    found = sorted(piece for _, piece in i18n.markup(text))
+    assert found == sorted(["`L{layer}.H{head}`", "{glue:text}`acc:.2f`", "{cite:t}`vaswani2017attention`",
+                            "$d_k$", "a.md"])
+    assert i18n.markup("{glue:text}`a` 和 {glue:text}`b`") != i18n.markup("{glue:text}`a` and {glue:text}`c`")
+
+
+def test_fill_refuses_a_translation_that_drops_a_glued_number(tmp_path):
+    po = tmp_path / "page.po"
+    po.write_text('msgid ""\nmsgstr ""\n"Content-Type: text/plain; charset=UTF-8\\n"\n\n'
+                  'msgid "Every seed scores {glue:text}`acc`."\nmsgstr ""\n', encoding="utf-8")
+    given = tmp_path / "zh.json"
+    given.write_text(json.dumps({"Every seed scores {glue:text}`acc`.": "每个随机种子得分很高。"}), encoding="utf-8")
+    assert i18n.main(["fill", str(po), str(given)]) == 1
+    given.write_text(json.dumps({"Every seed scores {glue:text}`acc`.": "每个随机种子的得分为 {glue:text}`acc`。"}),
+                     encoding="utf-8")
+    assert i18n.main(["fill", str(po), str(given)]) == 0
+
+
+def glued_phrases():
+    """(chapter, key, text) of every glued text value with words in it, from the committed notebooks."""
+    found = []
+    for path in CHAPTERS:
+        for cell in json.loads(path.read_text(encoding="utf-8"))["cells"]:
+            for output in cell.get("outputs", []):
+                record = (output.get("metadata") or {}).get("scrapbook")
+                data = output.get("data", {})
+                text = "".join(data.get("application/papermill.record/text/plain", ""))
+                if not record or any(k.startswith("application/papermill.record/image") or
+                                     k == "application/papermill.record/text/html" for k in data):
+                    continue
+                if text.startswith("'") or text.startswith('"'):
+                    text = text[1:-1]
+                if re.search(r"[A-Za-z]{2,}", text):
+                    found.append((path.stem, record["name"], text))
+    return found
+
+
+def test_every_glued_phrase_comes_out_chinese():
+    phrases = glued_phrases()
+    assert len(phrases) > 30  # chapters 4, 6, 7, 8 and 9 glue phrases
+    keep = mha_i18n.computed_rules()["keep"]
+    for chapter, key, text in phrases:
+        out = mha_i18n.translate_computed(text, "glued")
+        left = [w for w in re.findall(r"[A-Za-z][\w.]*\w|[A-Za-z]", out) if not keep.match(w)]
+        assert not left, f"{chapter} {key}: {text!r} -> {out!r} keeps {left}"
+
+
+def test_rules_translate_the_computed_figure_text():
+    html_text = ('<div class="mha-live-view"><img class="mha-live-fallback" src="x" alt="Grid of 8 attention heat '
+                 'maps, one per head (H=1: H0 to H=8: H7). Rows are query tokens, columns are key tokens: [CLS] a &lt;b&gt; '
+                 '(keys: s1 s2). Colour scale viridis, dark = 0, bright = 0.99. Key token with the highest mean weight, '
+                 'per head: [CLS] (11 heads); . (L0.H1)."><p class="mha-live-noscript">This figure is live where '
+                 "JavaScript and WebAssembly SIMD run (the book's web pages in a recent Chrome, Edge, Firefox or Safari): "
+                 "your browser recomputes it. Here it shows what the notebook computed; run the cell in Jupyter, Colab or "
+                 "VS Code (with anywidget) and the kernel recomputes it.</p></div>")
+    out = mha_i18n.translate_figure_html(html_text)
+    alt = html.unescape(re.search(r'alt="([^"]*)"', out)[1])
+    assert alt.startswith("由 8 幅注意力热图组成的网格，每个头一幅（H=1: H0 到 H=8: H7）。")
+    assert "[CLS] a <b>" in alt and "（11 个头）" in alt and "Grid" not in alt and "Colour" not in alt
+    assert "这幅图" in out and "recomputes" not in out
+
+
+def test_every_live_view_and_figure_alt_text_of_the_chapters_is_translated():
+    template = re.compile(r"Grid of|Rows are|Colour scale|Key token with|Line chart|attention of the|This figure is live")
+    count = 0
+    for path in CHAPTERS:
+        for cell in json.loads(path.read_text(encoding="utf-8"))["cells"]:
+            for output in cell.get("outputs", []):
+                for mime, value in output.get("data", {}).items():
+                    text = "".join(value) if isinstance(value, list) else value
+                    if "html" in mime and ("mha-live-view" in text or "mha-heads-figure" in text):
+                        count += 1
+                        out = mha_i18n.translate_figure_html(text)
+                        assert not template.search(out), f"{path.stem}: {template.search(out)[0]!r} left"
+    assert count >= 20
+
+
+def test_language_switch_urls_lead_to_the_same_page_in_the_other_edition():
+    assert mha_i18n.page_in("zh_CN", "intro", "en") == "zh/intro.html"
+    assert mha_i18n.page_in("zh_CN", "chapters/api/cost", "en") == "../../zh/chapters/api/cost.html"
+    assert mha_i18n.page_in("en", "intro", "zh_CN") == "../intro.html"
+    assert mha_i18n.page_in("en", "chapters/05_induction_heads", "zh_CN") == "../../chapters/05_induction_heads.html"
+
+
+def test_a_bad_rule_is_refused_by_name(tmp_path):
+    rules = tmp_path / "rules.yml"
+    rules.write_text("keep: x\nglued:\n  - ['(unclosed', 'x']\nfigures: []\n", encoding="utf-8")
+    with pytest.raises(ValueError, match="unclosed"):
+        mha_i18n.computed_rules(str(rules))

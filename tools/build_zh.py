@@ -1,0 +1,108 @@
+"""Build the Chinese edition into ``_build/html/zh/`` (``make book`` runs it after the English book).
+
+The Chinese edition is the same Jupyter Book build with Sphinx's ``language`` set to ``zh_CN``:
+Sphinx reads the translations from ``locale/zh_CN/LC_MESSAGES/`` (``make locale``,
+``tools/i18n.py``) and shows the English of any sentence not (or no longer) translated. Its
+configuration is ``_config.yml`` with two changes, written to ``_build/_config_zh.yml`` so that
+the two editions cannot drift apart: the language and the title.
+
+The pages are then copied under the English site, in ``zh/``. Both editions load one copy of
+the heavy, language-free files: the live views' modules, the vendored scripts and the exported
+models (``_static/live``, ``_static/vendor``, ``_static/models`` and ``_static/mha_book.js``, which
+finds the other three beside itself). The Chinese pages point one folder up for them; the live
+views pick their interface language from the page's ``<html lang>``.
+
+    python tools/build_zh.py            # after jupyter-book build . (the English book)
+"""
+from __future__ import annotations
+
+import argparse
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import yaml
+
+ROOT = Path(__file__).resolve().parent.parent
+TITLE = "多头注意力：交互式教程"
+sys.path.insert(0, str(ROOT / "_ext"))
+from mha_book_assets import CJK_FONT, VENDOR  # noqa: E402  (what the book vendors under _static/vendor/)
+
+# The language-free files both editions load from the English site: the live views' modules, the
+# models, mha_book.js (which finds them beside itself), and the book's vendored scripts and font --
+# not the theme's own files under _static/vendor/ (its icons), which stay in each edition.
+VENDORED = sorted({name.split("/")[0] for name in VENDOR} | {CJK_FONT[2].rstrip("/")})
+SHARED = ["live", "models", "mha_book.js"] + [f"vendor/{name}" for name in VENDORED]
+# src="../_static/vendor/mathjax/..." (any depth) -> one folder further up, in the English site
+SHARED_REF = re.compile(r'((?:src|href)=")((?:\.\./)*)_static/(' +
+                        "|".join(re.escape(name) + ("" if name.endswith(".js") else "/") for name in SHARED) + ")")
+
+
+def zh_config(english: Path, out: Path) -> Path:
+    """Write the Chinese edition's configuration: ``english`` with the language and title changed."""
+    config = yaml.safe_load(english.read_text(encoding="utf-8"))
+    config["title"] = TITLE
+    config.setdefault("sphinx", {}).setdefault("config", {})["language"] = "zh_CN"
+    # local extension folders are relative to the configuration file's folder
+    extensions = config["sphinx"].get("local_extensions", {})
+    for name, folder in extensions.items():
+        extensions[name] = str((english.parent / folder).resolve())
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text("# Written by tools/build_zh.py from _config.yml; do not edit.\n"
+                   + yaml.safe_dump(config, allow_unicode=True, sort_keys=False), encoding="utf-8")
+    return out
+
+
+def share_static(site: Path) -> int:
+    """Point the Chinese pages under ``site`` at the English site's shared static files.
+
+    Returns:
+        The number of HTML files changed.
+
+    Raises:
+        RuntimeError: when no page refers to ``_static/mha_book.js`` (the layout changed).
+    """
+    changed = 0
+    for page in site.rglob("*.html"):
+        text = page.read_text(encoding="utf-8")
+        new = SHARED_REF.sub(r"\1\2../_static/\3", text)
+        if new != text:
+            page.write_text(new, encoding="utf-8")
+            changed += 1
+    if not changed:
+        raise RuntimeError(f"no page under {site} loads _static/mha_book.js")
+    for name in SHARED:
+        target = site / "_static" / name
+        if target.is_dir():
+            shutil.rmtree(target)
+        elif target.exists():
+            target.unlink()
+    return changed
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--jupyter-book", default=str(Path(sys.executable).parent / "jupyter-book"))
+    parser.add_argument("--site", default=str(ROOT / "_build" / "html"))
+    args = parser.parse_args(argv)
+
+    config = zh_config(ROOT / "_config.yml", ROOT / "_build" / "_config_zh.yml")
+    build = ROOT / "_build" / "zh"
+    subprocess.run([args.jupyter_book, "build", str(ROOT), "--config", str(config),
+                    "--path-output", str(build), "--warningiserror", "--keep-going"], check=True)
+    site = Path(args.site)
+    if not (site / "_static" / "mha_book.js").exists():
+        raise SystemExit(f"build the English book into {site} first")
+    target = site / "zh"
+    if target.exists():
+        shutil.rmtree(target)
+    shutil.copytree(build / "_build" / "html", target)
+    pages = share_static(target)
+    print(f"Chinese edition: {target} ({pages} pages share the English site's scripts and models)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
