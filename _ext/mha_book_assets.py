@@ -59,7 +59,8 @@ VENDOR = {
 # The Chinese edition's font, for readers whose system has no Chinese font: Noto Sans SC (SIL OFL 1.1)
 # from @fontsource/noto-sans-sc, regular and bold, split by unicode-range into about 100 WOFF2 files
 # each, of which a page downloads only those holding its characters. noto-sans-sc.css is
-# written from the package's 400.css and 700.css, without their WOFF (not WOFF2) fallbacks.
+# written from the package's 400.css and 700.css: the Chinese subsets only, without their WOFF
+# (not WOFF2) fallbacks.
 CJK_FONT = ("@fontsource/noto-sans-sc/", ("400.css", "700.css"), "noto-sans-sc/")
 # The npm package of onnxruntime-web has no LICENSE file; its files say "Licensed under the MIT
 # License", and this is the LICENSE of github.com/microsoft/onnxruntime ({version}: from its
@@ -110,8 +111,13 @@ def copy_cjk_font(root: Path, out: Path) -> None:
     css = []
     for sheet in sheets:
         text = (root / package / sheet).read_text(encoding="utf-8")
-        css.append(re.sub(r", url\([^)]*\.woff\) format\('woff'\)", "", text))
-    text = "\n".join(css)
+        # each rule is "/* noto-sans-sc-<subset>-<weight>-normal */ @font-face {...}"; keep the Chinese
+        # subsets (numbered [0] to [119]), not latin, latin-ext, cyrillic or vietnamese: Latin text
+        # keeps the page's own fonts even where Noto Sans SC comes first in the stack (mha_book.css)
+        for rule in re.split(r"(?=/\* noto-sans-sc-)", text):
+            if rule.startswith("/* noto-sans-sc-["):
+                css.append(re.sub(r", url\([^)]*\.woff\) format\('woff'\)", "", rule))
+    text = "".join(css)
     files = sorted(set(re.findall(r"url\(\./(files/[^)]+\.woff2)\)", text)))
     if not files or ".woff)" in text:
         raise ExtensionError(f"unexpected @font-face rules in {root / package}")

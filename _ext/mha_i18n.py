@@ -3,8 +3,8 @@
 1. A language switch on every page: a link to the same page in the other edition, at the top of
    the article (plain HTML: it works without scripts), and ``<link rel="alternate" hreflang>`` in
    the head. The English book is at the site's root, the Chinese edition under ``zh/``
-   (``tools/build_zh.py``); the edition is Sphinx's ``language`` (``en`` or ``zh_CN``). The Chinese
-   pages also load the served Chinese font (``_static/mha_book.css`` puts it after the systems' own).
+   (``tools/build_zh.py``); the edition is Sphinx's ``language`` (``en`` or ``zh_CN``). Every page
+   loads the served Chinese font's rules (``_static/mha_book.css`` says where each edition uses it).
 
 2. Glued numbers stay computed in a translated page. A chapter's numbers are glued from its
 executed cells ({glue:text}`key` in the prose, MyST-NB's glue). Sphinx's translation step (sphinx.transforms.i18n.Locale) swaps each paragraph of a page
@@ -154,16 +154,18 @@ def translate_toctree_captions(app: Sphinx, doctree) -> None:
             node["caption"] = catalog.gettext(node["caption"])
 
 
-def add_edition_files(app: Sphinx) -> None:
-    """The Chinese pages load the served Chinese font (_ext/mha_book_assets.py vendors it)."""
-    if app.config.language == "zh_CN":
-        app.add_css_file("vendor/noto-sans-sc/noto-sans-sc.css")
+def add_font(app: Sphinx) -> None:
+    """Every page loads the served Chinese font's rules (_ext/mha_book_assets.py vendors the font):
+    the Chinese pages for their text, the English ones for their language switch ("中文") and what
+    they quote in Chinese (the glossary, chapter 8). The rules are about 60 kB compressed; a browser
+    downloads a part of the font only for the characters a page shows in it."""
+    app.add_css_file("vendor/noto-sans-sc/noto-sans-sc.css")
 
 
 def setup(app: Sphinx) -> dict:
     import myst_nb.sphinx_ as nb_sphinx
 
-    app.connect("builder-inited", add_edition_files)
+    app.connect("builder-inited", add_font)
     app.connect("html-page-context", add_language_switch)
     app.connect("doctree-resolved", translate_computed_text)
     app.connect("doctree-read", translate_toctree_captions, priority=400)
