@@ -29,10 +29,10 @@ from babel.messages.pofile import read_po, write_po
 LOCALE = Path(__file__).resolve().parent.parent / "locale" / "zh_CN" / "LC_MESSAGES"
 
 # What a translation must keep verbatim: MyST roles ({glue:text}`k`, {cite:t}`k`, {numref}`k`),
-# inline code, inline math and link targets.
+# inline code, inline math, inline HTML tags (<span lang="zh-CN">) and link targets.
 # One pattern, read left to right, so that a role's `...` is not taken for code and a code span's
 # {...}` (as in `L{layer}.H{head}`) is not taken for a role.
-VERBATIM = re.compile(r"\{[a-z:-]+\}`[^`]*`|``[^`]+``|`[^`]+`|\$\$.+?\$\$|\$[^$]+\$", re.S)
+VERBATIM = re.compile(r"\{[a-z:-]+\}`[^`]*`|``[^`]+``|`[^`]+`|\$\$.+?\$\$|\$[^$]+\$|</?[a-z]+(?: [^<>]*)?>", re.S)
 LINK_TARGET = re.compile(r"\]\(([^)\s]+)\)")
 # A sentence with no letters outside its markup (an equation, a table cell such as `B` or $d_k$).
 WORD = re.compile(r"[A-Za-z]{2,}")
