@@ -95,11 +95,21 @@ def computed_rules(path: str = str(RULES)) -> dict:
     return rules
 
 
+STRAIGHT = str.maketrans({"\u2018": "'", "\u2019": "'", "\u201c": '"', "\u201d": '"'})
+
+
 def translate_computed(text: str, part: str) -> str:
-    """``text`` with the rules of ``part`` ("glued" or "figures") applied in order."""
+    """``text`` with the rules of ``part`` ("glued" or "figures") applied in order.
+
+    The rules are written with straight quotes; Sphinx's smartquotes have curled a glued phrase's
+    quotes by the time the Chinese build sees it, so the rules see it straightened. A text that no
+    rule changes comes back as it was.
+    """
+    straight = text.translate(STRAIGHT)
+    new = straight
     for pattern, replacement in computed_rules()[part]:
-        text = pattern.sub(replacement, text)
-    return text
+        new = pattern.sub(replacement, new)
+    return new if new != straight else text
 
 
 _ALT = re.compile(r'(<img\b[^>]*?\balt=")([^"]*)(")')

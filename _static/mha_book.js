@@ -18,6 +18,9 @@
 (function () {
   "use strict";
   var here = document.currentScript && document.currentScript.src;
+  // The Chinese edition (<html lang="zh-CN">) gets this script's few texts in Chinese.
+  var zh = /^zh/i.test(document.documentElement.lang || "");
+  function size(img) { return img.naturalWidth + " \u00d7 " + img.naturalHeight + " px"; }
   if (here) {
     var vendor = new URL("vendor/", here).href;
     window.mhaLibScripts = {
@@ -164,12 +167,12 @@
         link.className = "mha-full-size";
         link.href = href;
         link.target = "_blank";
-        link.title = "Open the full-size image in a new tab";
+        link.title = zh ? "在新标签页中打开原尺寸图片" : "Open the full-size image in a new tab";
         img.parentNode.insertBefore(link, img);
         link.appendChild(img);
         var note = document.createElement("span");
         note.className = "mha-full-size-note";
-        note.textContent = "Open full size (" + img.naturalWidth + " \u00d7 " + img.naturalHeight + " px)";
+        note.textContent = zh ? "查看原尺寸（" + size(img) + "）" : "Open full size (" + size(img) + ")";
         link.appendChild(note);
       }
       link.classList.toggle("mha-full-size-shrunk", shrunk);
@@ -187,11 +190,12 @@
           link = document.createElement("a");
           link.className = "mha-full-size mha-full-size-widget";
           link.target = "_blank";
-          link.title = "Open the attention maps shown now, full size, in a new tab";
+          link.title = zh ? "在新标签页中按原尺寸打开当前显示的注意力图"
+                          : "Open the attention maps shown now, full size, in a new tab";
           link.appendChild(document.createElement("span")).className = "mha-full-size-note";
           area.appendChild(link);
         }
-        var text = "Open these maps full size (" + img.naturalWidth + " \u00d7 " + img.naturalHeight + " px)";
+        var text = zh ? "查看这些图的原尺寸（" + size(img) + "）" : "Open these maps full size (" + size(img) + ")";
         if (link.href !== img.src) link.href = img.src;
         if (link.firstChild.textContent !== text) link.firstChild.textContent = text;
         link.classList.toggle("mha-full-size-shrunk", shrunk);
@@ -272,7 +276,9 @@
           for (var i = 0; i < views.length; i++) {
             var note = document.createElement("p");
             note.className = "mha-live-status mha-live-error";
-            note.textContent = "This live view could not start (" + err + "); the figure shown was computed in advance.";
+            note.textContent = /^zh/i.test(document.documentElement.lang || "")  // the Chinese edition's pages
+              ? "这个实时视图无法启动（" + err + "）；显示的图是预先计算好的。"
+              : "This live view could not start (" + err + "); the figure shown was computed in advance.";
             views[i].appendChild(note);
           }
         });

@@ -3,8 +3,9 @@
 The Chinese edition is the same Jupyter Book build with Sphinx's ``language`` set to ``zh_CN``:
 Sphinx reads the translations from ``locale/zh_CN/LC_MESSAGES/`` (``make locale``,
 ``tools/i18n.py``) and shows the English of any sentence not (or no longer) translated. Its
-configuration is ``_config.yml`` with two changes, written to ``_build/_config_zh.yml`` so that
-the two editions cannot drift apart: the language and the title.
+configuration is ``_config.yml`` with a few changes, written to ``_build/_config_zh.yml`` so that
+the two editions cannot drift apart: the language, the title, the author line and the labels of
+MyST-NB's buttons on hidden cells.
 
 The pages are then copied under the English site, in ``zh/``. Both editions load one copy of
 the heavy, language-free files: the live views' modules, the vendored scripts and the exported
@@ -27,6 +28,7 @@ import yaml
 
 ROOT = Path(__file__).resolve().parent.parent
 TITLE = "多头注意力：交互式教程"
+AUTHOR = "《多头注意力：交互式教程》的作者们"
 sys.path.insert(0, str(ROOT / "_ext"))
 from mha_book_assets import CJK_FONT, VENDOR  # noqa: E402  (what the book vendors under _static/vendor/)
 
@@ -44,7 +46,12 @@ def zh_config(english: Path, out: Path) -> Path:
     """Write the Chinese edition's configuration: ``english`` with the language and title changed."""
     config = yaml.safe_load(english.read_text(encoding="utf-8"))
     config["title"] = TITLE
-    config.setdefault("sphinx", {}).setdefault("config", {})["language"] = "zh_CN"
+    config["author"] = AUTHOR
+    sphinx = config.setdefault("sphinx", {}).setdefault("config", {})
+    sphinx["language"] = "zh_CN"
+    # MyST-NB's buttons on hidden cells ("Show code cell source"): {type} would be English
+    sphinx["nb_code_prompt_show"] = "显示代码单元的内容"
+    sphinx["nb_code_prompt_hide"] = "隐藏代码单元的内容"
     # local extension folders are relative to the configuration file's folder
     extensions = config["sphinx"].get("local_extensions", {})
     for name, folder in extensions.items():

@@ -85,12 +85,21 @@ def save(catalog, path: Path) -> None:
         write_po(f, catalog, width=0, include_previous=True)
 
 
+# A translation that starts "3. " parses as a numbered list, not as the heading "3. Three kinds of
+# heads" it translates, and Sphinx then drops it (the heading stays English): write "3\. ".
+LIST_START = re.compile(r"^\d+\. ")
+
+
 def problems(path: Path) -> list[str]:
-    """Every translated entry of ``path`` whose markup differs from its English sentence's."""
+    """Every translated entry of ``path`` whose markup differs from its English sentence's, or that
+    starts like a numbered list."""
     found = []
     for message in load(path):
         if not message.id or not message.string or message.fuzzy:
             continue
+        if LIST_START.match(message.string):
+            found.append(f"{path.name}: {message.string[:40]!r}...: starts like a list; write "
+                         f"{LIST_START.match(message.string)[0].rstrip('. ')}\\. instead")
         want, got = markup(message.id), markup(message.string)
         if want != got:
             missing = sorted(p for _, p in (want - got))

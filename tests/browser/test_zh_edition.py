@@ -43,7 +43,10 @@ def test_every_page_has_its_chinese_page_and_the_switch_leads_there_and_back():
         back, lang, text = _switch("zh/" + rel)
         assert back == (HTML_ROOT / rel).resolve() and lang == "en", rel
         assert re.search(r'<html lang="zh-CN"', text), rel
-        assert f'<link rel="alternate" hreflang="en"' in text, rel
+        assert '<link rel="alternate" hreflang="en"' in text, rel
+        colab = re.compile(r'href="(https://colab\.research\.google\.com/[^"]+)"')
+        english = (HTML_ROOT / rel).read_text(encoding="utf-8")
+        assert colab.findall(text) == colab.findall(english), rel  # the same notebooks open in Colab
 
 
 def test_the_chinese_pages_load_the_shared_scripts_and_models_from_the_english_site():
