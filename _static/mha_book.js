@@ -276,8 +276,7 @@
           for (var i = 0; i < views.length; i++) {
             var note = document.createElement("p");
             note.className = "mha-live-status mha-live-error";
-            note.textContent = /^zh/i.test(document.documentElement.lang || "")  // the Chinese edition's pages
-              ? "这个实时视图无法启动（" + err + "）；显示的图是预先计算好的。"
+            note.textContent = zh ? "这个实时视图无法启动（" + err + "）；显示的图是预先计算好的。"
               : "This live view could not start (" + err + "); the figure shown was computed in advance.";
             views[i].appendChild(note);
           }

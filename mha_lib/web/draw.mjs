@@ -16,6 +16,7 @@ import { colourOf, greyOf, gridLayout, rowEnd, zoomLayout } from "./layout.mjs";
 import { figureLayout } from "./figure.mjs";
 import { el, setText } from "./dom.mjs";
 import { readoutText, shortLabel } from "./text.mjs";
+import { t } from "./i18n.mjs";
 
 /** A map's cells as a rows x columns canvas, one pixel a cell (grey when the head is off); `into` is reused when given. */
 export function bitmapOf(map, vmax, off, into = null) {
@@ -78,7 +79,7 @@ export function figureCanvas(figure) {
   figure.heads.forEach((head, i) => {
     const { x, y } = f.at(i);
     paintMap(ctx, head.map, figure.vmax, head.off, x, y, f.side);
-    ctx.fillText(head.label + (head.off ? " (off)" : ""), x, y + f.side + 14);
+    ctx.fillText(head.off ? t("{label} (off)", { label: head.label }) : head.label, x, y + f.side + 14);
   });
   return canvas;
 }
@@ -107,8 +108,10 @@ function sizeCanvas(canvas, w, h = w) {
 /** The words of a map of token-to-token attention (see the top of this file). */
 export const TOKEN_WORDS = {
   cell: (head, tokens, q, k) => readoutText(head.label, tokens, q, k, head.map[q][k], keysOf(head, tokens)),
-  map: (head, n) => `attention map of ${n} tokens`,
-  axes: "rows are queries, columns are keys",
+  map: (head, n) => t("attention map of {n} tokens", { n }),
+  get axes() {
+    return t("rows are queries, columns are keys");
+  },
 };
 
 /** Dots on the cells of `ink` ([row][column] booleans) of a map drawn at (x, y), `size` px a side. */
@@ -190,9 +193,10 @@ export class HeadGrid {
         this.buttons.push(button);
       }
       const [canvas, caption] = button.children;
-      setText(caption, head.off ? `${head.label} (off)` : head.label);
-      button.setAttribute("aria-label", `${head.label}${head.off ? ", turned off" : ""}: ` +
-        `${this.words.map(head, n)}; Enter enlarges it`);
+      setText(caption, head.off ? t("{label} (off)", { label: head.label }) : head.label);
+      const words = { label: head.label, map: this.words.map(head, n) };
+      button.setAttribute("aria-label", head.off ? t("{label}, turned off: {map}; Enter enlarges it", words)
+        : t("{label}: {map}; Enter enlarges it", words));
       const m = keysOf(head, this.tokens).length;
       const cell = layout.map / side;
       const ctx = sizeCanvas(canvas, cell * m, cell * n);
@@ -226,7 +230,7 @@ export class ZoomView {
     this.readout = readout;
     this.title = el("p", { class: "mha-live-zoom-title" });
     this.canvas = el("canvas", { tabindex: "0", role: "img" });
-    const close = el("button", { type: "button", class: "mha-live-button" }, "Close the enlarged map");
+    const close = el("button", { type: "button", class: "mha-live-button" }, t("Close the enlarged map"));
     close.addEventListener("click", () => onClose());
     // a long input's map is larger than the column: it scrolls inside this box, both ways
     this.scroller = el("div", { class: "mha-live-zoom-scroll" }, this.canvas);
@@ -259,11 +263,13 @@ export class ZoomView {
     this.words = words;
     this.node.hidden = false;
     const m = keysOf(head, tokens).length;
-    setText(this.title, `${head.label}${head.off ? " (turned off)" : ""}, enlarged: ${words.axes} ` +
-      `(${m === tokens.length ? `${m} a side` : `${tokens.length} rows, ${m} columns`}). Arrow keys move through the ` +
-      "cells; Escape closes.");
+    const size = m === tokens.length ? t("{n} a side", { n: m }) : t("{rows} rows, {columns} columns", { rows: tokens.length, columns: m });
+    const title = { label: head.label, axes: words.axes, size };
+    setText(this.title, head.off
+      ? t("{label} (turned off), enlarged: {axes} ({size}). Arrow keys move through the cells; Escape closes.", title)
+      : t("{label}, enlarged: {axes} ({size}). Arrow keys move through the cells; Escape closes.", title));
     this.cursor = { q: Math.min(this.cursor.q, tokens.length - 1), k: Math.min(this.cursor.k, keysOf(head, tokens).length - 1) };
-    setText(this.cellText, "Point at a cell, or use the arrow keys, to read its weight here.");
+    setText(this.cellText, t("Point at a cell, or use the arrow keys, to read its weight here."));
     this.draw();
   }
 
@@ -276,9 +282,9 @@ export class ZoomView {
     const width = this.scroller.clientWidth || (this.node.parentNode ? this.node.parentNode.clientWidth : 600);
     const probe = this.canvas.getContext("2d");
     probe.font = "12px sans-serif";
-    const labels = this.tokens.map((t) => shortLabel(t));
-    const keyLabels = keys.map((t) => shortLabel(t));
-    const labelWidth = Math.max(...labels.map((t) => probe.measureText(t).width), ...keyLabels.map((t) => probe.measureText(t).width));
+    const labels = this.tokens.map((token) => shortLabel(token));
+    const keyLabels = keys.map((token) => shortLabel(token));
+    const labelWidth = Math.max(...[...labels, ...keyLabels].map((label) => probe.measureText(label).width));
     const layout = zoomLayout(width, side, labelWidth);
     this.layout = layout;
     this.scroller.classList.toggle("mha-live-zoom-long", layout.scrolls);
@@ -291,13 +297,13 @@ export class ZoomView {
       ctx.font = "12px sans-serif";
       ctx.textBaseline = "middle";
       ctx.textAlign = "right";
-      labels.forEach((t, i) => ctx.fillText(t, layout.margin - 4, layout.margin + (i + 0.5) * layout.cell)); // queries
-      keyLabels.forEach((t, i) => { // keys, written upwards
+      labels.forEach((label, i) => ctx.fillText(label, layout.margin - 4, layout.margin + (i + 0.5) * layout.cell)); // queries
+      keyLabels.forEach((label, i) => { // keys, written upwards
         ctx.save();
         ctx.translate(layout.margin + (i + 0.5) * layout.cell, layout.margin - 4);
         ctx.rotate(-Math.PI / 2);
         ctx.textAlign = "left";
-        ctx.fillText(t, 0, 0);
+        ctx.fillText(label, 0, 0);
         ctx.restore();
       });
     }
@@ -354,7 +360,7 @@ export class Legend {
     this.canvas = el("canvas", { "aria-hidden": "true" });
     this.low = el("span", {}, "0");
     this.high = el("span");
-    this.node = el("div", { class: "mha-live-legend" }, el("span", {}, "weight "), this.low, this.canvas, this.high);
+    this.node = el("div", { class: "mha-live-legend" }, el("span", {}, t("weight ")), this.low, this.canvas, this.high);
   }
 
   show(vmax) {
@@ -365,7 +371,7 @@ export class Legend {
       ctx.fillRect(x, 0, 1, 10);
     }
     setText(this.high, vmax.toFixed(2));
-    this.node.setAttribute("aria-label", `colour scale: dark purple 0 to yellow ${vmax.toFixed(2)}`);
+    this.node.setAttribute("aria-label", t("colour scale: dark purple 0 to yellow {vmax}", { vmax: vmax.toFixed(2) }));
   }
 }
 

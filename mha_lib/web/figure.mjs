@@ -6,6 +6,7 @@
 // column labels of a map that is not square) and data is the JSON.
 
 import { colourOf, greyOf } from "./layout.mjs";
+import { t } from "./i18n.mjs";
 
 /** A figure of more cells than this (heads x L x L) has each map drawn as one image, not a rectangle a cell. */
 export const SVG_RECT_CELLS = 50_000;
@@ -78,7 +79,7 @@ export function figureSvg(figure, imageOf) {
       out.push(`<image width="${+(cell * m).toFixed(3)}" height="${+(cell * n).toFixed(3)}" preserveAspectRatio="none" ` +
         `style="image-rendering:pixelated" href="${escapeXml(imageOf(head))}"/>`);
     }
-    out.push(`<text x="0" y="${f.side + 14}" font-size="12" fill="#222">${escapeXml(head.label + (head.off ? " (off)" : ""))}</text>`);
+    out.push(`<text x="0" y="${f.side + 14}" font-size="12" fill="#222">${escapeXml(head.off ? t("{label} (off)", { label: head.label }) : head.label)}</text>`);
     out.push("</g>");
   });
   out.push("</svg>");

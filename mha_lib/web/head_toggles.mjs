@@ -3,6 +3,7 @@
 // Shared by the prune and the induction views.
 
 import { el } from "./dom.mjs";
+import { t } from "./i18n.mjs";
 
 /** The toggles of a num_layers x H grid of heads; `onChange(mask)` gets a copy after every change by the reader. */
 export class HeadToggles {
@@ -10,7 +11,7 @@ export class HeadToggles {
     this.mask = mask.map((row) => row.map((v) => (v ? 1 : 0)));
     const [NL, H] = [this.mask.length, this.mask[0].length];
     const grid = el("div", { class: "mha-live-toggles", role: "group",
-      "aria-label": `heads: ${NL} layers x ${H}; pressed = on; arrow keys move between heads` });
+      "aria-label": t("heads: {layers} layers x {heads}; pressed = on; arrow keys move between heads", { layers: NL, heads: H }) });
     grid.style.setProperty("--mha-live-heads", String(H));
     grid.style.setProperty("--mha-live-phone-columns", String(Math.min(6, H))); // a phone: rows of at most six
     grid.append(el("span", { class: "mha-live-toggles-head" })); // the header row (hidden on a phone)
@@ -24,7 +25,7 @@ export class HeadToggles {
       grid.append(el("span", { class: "mha-live-toggles-layer", "aria-hidden": "true" }, `L${l}`));
       const row = [];
       for (let h = 0; h < H; h++) {
-        const button = el("button", { type: "button", "aria-label": `layer ${l} head ${h}`, title: `L${l}.H${h}`,
+        const button = el("button", { type: "button", "aria-label": t("layer {layer} head {head}", { layer: l, head: h }), title: `L${l}.H${h}`,
           tabindex: l === 0 && h === 0 ? "0" : "-1" }, String(h));
         button.addEventListener("click", () => {
           this.mask[l][h] = this.mask[l][h] ? 0 : 1;
@@ -46,14 +47,14 @@ export class HeadToggles {
       }
       this.buttons.push(row);
     }
-    const allOn = el("button", { type: "button", class: "mha-live-button" }, "All heads on");
+    const allOn = el("button", { type: "button", class: "mha-live-button" }, t("All heads on"));
     allOn.addEventListener("click", () => {
       this.mask = this.mask.map((row) => row.map(() => 1));
       changed();
     });
     this.refresh();
-    this.node = el("div", {}, el("p", { class: "mha-live-note" }, "Click a head to turn it off or on (pressed = on); " +
-      "with the keyboard, Tab into the grid, move with the arrow keys and toggle with Space."), grid, allOn);
+    this.node = el("div", {}, el("p", { class: "mha-live-note" }, t("Click a head to turn it off or on (pressed = on); " +
+      "with the keyboard, Tab into the grid, move with the arrow keys and toggle with Space.")), grid, allOn);
   }
 
   /** Show `mask` ([layer][head] 0/1; a copy is kept), as run() sets it. */

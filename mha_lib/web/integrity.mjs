@@ -1,6 +1,7 @@
 // integrity.mjs -- SHA-256 of the files the page fetches, checked against the build's manifest.
 
 import { describeValue } from "./checks.mjs";
+import { t } from "./i18n.mjs";
 
 // SHA-256 (FIPS 180-4): the round constants, and the first hash value.
 const SHA256_K = new Uint32Array([
@@ -68,8 +69,8 @@ export async function checkDigest(name, bytes, expected) {
   }
   const got = await sha256Of(bytes);
   if (got !== expected) {
-    throw new Error(`${name} is not the file the book was built with (its SHA-256 is ${got.slice(0, 12)}…, ` +
-      `the manifest's ${expected.slice(0, 12)}…)`);
+    throw new Error(t("{name} is not the file the book was built with (its SHA-256 is {got}…, the manifest's {expected}…)",
+      { name, got: got.slice(0, 12), expected: expected.slice(0, 12) }));
   }
   return bytes;
 }

@@ -5,6 +5,7 @@ import { HeadGrid } from "./draw.mjs";
 import { largestWeight } from "./layout.mjs";
 import { el, setText } from "./dom.mjs";
 import { nextTask } from "./runtime_browser.mjs";
+import { t } from "./i18n.mjs";
 
 /** The layer control: a slider (aria-valuetext "layer 2 of 6") and an "all layers" switch. */
 function layerControl(numLayers, start, onChange) {
@@ -14,9 +15,9 @@ function layerControl(numLayers, start, onChange) {
   const all = el("input", { type: "checkbox", id: id + "-all" });
   const describe = () => {
     const layer = Number(slider.value);
-    const text = `layer ${layer} (${layer + 1} of ${numLayers})`;
+    const text = t("layer {layer} ({nth} of {count})", { layer, nth: layer + 1, count: numLayers });
     slider.setAttribute("aria-valuetext", text);
-    setText(value, all.checked ? `layers 0–${numLayers - 1}` : text);
+    setText(value, all.checked ? t("layers 0–{last}", { last: numLayers - 1 }) : text);
     slider.disabled = all.checked;
     return all.checked ? "all" : layer;
   };
@@ -31,8 +32,8 @@ function layerControl(numLayers, start, onChange) {
   slider.addEventListener("input", update);
   all.addEventListener("change", update);
   const node = el("div", { class: "mha-live-controls" },
-    el("label", { for: id }, "Layer"), slider, value,
-    el("label", { class: "mha-live-check" }, all, "all layers")); // the label is part of the box's touch target
+    el("label", { for: id }, t("Layer")), slider, value,
+    el("label", { class: "mha-live-check" }, all, t("all layers"))); // the label is part of the box's touch target
   return { node, update, setLayers, slider, all, value };
 }
 
@@ -130,7 +131,7 @@ export class LayerMaps {
       const { grid, title } = this.grids[i];
       grid.minMap = groups.length > 1 ? 72 : 110;
       title.hidden = groups.length === 1;
-      setText(title, `layer ${heads[0].layer}`);
+      setText(title, t("layer {layer}", { layer: heads[0].layer }));
       grid.onEnlarge = (h) => {
         this.view.lastFocus = grid.buttons[h];
         this.view.enlarge(grid.heads[h], this.tokens, vmax, grid, h);

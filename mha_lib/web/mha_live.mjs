@@ -24,6 +24,7 @@
 // and by mha_lib.live in Python).
 //
 // The modules, in the order mha_lib.live.widget_esm() joins them (each imports only earlier ones):
+//   i18n_zh.mjs, i18n.mjs  the words in the page's language (English, or Chinese on a zh page) and their catalog
 //   wordpiece.mjs        the tokenizer (ids equal to mha_lib.pretrained.WordPieceTokenizer)
 //   checks.mjs           the one list check; run() inputs, head masks
 //   contract.mjs         checkConfig: the view configuration against view_contract.json
@@ -54,6 +55,7 @@ import { checkConfig } from "./contract.mjs";
 import { browserBackend } from "./runtime_browser.mjs";
 import { kernelBackend } from "./runtime_kernel.mjs";
 import { el, setText } from "./dom.mjs";
+import { t } from "./i18n.mjs";
 import { addStyle } from "./styles.mjs";
 import { SentenceView } from "./view_sentence.mjs";
 import { ToyCompareView } from "./view_toy_compare.mjs";
@@ -83,8 +85,8 @@ export function mount(element, { backend = browserBackend } = {}) {
     element.mhaLive = instance.api(view, instance.primary || instance.modelIds[0]);
   } catch (err) {
     const message = el("p", { class: "mha-live-status mha-live-error", role: "status" });
-    setText(message, `This live view could not start (${err.message}); the figure is the one computed when ` +
-      `${backend.madeWhen}.`);
+    setText(message, t("This live view could not start ({error}); the figure is the one computed when {when}.",
+      { error: err.message, when: backend.madeWhen }));
     element.append(message);
     console.warn("mha_live:", err);
     element.mhaLive = { view, model: element.dataset.model, models: [], lastResult: null,

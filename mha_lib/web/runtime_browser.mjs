@@ -13,6 +13,7 @@ import { checkDigest } from "./integrity.mjs";
 import { onnxMetadata } from "./onnx_file.mjs";
 import { rowFilesFor } from "./compute.mjs";
 import { downloadText, errorText, formatMB, modelsText } from "./text.mjs";
+import { t } from "./i18n.mjs";
 
 const HERE = import.meta.url;
 /** `path` relative to this module; null where the module has no folder (anywidget loads it from a blob: URL). */
@@ -107,10 +108,10 @@ export function chooseProvider() {
   return providerPromise;
 }
 
-/** Licence wording of the files the site ships, by licence file (the manifest's `license`). */
+/** Licence wording of the files the site ships, by licence file (the manifest's `license`), in the page's language. */
 const LICENCE_NAMES = {
-  "all-MiniLM-L6-v2.LICENSE.txt": "Apache-2.0, converted to ONNX, float16 weights",
-  "mha_lib.LICENSE.txt": "trained for this book",
+  "all-MiniLM-L6-v2.LICENSE.txt": () => t("Apache-2.0, converted to ONNX, float16 weights"),
+  "mha_lib.LICENSE.txt": () => t("trained for this book"),
 };
 
 /**
@@ -129,11 +130,12 @@ export function licenceParts(modelIds, manifest) {
   }
   const parts = [];
   for (const [file, { ids, info }] of groups) {
-    const name = (info && typeof info.license_name === "string" && info.license_name) || LICENCE_NAMES[file] || "";
-    parts.push({ label: `${ids.length > 1 ? "Models" : "Model"}: ${modelsText(ids)}`, detail: name,
-      href: file === "?" ? null : new URL(file, URLS.models).href });
+    const name = (info && typeof info.license_name === "string" && info.license_name)
+      || (Object.hasOwn(LICENCE_NAMES, file) ? LICENCE_NAMES[file]() : "");
+    parts.push({ label: ids.length > 1 ? t("Models: {ids}", { ids: modelsText(ids) }) : t("Model: {ids}", { ids: modelsText(ids) }),
+      detail: name, href: file === "?" ? null : new URL(file, URLS.models).href });
   }
-  parts.push({ label: "Runtime: onnxruntime-web", detail: "MIT", href: new URL("LICENSE", URLS.ortDir).href });
+  parts.push({ label: t("Runtime: onnxruntime-web"), detail: "MIT", href: new URL("LICENSE", URLS.ortDir).href });
   return parts;
 }
 
@@ -294,7 +296,7 @@ async function loadRuntime(onBytes, ep = null) {
   const key = ep || (await currentBuild());
   if (!runtimes.has(key)) {
     const promise = (async () => {
-      if (!supportsWasmSimd()) throw new Error("this browser cannot run WebAssembly with SIMD");
+      if (!supportsWasmSimd()) throw new Error(t("this browser cannot run WebAssembly with SIMD"));
       const build = BUILDS[key];
       const [ort, wasm] = await Promise.all([import(buildUrl(build.module)), fetchBytes(buildUrl(build.binary), onBytes)]);
       // onnxruntime-web's own module worker (its "proxy") compiles the runtime, creates the sessions and runs
@@ -500,14 +502,14 @@ export async function fetchTokenRows(model, ids, onFetch = () => {}) {
 
 /**
  * What a reader's own file must have for a view (mha_lib.export.export_onnx's fixed signatures): exactly
- * these inputs, at least these outputs, and a head_mask of fixed (num_layers, num_heads) shape. `runs`
- * and `note` word the refusal.
+ * these inputs, at least these outputs, and a head_mask of fixed (num_layers, num_heads) shape. `toy`: the
+ * toy view's (the refusal says so).
  */
 const OWN_CONTRACTS = {
   toy: { inputs: ["input_ids", "token_type_ids", "key_padding_mask", "head_mask"], outputs: ["logits", "attentions"],
-    runs: "the toy view runs models", note: " (mha_lib.export.export_onnx of a chapter-1 model)" },
+    toy: true },
   bert: { inputs: ["input_ids", "token_type_ids", "key_padding_mask", "head_mask"],
-    outputs: ["last_hidden_state", "sentence_embedding", "attentions"], runs: "the sentence view runs models", note: "" },
+    outputs: ["last_hidden_state", "sentence_embedding", "attentions"], toy: false },
 };
 
 /**
@@ -521,7 +523,7 @@ async function openOwnSession(name, bytes, contract) {
   try {
     ({ session, ort } = await createSession(bytes));
   } catch (err) {
-    throw new Error(`“${name}” could not be read as an ONNX model (${errorText(err)})`);
+    throw new Error(t("“{name}” could not be read as an ONNX model ({error})", { name, error: errorText(err) }));
   }
   const list = (names) => `[${names.join(", ")}]`;
   const refuse = (message) => {
@@ -530,15 +532,21 @@ async function openOwnSession(name, bytes, contract) {
   };
   const { inputs, outputs } = contract;
   if (session.inputNames.length !== inputs.length || !inputs.every((n) => session.inputNames.includes(n))) {
-    refuse(`“${name}” has the inputs ${list(session.inputNames)}; ${contract.runs} with the inputs ${list(inputs)}` +
-      contract.note);
+    const words = { name, got: list(session.inputNames), inputs: list(inputs) };
+    refuse(contract.toy ? t("“{name}” has the inputs {got}; the toy view runs models with the inputs {inputs} " +
+      "(mha_lib.export.export_onnx of a chapter-1 model)", words)
+      : t("“{name}” has the inputs {got}; the sentence view runs models with the inputs {inputs}", words));
   }
   const missing = outputs.filter((n) => !session.outputNames.includes(n));
-  if (missing.length) refuse(`“${name}” has no output ${list(missing)} (its outputs: ${list(session.outputNames)})`);
+  if (missing.length) {
+    refuse(t("“{name}” has no output {missing} (its outputs: {outputs})",
+      { name, missing: list(missing), outputs: list(session.outputNames) }));
+  }
   const meta = (session.inputMetadata || []).find((m) => m.name === "head_mask");
   const shape = meta && meta.shape;
   if (!shape || shape.length !== 2 || !shape.every((d) => Number.isInteger(d) && d >= 1)) {
-    refuse(`“${name}”: its head_mask input has no fixed (num_layers, num_heads) shape (got ${JSON.stringify(shape)})`);
+    refuse(t("“{name}”: its head_mask input has no fixed (num_layers, num_heads) shape (got {shape})",
+      { name, shape: JSON.stringify(shape) }));
   }
   return { session, ort, NL: shape[0], H: shape[1] };
 }
@@ -580,22 +588,25 @@ async function loadOwnBert(name, buffer, tokenizer) {
   try {
     meta = onnxMetadata(bytes);
   } catch (err) {
-    throw new Error(`“${name}” could not be read as an ONNX model (${errorText(err)})`);
+    throw new Error(t("“{name}” could not be read as an ONNX model ({error})", { name, error: errorText(err) }));
   }
   const kind = meta["mha_lib.kind"];
   if (kind !== "bert") {
-    throw new Error(`“${name}” is ${kind ? `an mha_lib ${kind} model` : "not a file that mha_lib.export.export_onnx wrote"}; ` +
-      "the sentence view runs an export of a pretrained.BertEncoder (mha_lib.pretrained.load_bert)");
+    throw new Error(kind ? t("“{name}” is an mha_lib {kind} model; the sentence view runs an export of a " +
+      "pretrained.BertEncoder (mha_lib.pretrained.load_bert)", { name, kind })
+      : t("“{name}” is not a file that mha_lib.export.export_onnx wrote; the sentence view runs an export of a " +
+        "pretrained.BertEncoder (mha_lib.pretrained.load_bert)", { name }));
   }
   const vocab = Number(meta["mha_lib.vocab_size"]);
   if (vocab !== tokenizer.vocab.length) {
-    throw new Error(`“${name}” has a vocabulary of ${meta["mha_lib.vocab_size"]} tokens; the page reads text with ` +
-      `MiniLM's uncased English WordPiece vocabulary of ${tokenizer.vocab.length}, so the model must use that one`);
+    throw new Error(t("“{name}” has a vocabulary of {size} tokens; the page reads text with MiniLM's uncased English " +
+      "WordPiece vocabulary of {minilm}, so the model must use that one",
+    { name, size: meta["mha_lib.vocab_size"], minilm: tokenizer.vocab.length }));
   }
   const length = meta["mha_lib.max_length"];
   const fileLength = length === undefined ? null : Number(length);
   if (fileLength !== null && !(Number.isInteger(fileLength) && fileLength >= 3)) {
-    throw new Error(`“${name}” says its max_length is “${length}”: a sentence needs at least 3 positions`);
+    throw new Error(t("“{name}” says its max_length is “{length}”: a sentence needs at least 3 positions", { name, length }));
   }
   const { session, ort, NL, H } = await openOwnSession(name, bytes, OWN_CONTRACTS.bert);
   const maxLength = Math.min(tokenizer.maxLength, fileLength || tokenizer.maxLength);
@@ -617,16 +628,24 @@ async function bytesToLoad(modelIds) {
 export const browserBackend = {
   kind: "browser",
   timesHere: true, // the timing view measures this runtime
-  where: "in your browser",
+  get where() {
+    return t("in your browser");
+  },
   /** Where `models` run, for the notes, with the execution provider once they are loaded: "in your browser (WebGPU)". */
   whereFor(models) {
     const on = providerName(models);
-    return on ? `in your browser (${on})` : "in your browser";
+    return on ? t("in your browser ({provider})", { provider: on }) : t("in your browser");
   },
   providerName,
-  who: "The model",
-  madeWhen: "the book was built",
-  privacy: "Typed text never leaves your browser: the model runs on this page.",
+  get who() {
+    return t("The model");
+  },
+  get madeWhen() {
+    return t("the book was built");
+  },
+  get privacy() {
+    return t("Typed text never leaves your browser: the model runs on this page.");
+  },
   loadModel,
   loadOwnModel,
   loadOwnBert,
@@ -634,7 +653,7 @@ export const browserBackend = {
 
   /** The "what runs here" line: the browsers that run it, the models and the runtime with their licences. */
   about(modelIds) {
-    return { lead: "Runs in browsers with WebAssembly SIMD (recent Chrome, Edge, Firefox, Safari). ",
+    return { lead: t("Runs in browsers with WebAssembly SIMD (recent Chrome, Edge, Firefox, Safari). "),
       parts: licenceParts(modelIds, manifestRead) };
   },
 
@@ -644,9 +663,10 @@ export const browserBackend = {
    * @throws {Error} the browser cannot run WebAssembly with SIMD
    */
   async firstTimeText(modelIds, note) {
-    if (!supportsWasmSimd()) throw new Error("this browser cannot run WebAssembly with SIMD");
-    const many = modelIds.length > 1 ? "models" : "model";
-    let what = `the ${many} and the runtime (their size is unknown: the list of models could not be read)`;
+    if (!supportsWasmSimd()) throw new Error(t("this browser cannot run WebAssembly with SIMD"));
+    let what = modelIds.length > 1
+      ? t("the models and the runtime (their size is unknown: the list of models could not be read)")
+      : t("the model and the runtime (their size is unknown: the list of models could not be read)");
     try {
       const manifest = await getManifest();
       const fresh = modelIds.filter((id) => !loaded.has(id)); // another view may have loaded some
@@ -658,32 +678,36 @@ export const browserBackend = {
     } catch (err) {
       console.warn("mha_live: the download size is unknown:", err);
     }
-    return what ? `The first time, your browser downloads ${what}; it keeps them.` : "Everything it needs is already loaded.";
+    return what ? t("The first time, your browser downloads {what}; it keeps them.", { what })
+      : t("Everything it needs is already loaded.");
   },
 
   /** Load every model of a view, telling `show.start(totalBytes, text)` and `show.bytes(got, total, text)`. */
   load(modelIds, show) {
     return bytesToLoad(modelIds).then((all) => {
-      const what = modelIds.length > 1 ? "the models" : "the model";
-      const whatAll = runtimes.size ? what : `${what} and the runtime`;
-      show.start(all, all ? `Downloading ${whatAll}: 0 of ${formatMB(all)}…` : "Preparing the model…");
+      const many = modelIds.length > 1;
+      const what = runtimes.size ? (many ? t("the models") : t("the model"))
+        : many ? t("the models and the runtime") : t("the model and the runtime");
+      const downloading = (got, total) => t("Downloading {what}: {got} of {total}…", { what, got, total });
+      show.start(all, all ? downloading("0", formatMB(all)) : t("Preparing the model…"));
       const received = {}; // file -> bytes so far
       const onBytes = (file, n) => {
         received[file] = n;
         const got = Object.values(received).reduce((a, b) => a + b, 0);
         const total = Math.max(all, got);
-        show.bytes(got, total, `Downloading ${whatAll}: ${formatMB(got)} of ${formatMB(total)}…`);
+        show.bytes(got, total, downloading(formatMB(got), formatMB(total)));
       };
       return Promise.all(modelIds.map((id) => loadModel(id, onBytes)));
     });
   },
 
   loadedText(modelIds, seconds) {
-    return `${modelIds.length > 1 ? "The models run" : "The model runs"} in your browser (loaded in ${seconds.toFixed(1)} s).`;
+    return modelIds.length > 1 ? t("The models run in your browser (loaded in {seconds} s).", { seconds: seconds.toFixed(1) })
+      : t("The model runs in your browser (loaded in {seconds} s).", { seconds: seconds.toFixed(1) });
   },
 
   loadFailedText(message) {
-    return `The live model could not be loaded (${message}).`;
+    return t("The live model could not be loaded ({message}).", { message });
   },
 
   /** `listener()` when any view of the page loads the runtime or a model (what is left to download changes). */

@@ -8,6 +8,7 @@
 import { WordPieceTokenizer } from "./wordpiece.mjs";
 import { describeValue } from "./checks.mjs";
 import { modelsText } from "./text.mjs";
+import { t } from "./i18n.mjs";
 
 /** A tensor of the kernel backend: what onnxruntime-web's Tensor holds, as feedsFor builds it. */
 export class KernelTensor {
@@ -78,8 +79,8 @@ export function kernelBackend(widget) {
       outputNames: info.outputs.slice(),
       async run(feeds) {
         const plain = {};
-        for (const [name, t] of Object.entries(feeds)) {
-          plain[name] = { type: t.type, dims: t.dims.map(Number), data: Array.from(t.data, Number) };
+        for (const [name, tensor] of Object.entries(feeds)) {
+          plain[name] = { type: tensor.type, dims: tensor.dims.map(Number), data: Array.from(tensor.data, Number) };
         }
         const { msg: answer, buffers } = await ask({ op: "run", model: id, feeds: plain });
         const outputs = {};
@@ -100,26 +101,35 @@ export function kernelBackend(widget) {
   return {
     kind: "kernel",
     timesHere: false, // a kernel's machine is timed by the chapter's own cells, not through widget messages
-    where: "by the notebook's kernel",
-    who: "The kernel",
-    madeWhen: "the cell ran",
-    privacy: "Typed text goes to this notebook's kernel, which computes the maps with mha_lib.",
+    get where() {
+      return t("by the notebook's kernel");
+    },
+    get who() {
+      return t("The kernel");
+    },
+    get madeWhen() {
+      return t("the cell ran");
+    },
+    get privacy() {
+      return t("Typed text goes to this notebook's kernel, which computes the maps with mha_lib.");
+    },
     about(modelIds) {
-      return { lead: `Computed by this notebook's kernel with mha_lib (PyTorch): ` +
-        `${modelIds.length > 1 ? "models" : "model"} ${modelsText(modelIds)}.`, parts: [] };
+      const ids = modelsText(modelIds);
+      return { lead: modelIds.length > 1 ? t("Computed by this notebook's kernel with mha_lib (PyTorch): models {ids}.", { ids })
+        : t("Computed by this notebook's kernel with mha_lib (PyTorch): model {ids}.", { ids }), parts: [] };
     },
     async firstTimeText() {
-      return "The notebook's kernel recomputes it with mha_lib.";
+      return t("The notebook's kernel recomputes it with mha_lib.");
     },
     load(modelIds, show) {
-      show.start(0, "The kernel is loading the model…");
+      show.start(0, t("The kernel is loading the model…"));
       return Promise.all(modelIds.map((id) => this.loadModel(id)));
     },
     loadedText(modelIds, seconds) {
-      return `The kernel loaded the model in ${seconds.toFixed(1)} s; it computes every change.`;
+      return t("The kernel loaded the model in {seconds} s; it computes every change.", { seconds: seconds.toFixed(1) });
     },
     loadFailedText(message) {
-      return `The kernel could not load the model (${message}).`;
+      return t("The kernel could not load the model ({message}).", { message });
     },
     onLoaded() {}, // nothing is downloaded: what the first action needs never changes
     loadModel(id) {

@@ -1,4 +1,6 @@
-// text.mjs -- the texts the views show, as pure functions (sizes, labels, the readout).
+// text.mjs -- the texts the views show, as pure functions (sizes, labels, the readout), in the page's language.
+
+import { pageLanguage, t } from "./i18n.mjs";
 
 /** Bytes as megabytes for people: "22.4 MB" (one decimal), "0.3 MB"; below 50 kB in kilobytes ("2 kB"). */
 export function formatMB(bytes) {
@@ -16,11 +18,21 @@ const NUMBER_WORDS = ["no", "one", "two", "three", "four", "five", "six", "seven
  * @returns {string} "" when nothing is left to download
  */
 export function downloadText(models, modelBytes, runtime) {
-  const parts = [];
-  if (models === 1) parts.push(`the model (${formatMB(modelBytes)})`);
-  else if (models > 1) parts.push(`the ${NUMBER_WORDS[models] || models} models (${formatMB(modelBytes)})`);
-  if (runtime) parts.push(`the runtime (${formatMB(runtime)})`);
-  return parts.join(" and ");
+  const size = formatMB(modelBytes);
+  const count = pageLanguage() === "zh" ? models : NUMBER_WORDS[models] || models; // Chinese writes the digits
+  const model = models === 1 ? t("the model ({size})", { size }) : models > 1 ? t("the {count} models ({size})", { count, size }) : "";
+  const engine = runtime ? t("the runtime ({size})", { size: formatMB(runtime) }) : "";
+  return model && engine ? t("{models} and {runtime}", { models: model, runtime: engine }) : model || engine;
+}
+
+/** How many layers, in words: "1 layer", "6 layers". */
+export function layersText(n) {
+  return n > 1 ? t("{n} layers", { n }) : t("{n} layer", { n });
+}
+
+/** How many heads, in words: "1 head", "12 heads". */
+export function headsText(n) {
+  return n > 1 ? t("{n} heads", { n }) : t("{n} head", { n });
 }
 
 /** What went wrong, in words: an Error's message, or the thrown value itself. */
@@ -35,26 +47,31 @@ export function shortLabel(token, max = 12) {
 }
 /** The readout of one cell: which head, which query and key token (keys: the column labels), the weight. */
 export function readoutText(label, tokens, query, key, weight, keys = tokens) {
-  return `${label}: query “${tokens[query]}” (position ${query}) → key “${keys[key]}” (position ${key}): ` +
-    `weight ${weight.toFixed(3)}`;
+  return t("{label}: query “{query}” (position {q}) → key “{key}” (position {k}): weight {weight}",
+    { label, query: tokens[query], q: query, key: keys[key], k: key, weight: weight.toFixed(3) });
 }
 /** What the model reads of a text longer than its limit: the whole text stays in the box. */
 export function truncationText(text, fullLength, kept) {
-  const chars = Array.from(text).length.toLocaleString("en-US");
-  return `Your text (${chars} characters) has ${fullLength.toLocaleString("en-US")} tokens; the model reads at most ` +
-    `${kept}, so the maps are of its first ${kept} tokens only. The box keeps your whole text.`;
+  return t("Your text ({chars} characters) has {tokens} tokens; the model reads at most {kept}, so the maps are of its " +
+    "first {kept} tokens only. The box keeps your whole text.", { chars: Array.from(text).length.toLocaleString("en-US"),
+    tokens: fullLength.toLocaleString("en-US"), kept });
 }
 /**
- * What the model could not read: "" when no token is [UNK], else how many are and why (MiniLM's WordPiece
- * vocabulary is English: most Chinese characters, many emoji and rare scripts have no piece in it).
+ * What the model could not read: "" when no token is [UNK], else a sentence to append (after a space in English):
+ * how many are and why (MiniLM's WordPiece vocabulary is English: most Chinese characters, many emoji and rare
+ * scripts have no piece in it).
  * @param {string[]} tokens  the model's tokens, [CLS] and [SEP] included
  */
 export function unknownText(tokens) {
-  const unknown = tokens.filter((t) => t === "[UNK]").length;
+  const unknown = tokens.filter((token) => token === "[UNK]").length;
   if (!unknown) return "";
-  const pieces = tokens.filter((t) => t !== "[CLS]" && t !== "[SEP]").length;
-  return ` ${unknown} of its ${pieces} word pieces ${unknown === 1 ? "is" : "are"} [UNK]: the model's vocabulary is ` +
-    "English, so it cannot tell those characters apart (they all become the same unknown token).";
+  const pieces = tokens.filter((token) => token !== "[CLS]" && token !== "[SEP]").length;
+  const space = pageLanguage() === "zh" ? "" : " "; // Chinese needs no space after "。"
+  return space + (unknown === 1
+    ? t("{unknown} of its {pieces} word pieces is [UNK]: the model's vocabulary is English, so it cannot tell those " +
+      "characters apart (they all become the same unknown token).", { unknown, pieces })
+    : t("{unknown} of its {pieces} word pieces are [UNK]: the model's vocabulary is English, so it cannot tell those " +
+      "characters apart (they all become the same unknown token).", { unknown, pieces }));
 }
 
 /**
@@ -71,7 +88,9 @@ export function modelsText(ids) {
     if (!groups.has(key)) groups.set(key, []);
     if (m) groups.get(key).push(Number(m[2]));
   }
+  const number = (n) => n.toLocaleString("en-US");
   return [...groups].map(([name, steps]) => (steps.length > 1
-    ? `${name} at ${steps.length} training checkpoints (steps ${Math.min(...steps).toLocaleString("en-US")} to ` +
-      `${Math.max(...steps).toLocaleString("en-US")})` : steps.length ? `${name} after ${steps[0]} steps` : name)).join(", ");
+    ? t("{name} at {count} training checkpoints (steps {first} to {last})",
+      { name, count: steps.length, first: number(Math.min(...steps)), last: number(Math.max(...steps)) })
+    : steps.length ? t("{name} after {steps} steps", { name, steps: steps[0] }) : name)).join(t(", "));
 }

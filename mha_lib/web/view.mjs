@@ -5,7 +5,7 @@
 // page; runtime_kernel.mjs: the notebook's kernel):
 //   kind                      "browser" | "kernel": element.mhaLive.backend and lastResult.source
 //   timesHere                 whether the timing view can time this backend's runtime (the browser's: yes)
-//   where, who, madeWhen,     words of the view's texts: "in your browser", "The model",
+//   where, who, madeWhen,     words of the view's texts, in the page's language: "in your browser", "The model",
 //   privacy                   "the book was built", what happens to typed text
 //   whereFor(models)          optional: `where` with what ran the models ("in your browser (WebGPU)")
 //   providerName(models)      optional: "WebAssembly", "WebGPU" or both, for the timing view's label
@@ -23,13 +23,11 @@ import { Legend, ZoomView, bitmapOf, figureCanvas } from "./draw.mjs";
 import { fileName, figureCsv, figureSvg } from "./figure.mjs";
 import { debounce, el, setText } from "./dom.mjs";
 import { errorText, formatMB, shortLabel } from "./text.mjs";
+import { pageLanguage, sentences, t } from "./i18n.mjs";
 
 export const MINILM = "all-MiniLM-L6-v2";
 export const TYPING_DELAY_MS = 300; // debounce of the text box
 export const TOGGLE_DELAY_MS = 120; // debounce of head toggles and token edits
-
-const READOUT_HINT = "Point at a cell to read its query token, key token and weight; click a map to enlarge it. " +
-  "On a touch screen, tap a map to enlarge it, then tap a cell.";
 
 /** What every view shares: status line, download, readout, fallback, the test contract. */
 export class View {
@@ -43,7 +41,7 @@ export class View {
     this.root = el("div", { class: "mha-live", role: "group" });
     this.status = el("p", { class: "mha-live-status", role: "status" });
     this.about = el("p", { class: "mha-live-about" }); // which browsers, which model and runtime, their licences
-    this.progress = el("progress", { hidden: "", max: "1", value: "0", "aria-label": "download progress" });
+    this.progress = el("progress", { hidden: "", max: "1", value: "0", "aria-label": t("download progress") });
     this.readout = el("p", { class: "mha-live-readout", "aria-live": "polite" }, this.readoutHint);
     this.legend = new Legend();
     // the colour scale and the readout stay in sight (sticky) while the reader points at the maps below
@@ -51,8 +49,8 @@ export class View {
     this.zoom = new ZoomView({ readout: this.readout, onClose: () => this.closeZoom() });
     this.timings = {};
     // runBert's progress callback: a split model fetching the word vectors of new words
-    this.onFetch = (n, bytes) => this.busy(`Fetching word vectors (${n} files, ${formatMB(bytes)}), then computing ` +
-      `${this.where}…`);
+    this.onFetch = (n, bytes) => this.busy(t("Fetching word vectors ({files} files, {size}), then computing {where}…",
+      { files: n, size: formatMB(bytes), where: this.where }));
   }
 
   /**
@@ -99,8 +97,8 @@ export class View {
     parts.forEach((part, i) => {
       if (i) children.push(" · ");
       children.push(part.label);
-      const inner = [part.detail, part.href ? el("a", { href: part.href }, "licence") : ""].filter((x) => x);
-      if (inner.length) children.push(" (", ...inner.flatMap((x, j) => (j ? ["; ", x] : [x])), ")");
+      const inner = [part.detail, part.href ? el("a", { href: part.href }, t("licence")) : ""].filter((x) => x);
+      if (inner.length) children.push(t(" ("), ...inner.flatMap((x, j) => (j ? [t("; "), x] : [x])), t(")"));
     });
     this.about.replaceChildren(...children);
   }
@@ -115,7 +113,7 @@ export class View {
       return;
     }
     this.describeRuntime(); // the licence links, once the manifest is read
-    if (this.mayAnnounce()) setText(this.status, `${this.firstActionText} ${text}`);
+    if (this.mayAnnounce()) setText(this.status, sentences(this.firstActionText, text));
   }
 
   /** Load every model of the view once, showing the bytes received. After a failure, only "Try again" retries. */
@@ -167,13 +165,15 @@ export class View {
     this.error = err instanceof Error ? err : new Error(String(err));
     this.progress.hidden = true;
     this.status.classList.add("mha-live-error");
-    setText(this.status, `${this.backend.loadFailedText(this.error.message)} The maps shown are the ones computed ` +
-      `when ${this.backend.madeWhen}` + (this.fallback ? ", as is the figure below." : "."));
+    const when = this.backend.madeWhen;
+    setText(this.status, sentences(this.backend.loadFailedText(this.error.message), this.fallback
+      ? t("The maps shown are the ones computed when {when}, as is the figure below.", { when })
+      : t("The maps shown are the ones computed when {when}.", { when })));
     if (retry) {
-      const again = el("button", { type: "button", class: "mha-live-button" }, "Try again");
+      const again = el("button", { type: "button", class: "mha-live-button" }, t("Try again"));
       again.addEventListener("click", () => {
         this.failed = false;
-        this.note("Trying again…");
+        this.note(t("Trying again…"));
         this.ensureModels().catch(() => {});
       });
       this.status.append(" ", again);
@@ -194,13 +194,27 @@ export class View {
     this.spoke = true;
     this.root.classList.remove("mha-live-stale"); // the maps shown are the last result's, as the status says
     this.status.classList.add("mha-live-error");
-    setText(this.status, `This input was refused: ${err.message}. The maps show the last result.`);
+    setText(this.status, t("This input was refused: {reason}. The maps show the last result.", { reason: err.message }));
     return err;
+  }
+
+  /**
+   * On a Chinese page, the views of MiniLM (sentence, prune) say once, beside the sentence, what its English
+   * vocabulary does to Chinese text (wordpiece.mjs, as BERT's BasicTokenizer: one token per CJK character, [UNK]
+   * for a character not in it); an English page shows nothing. Returns the nodes to add: none, or the note.
+   */
+  englishModelNote() {
+    if (pageLanguage() !== "zh") return [];
+    return [el("p", { class: "mha-live-note mha-live-language" }, t("all-MiniLM-L6-v2 was trained on English text and " +
+      "its vocabulary is English (uncased BERT's WordPiece): Chinese text is split into single characters, one token " +
+      "each, and every character missing from its vocabulary (many are: it holds 244 Chinese characters) becomes " +
+      "[UNK]. The maps show those tokens, so an English sentence gives maps worth reading."))];
   }
 
   /** What the readout says before a cell is pointed at (a view of other maps says other words). */
   get readoutHint() {
-    return READOUT_HINT;
+    return t("Point at a cell to read its query token, key token and weight; click a map to enlarge it. On a touch " +
+      "screen, tap a map to enlarge it, then tap a cell.");
   }
 
   /** The readout's hint again: the cell it named belongs to maps no longer shown (new input, other layer). */
@@ -249,10 +263,10 @@ export class View {
    */
   wordVectorsNote(info) {
     const files = (info.checked || {}).row_files_per_text;
-    if (!files) return ", then the word vectors of the words of each new text";
+    if (!files) return t(", then the word vectors of the words of each new text");
     const bytes = info.token_rows.file_bytes;
-    return `, then the word vectors of the words of each new text (a median ${formatMB(files.median * bytes)} ` +
-      `over the build's test sentences, at most ${formatMB(files.max * bytes)})`;
+    return t(", then the word vectors of the words of each new text (a median {median} over the build's test " +
+      "sentences, at most {max})", { median: formatMB(files.median * bytes), max: formatMB(files.max * bytes) });
   }
 
   /** While work runs: "Fetching the word vectors…" when rows download, else "Computing…" after a moment. */
@@ -266,7 +280,7 @@ export class View {
     this.status.classList.remove("mha-live-error"); // a refused input's message gives way to this run's
     const t0 = performance.now();
     let result;
-    const slow = setTimeout(() => this.busy(`Computing ${this.where}…`), 150); // no flicker for fast runs
+    const slow = setTimeout(() => this.busy(t("Computing {where}…", { where: this.where })), 150); // no flicker for fast runs
     this.running = (this.running || 0) + 1;
     this.root.classList.add("mha-live-busy"); // the scores shown are the last run's until every run ends
     const done = () => {
@@ -279,8 +293,8 @@ export class View {
     } catch (err) {
       done();
       this.status.classList.add("mha-live-error");
-      setText(this.status, `${this.backend.who} could not compute this input ` +
-        `(${errorText(err)}). The maps show the last result.`);
+      setText(this.status, t("{who} could not compute this input ({error}). The maps show the last result.",
+        { who: this.backend.who, error: errorText(err) }));
       throw err;
     }
     done();
@@ -292,19 +306,19 @@ export class View {
   exportBar() {
     const buttons = ["PNG", "SVG", "CSV", "JSON"].map((kind) => {
       const button = el("button", { type: "button", class: "mha-live-button",
-        "aria-label": `Download ${this.exportWhat} as ${kind}` }, kind);
+        "aria-label": t("Download {what} as {kind}", { what: this.exportWhat, kind }) }, kind);
       button.addEventListener("click", () => this.download(kind.toLowerCase()).catch((err) => {
         this.status.classList.add("mha-live-error");
-        setText(this.status, `The ${kind} file could not be made (${errorText(err)}).`);
+        setText(this.status, t("The {kind} file could not be made ({error}).", { kind, error: errorText(err) }));
       }));
       return button;
     });
-    return el("div", { class: "mha-live-export" }, el("span", {}, `Download ${this.exportWhat}:`), ...buttons);
+    return el("div", { class: "mha-live-export" }, el("span", {}, t("Download {what}:", { what: this.exportWhat })), ...buttons);
   }
 
   /** What the export bar downloads, in words (a view of other figures says other words). */
   get exportWhat() {
-    return "the maps shown";
+    return t("the maps shown");
   }
 
   /**
@@ -337,11 +351,14 @@ export class View {
     const layers = [...new Set(heads.map((h) => `L${h.layer}`))];
     const input = this.maps.input; // the text of the maps drawn, not of a run still computing
     const off = heads.filter((h) => h.off).map((h) => h.label);
-    const which = layers.length > 1 ? `layers ${layers.join(", ")}` : `layer ${layers[0]}`;
     const model = this.shownModelId;
-    const title = [`${model}: attention of ${which} (${heads.length} heads)`, `Input: “${shortLabel(input, 120)}”`,
-      `${off.length ? `Turned off: ${off.join(" ")}. ` : ""}Rows are queries, columns keys; ` +
-      `colour 0 to ${this.maps.vmax.toFixed(2)}.`];
+    const count = heads.length;
+    const scale = t("Rows are queries, columns keys; colour 0 to {vmax}.", { vmax: this.maps.vmax.toFixed(2) });
+    const title = [layers.length > 1
+      ? t("{model}: attention of layers {layers} ({count} heads)", { model, layers: layers.join(t(", ")), count })
+      : t("{model}: attention of layer {layer} ({count} heads)", { model, layer: layers[0], count }),
+    t("Input: “{input}”", { input: shortLabel(input, 120) }),
+    off.length ? sentences(t("Turned off: {heads}.", { heads: off.join(" ") }), scale) : scale];
     return { name: [model, ...layers], title, heads, vmax: this.maps.vmax,
       data: { view: this.element.dataset.view, model, text: input, tokens: heads[0].tokens,
         source: this.result.source, heads: heads.map((h) => ({ label: h.label, off: h.off, attention: h.map })),

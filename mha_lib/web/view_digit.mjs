@@ -9,6 +9,8 @@ import { debounce, el, setText } from "./dom.mjs";
 import { HeadGrid, Legend } from "./draw.mjs";
 import { largestWeight } from "./layout.mjs";
 import { TOGGLE_DELAY_MS, View } from "./view.mjs";
+import { headsText } from "./text.mjs";
+import { sentences, t } from "./i18n.mjs";
 
 const INK = 0.5; // a pixel at or above this grey level is a stroke (as chapter 7 counts ink)
 const NEIGHBOUR = 0.4; // the brush's grey on the four pixels around the one drawn (the digits' strokes are soft)
@@ -16,15 +18,15 @@ const NEIGHBOUR = 0.4; // the brush's grey on the four pixels around the one dra
 /** What a cell of a pixel map is, for the readout, the enlarged map and screen readers (see draw.mjs). */
 const PIXEL_WORDS = {
   cell: (head, _labels, q, k) => (head.rollout
-    ? `rollout: pixel (row ${q}, column ${k}) makes up ${head.map[q][k].toFixed(3)} of [CLS] at the top`
-    : `${head.label}: [CLS] → pixel (row ${q}, column ${k}): weight ${head.map[q][k].toFixed(3)}`),
-  map: (head, n) => (head.rollout ? `the attention rollout of [CLS] over the ${n} x ${n} pixels`
-    : `[CLS]'s attention weights on the ${n} x ${n} pixels`),
-  axes: "rows and columns are the image's pixel rows and columns",
+    ? t("rollout: pixel (row {q}, column {k}) makes up {weight} of [CLS] at the top", { q, k, weight: head.map[q][k].toFixed(3) })
+    : t("{label}: [CLS] → pixel (row {q}, column {k}): weight {weight}",
+      { label: head.label, q, k, weight: head.map[q][k].toFixed(3) })),
+  map: (head, n) => (head.rollout ? t("the attention rollout of [CLS] over the {n} x {n} pixels", { n })
+    : t("[CLS]'s attention weights on the {n} x {n} pixels", { n })),
+  get axes() {
+    return t("rows and columns are the image's pixel rows and columns");
+  },
 };
-
-/** How many heads a model has, in words: "1 head", "4 heads". */
-const headsText = (n) => `${n} head${n > 1 ? "s" : ""}`;
 
 /** The 8 x 8 drawing pad: a canvas drawn on with a pointer, and a cursor moved by the arrow keys. */
 class DrawingPad {
@@ -147,8 +149,12 @@ class DrawingPad {
     }
     const inked = this.pixels.filter((v) => v >= INK).length;
     const { q, k } = this.cursor;
-    this.canvas.setAttribute("aria-label", `drawing pad, ${s} by ${s} pixels, ${inked} inked; cursor at row ${q}, ` +
-      `column ${k} (${this.pixels[q * s + k] >= INK ? "ink" : "paper"}). Arrow keys move, Space inks or clears.`);
+    const words = { s, inked, q, k };
+    this.canvas.setAttribute("aria-label", this.pixels[q * s + k] >= INK
+      ? t("drawing pad, {s} by {s} pixels, {inked} inked; cursor at row {q}, column {k} (ink). Arrow keys move, Space " +
+        "inks or clears.", words)
+      : t("drawing pad, {s} by {s} pixels, {inked} inked; cursor at row {q}, column {k} (paper). Arrow keys move, Space " +
+        "inks or clears.", words));
   }
 }
 
@@ -158,8 +164,8 @@ export class DigitView extends View {
     super(element, config, config.models.slice(), backend);
     this.primary = config.models.includes(element.dataset.model) ? element.dataset.model : config.models[0];
     this.side = config.side;
-    this.firstActionText = "Draw on the pad, or load a test digit: the models rerun.";
-    this.root.setAttribute("aria-label", "A digit you draw, read live by chapter 7's Vision Transformers");
+    this.firstActionText = t("Draw on the pad, or load a test digit: the models rerun.");
+    this.root.setAttribute("aria-label", t("A digit you draw, read live by chapter 7's Vision Transformers"));
     this.labels = Array.from({ length: this.side }, (_, i) => String(i)); // a map's rows and columns
     this.label = config.label ?? null; // the test digit's label, null for a drawing
     this.pad = new DrawingPad(this.side, config.pixels, (pixels) => {
@@ -183,8 +189,8 @@ export class DigitView extends View {
   }
 
   get readoutHint() {
-    return "Point at a pixel of a map to read [CLS]'s weight on it; click a map to enlarge it. On a touch screen, " +
-      "tap a map to enlarge it, then tap a pixel.";
+    return t("Point at a pixel of a map to read [CLS]'s weight on it; click a map to enlarge it. On a touch screen, " +
+      "tap a map to enlarge it, then tap a pixel.");
   }
 
   buildControls() {
@@ -197,12 +203,13 @@ export class DigitView extends View {
       });
       return b;
     };
-    this.modeButtons = [modeButton("Draw", false), modeButton("Erase", true)];
-    const clear = el("button", { type: "button", class: "mha-live-button" }, "Clear");
+    this.modeButtons = [modeButton(t("Draw"), false), modeButton(t("Erase"), true)];
+    const clear = el("button", { type: "button", class: "mha-live-button" }, t("Clear"));
     clear.addEventListener("click", () => this.load(new Array(this.side * this.side).fill(0), null));
     this.examples = el("select", { id: `mha-live-example-${uid}` },
-      el("option", { value: "" }, "choose…"),
-      ...this.config.examples.map((x, i) => el("option", { value: String(i) }, `test digit ${i + 1}: a ${x.label}`)));
+      el("option", { value: "" }, t("choose…")),
+      ...this.config.examples.map((x, i) => el("option", { value: String(i) },
+        t("test digit {nth}: a {digit}", { nth: i + 1, digit: x.label }))));
     // the test digit shown first, if it is one of the examples
     const first = this.config.examples.findIndex((x) => x.pixels.every((v, i) => v === this.config.pixels[i]));
     if (first >= 0 && this.config.label !== undefined) this.examples.value = String(first);
@@ -212,7 +219,8 @@ export class DigitView extends View {
       this.load(x.pixels.slice(), x.label);
     });
     this.choice = el("select", { id: `mha-live-digit-model-${uid}` },
-      ...this.modelIds.map((id) => el("option", { value: id }, `${headsText(this.heads[id])} (${id})`)));
+      ...this.modelIds.map((id) => el("option", { value: id },
+        t("{heads} ({model})", { heads: headsText(this.heads[id]), model: id }))));
     this.choice.value = this.primary;
     this.choice.addEventListener("change", () => {
       this.primary = this.choice.value;
@@ -220,18 +228,18 @@ export class DigitView extends View {
       this.draw();
     });
     const help = el("p", { class: "mha-live-note" },
-      "Draw a digit with the mouse, a pen or a finger (Erase clears pixels), or pick a test digit. With the keyboard: " +
-      "focus the pad, move with the arrow keys, Space inks or clears a pixel.");
+      t("Draw a digit with the mouse, a pen or a finger (Erase clears pixels), or pick a test digit. With the keyboard: " +
+      "focus the pad, move with the arrow keys, Space inks or clears a pixel."));
     return el("div", { class: "mha-live-digit-controls" }, this.pad.node,
       el("div", {}, help,
         el("div", { class: "mha-live-controls" }, ...this.modeButtons, clear),
-        el("div", { class: "mha-live-controls" }, el("label", { for: this.examples.id }, "Load a test digit"), this.examples),
-        el("div", { class: "mha-live-controls" }, el("label", { for: this.choice.id }, "Model"), this.choice)));
+        el("div", { class: "mha-live-controls" }, el("label", { for: this.examples.id }, t("Load a test digit")), this.examples),
+        el("div", { class: "mha-live-controls" }, el("label", { for: this.choice.id }, t("Model")), this.choice)));
   }
 
   buildMaps() {
     this.verdict = el("p", { class: "mha-live-scores", "aria-live": "polite" });
-    this.bars = el("div", { class: "mha-live-probs", role: "list", "aria-label": "the model's probability of each digit" });
+    this.bars = el("div", { class: "mha-live-probs", role: "list", "aria-label": t("the model's probability of each digit") });
     this.others = el("p", { class: "mha-live-note" });
     this.grids = [];
     this.layers = el("div");
@@ -242,11 +250,11 @@ export class DigitView extends View {
       this.enlarge(this.rolloutGrid.heads[0], this.labels, this.rolloutGrid.vmax, this.rolloutGrid, 0);
     };
     const rollout = el("div", { class: "mha-live-rollout" },
-      el("p", { class: "mha-live-layer-title" }, "Attention rollout (both layers, heads averaged, residual added)"),
-      el("p", { class: "mha-live-note" }, "How much of each pixel reaches [CLS] at the top, with a colour scale of its own:"),
+      el("p", { class: "mha-live-layer-title" }, t("Attention rollout (both layers, heads averaged, residual added)")),
+      el("p", { class: "mha-live-note" }, t("How much of each pixel reaches [CLS] at the top, with a colour scale of its own:")),
       this.rolloutLegend.node, this.rolloutGrid.node);
-    const key = el("p", { class: "mha-live-note" }, "In every map the dots mark the pixels inked at least half way " +
-      "(grey level 0.5 or more, as chapter 7 counts ink), and each head's label gives the weight [CLS] keeps on itself.");
+    const key = el("p", { class: "mha-live-note" }, t("In every map the dots mark the pixels inked at least half way " +
+      "(grey level 0.5 or more, as chapter 7 counts ink), and each head's label gives the weight [CLS] keeps on itself."));
     return el("div", {}, this.verdict, this.bars, this.others, key, this.layers, rollout);
   }
 
@@ -273,21 +281,23 @@ export class DigitView extends View {
     const s = this.side;
     const ink = Array.from({ length: s }, (_, q) => Array.from({ length: s }, (_, k) => result.pixels[q * s + k] >= INK));
     const p = r.probabilities[r.prediction];
-    const told = result.label === null || result.label === undefined ? "" : ` The test digit is a ${result.label}.`;
-    setText(this.verdict, `${headsText(this.heads[this.primary])} (${this.primary}) reads a ${r.prediction}, ` +
-      `with probability ${p.toFixed(2)}.${told}`);
+    const reads = t("{heads} ({model}) reads a {digit}, with probability {p}.",
+      { heads: headsText(this.heads[this.primary]), model: this.primary, digit: r.prediction, p: p.toFixed(2) });
+    setText(this.verdict, result.label === null || result.label === undefined ? reads
+      : sentences(reads, t("The test digit is a {digit}.", { digit: result.label })));
     this.bars.replaceChildren(...r.probabilities.map((prob, digit) => el("div", { role: "listitem",
       class: digit === r.prediction ? "mha-live-prob mha-live-prob-best" : "mha-live-prob",
       "aria-label": `${digit}: ${prob.toFixed(3)}` },
     el("span", {}, String(digit)),
     el("span", { class: "mha-live-prob-bar" }, el("span", { style: `width:${(100 * prob).toFixed(1)}%` })),
     el("span", {}, prob.toFixed(2)))));
-    setText(this.others, "The other head counts read the same pixels as: " + this.modelIds.filter((id) => id !== this.primary)
-      .map((id) => `${headsText(this.heads[id])}, a ${result.models[id].prediction} ` +
-        `(probability ${result.models[id].probabilities[result.models[id].prediction].toFixed(2)})`).join(" · ") + ".");
+    setText(this.others, t("The other head counts read the same pixels as: {others}.", { others: this.modelIds
+      .filter((id) => id !== this.primary).map((id) => t("{heads}, a {digit} (probability {p})", { heads: headsText(this.heads[id]),
+        digit: result.models[id].prediction, p: result.models[id].probabilities[result.models[id].prediction].toFixed(2) }))
+      .join(" · ") }));
     // each layer's heads: [CLS]'s weights on the pixels, one colour scale for all of them
     const groups = r.cls.map((layer, l) => layer.map((map, h) => ({ key: `L${l}.H${h}`, layer: l, head: h, map, ink,
-      off: false, label: `L${l}.H${h} · ${r.cls_self[l][h].toFixed(2)} on [CLS]` })));
+      off: false, label: t("{head} · {weight} on [CLS]", { head: `L${l}.H${h}`, weight: r.cls_self[l][h].toFixed(2) }) })));
     const vmax = largestWeight(groups.flat().map((h) => h.map));
     this.vmax = vmax;
     this.legend.show(vmax);
@@ -304,7 +314,7 @@ export class DigitView extends View {
         this.grids[l] = { grid, title };
       }
       const { grid, title } = this.grids[l];
-      setText(title, `Layer ${l}: [CLS]'s attention over the pixels, per head`);
+      setText(title, t("Layer {layer}: [CLS]'s attention over the pixels, per head", { layer: l }));
       grid.show(heads, this.labels, vmax, width);
     });
     while (this.grids.length > groups.length) { // a model with fewer layers
@@ -312,7 +322,7 @@ export class DigitView extends View {
       grid.node.remove();
       title.remove();
     }
-    const rollout = { key: "rollout", label: "rollout", map: r.rollout, ink, off: false, rollout: true };
+    const rollout = { key: "rollout", label: t("rollout"), map: r.rollout, ink, off: false, rollout: true };
     const rmax = largestWeight([r.rollout]);
     this.rolloutLegend.show(rmax);
     this.rolloutGrid.show([rollout], this.labels, rmax, Math.min(width, 240));
@@ -345,10 +355,12 @@ export class DigitView extends View {
     const m = r.models[this.primary];
     const heads = this.grids.flatMap(({ grid }) => grid.heads.map((h) => ({ label: h.label, map: h.map, off: false,
       tokens: this.labels })));
-    const title = [`Chapter 7's ${this.primary} (${headsText(this.heads[this.primary])}): [CLS]'s attention over the pixels`,
-      `Reads a ${m.prediction} (probability ${m.probabilities[m.prediction].toFixed(2)})` +
-        (r.label === null || r.label === undefined ? " on a drawn digit" : ` on a test digit, a ${r.label}`),
-      `Each map: rows and columns are the image's; colour 0 to ${this.vmax.toFixed(2)}.`];
+    const words = { model: this.primary, heads: headsText(this.heads[this.primary]), digit: m.prediction,
+      p: m.probabilities[m.prediction].toFixed(2), label: r.label };
+    const title = [t("Chapter 7's {model} ({heads}): [CLS]'s attention over the pixels", words),
+      r.label === null || r.label === undefined ? t("Reads a {digit} (probability {p}) on a drawn digit", words)
+        : t("Reads a {digit} (probability {p}) on a test digit, a {label}", words),
+      t("Each map: rows and columns are the image's; colour 0 to {vmax}.", { vmax: this.vmax.toFixed(2) })];
     return { name: [this.primary, "digit"], title, heads, vmax: this.vmax,
       data: { view: "digit", model: this.primary, pixels: r.pixels, label: r.label ?? null, source: r.source,
         results: r.models } };
@@ -376,7 +388,9 @@ export class DigitView extends View {
       if (request === this.requests) this.root.classList.remove("mha-live-stale"); // the status says why
       throw err;
     }
-    if (request === this.requests) this.note(`Recomputed ${this.where} in ${Math.round(this.timings.run_ms)} ms.`);
+    if (request === this.requests) {
+      this.note(t("Recomputed {where} in {ms} ms.", { where: this.where, ms: Math.round(this.timings.run_ms) }));
+    }
     return result;
   }
 

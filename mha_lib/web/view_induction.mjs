@@ -9,6 +9,7 @@ import { HeadGrid } from "./draw.mjs";
 import { HeadToggles } from "./head_toggles.mjs";
 import { largestWeight } from "./layout.mjs";
 import { TOGGLE_DELAY_MS, TYPING_DELAY_MS, View } from "./view.mjs";
+import { sentences, t } from "./i18n.mjs";
 
 /** A sequence as the box shows it: token ids separated by spaces. */
 const asText = (ids) => ids.join(" ");
@@ -33,9 +34,13 @@ export function repeatedSequence(V, L, random = Math.random) {
  */
 export function parseSequence(text, V, L) {
   const parts = String(text).split(/[\s,]+/).filter((p) => p !== "");
-  if (parts.length < 2 || parts.length > L) throw new Error(`the sequence has ${parts.length} tokens; give 2 to ${L}`);
+  if (parts.length < 2 || parts.length > L) {
+    throw new Error(t("the sequence has {count} tokens; give 2 to {most}", { count: parts.length, most: L }));
+  }
   return parts.map((p, i) => {
-    if (!/^\d+$/.test(p) || Number(p) >= V) throw new Error(`token ${i} is ${describeValue(p)}, not a number in 0..${V - 1}`);
+    if (!/^\d+$/.test(p) || Number(p) >= V) {
+      throw new Error(t("token {i} is {token}, not a number in 0..{last}", { i, token: describeValue(p), last: V - 1 }));
+    }
     return Number(p);
   });
 }
@@ -68,16 +73,16 @@ export function sequenceControls(view) {
     view.ensureModels().catch(() => {});
     typed();
   });
-  const fresh = el("button", { type: "button", class: "mha-live-button" }, "New sequence with a repeat");
+  const fresh = el("button", { type: "button", class: "mha-live-button" }, t("New sequence with a repeat"));
   fresh.addEventListener("click", () => {
     view.ids = repeatedSequence(V, L);
     view.box.value = asText(view.ids);
     view.changed();
   });
-  return [el("p", { class: "mha-live-note" }, `Token ids 0–${V - 1}, separated by spaces, 2 to ${L} of them. A ` +
+  return [el("p", { class: "mha-live-note" }, t("Token ids 0–{last}, separated by spaces, 2 to {most} of them. A " +
       "position can be predicted by copying when its token and the next one occurred together earlier: " +
-      "those positions are scored."),
-    el("label", { for: view.box.id, class: "mha-live-label" }, "Your sequence"), view.box,
+      "those positions are scored.", { last: V - 1, most: L })),
+    el("label", { for: view.box.id, class: "mha-live-label" }, t("Your sequence")), view.box,
     el("div", { class: "mha-live-controls" }, fresh)];
 }
 
@@ -93,8 +98,10 @@ export function fillPredictionStrip(strip, r) {
     const cell = el("span", { role: "listitem", class: scored ? (ok ? "mha-live-right" : "mha-live-wrong") : "" });
     cell.append(el("small", {}, String(i)), el("span", {}, scored ? `${p}${ok ? "✓" : "✗"}` : "–"));
     if (scored && !ok) cell.append(el("small", { class: "mha-live-answer" }, String(r.ids[i + 1])));
-    cell.setAttribute("aria-label", scored ? `position ${i}: predicts ${p}, the copy gives ${r.ids[i + 1]}, ` +
-      `${ok ? "right" : "wrong"}` : `position ${i}: predicts ${p}, not scored`);
+    const words = { i, p, copy: r.ids[i + 1] };
+    cell.setAttribute("aria-label", !scored ? t("position {i}: predicts {p}, not scored", words)
+      : ok ? t("position {i}: predicts {p}, the copy gives {copy}, right", words)
+        : t("position {i}: predicts {p}, the copy gives {copy}, wrong", words));
     return cell;
   }));
 }
@@ -108,8 +115,8 @@ export class InductionView extends View {
     this.checkpoint = config.checkpoint;
     this.ids = config.ids.slice();
     this.mask = config.mask.map((row) => row.map((v) => (v ? 1 : 0)));
-    this.firstActionText = "Edit the sequence, move the slider or turn a head off: the model reruns.";
-    this.root.setAttribute("aria-label", "Chapter 5's model at its training checkpoints, on a sequence you edit");
+    this.firstActionText = t("Edit the sequence, move the slider or turn a head off: the model reruns.");
+    this.root.setAttribute("aria-label", t("Chapter 5's model at its training checkpoints, on a sequence you edit"));
     this.attach([this.buildControls()], [this.buildMaps()]);
     this.requests = 0;
     this.show({ ...this.readingsOf(config), ids: this.ids, checkpoint: this.checkpoint, mask: this.mask,
@@ -140,14 +147,15 @@ export class InductionView extends View {
     });
     this.describeStep();
     return el("div", {}, ...sequenceControls(this),
-      el("div", { class: "mha-live-controls" }, el("label", { for: this.slider.id }, "Training"), this.slider,
+      el("div", { class: "mha-live-controls" }, el("label", { for: this.slider.id }, t("Training")), this.slider,
         this.stepText),
       this.toggles.node);
   }
 
   describeStep() {
     const step = this.steps[this.checkpoint];
-    const text = `after ${step.toLocaleString("en-US")} of ${this.steps[this.steps.length - 1].toLocaleString("en-US")} steps`;
+    const text = t("after {step} of {last} steps", { step: step.toLocaleString("en-US"),
+      last: this.steps[this.steps.length - 1].toLocaleString("en-US") });
     this.slider.setAttribute("aria-valuetext", text);
     setText(this.stepText, text);
   }
@@ -159,12 +167,12 @@ export class InductionView extends View {
     const captionId = `mha-live-strip-${Math.random().toString(36).slice(2)}`;
     this.strip = el("div", { class: "mha-live-strip mha-live-strip-wrap", role: "list", "aria-labelledby": captionId });
     const caption = el("p", { class: "mha-live-strip-caption", id: captionId },
-      "Under each position (the small number): the next token the model predicts there. Where copying gives " +
-      "the answer, ✓ marks it right, ✗ wrong (the copy's token under it); – elsewhere.");
-    const maps = el("p", { class: "mha-live-note" }, "Each head's map: a row per query position, a column per key " +
+      t("Under each position (the small number): the next token the model predicts there. Where copying gives " +
+      "the answer, ✓ marks it right, ✗ wrong (the copy's token under it); – elsewhere."));
+    const maps = el("p", { class: "mha-live-note" }, t("Each head's map: a row per query position, a column per key " +
       "position (click a map to enlarge it with the tokens). Its label gives two scores on your sequence: prev, the " +
       "head's mean weight on the previous token; ind, its mean weight on the token just after an earlier occurrence " +
-      "of the query's token (where an induction head looks).");
+      "of the query's token (where an induction head looks)."));
     return el("div", {}, this.scores, caption, this.strip, maps, this.layers);
   }
 
@@ -185,9 +193,12 @@ export class InductionView extends View {
     const r = this.result;
     const on = r.mask.flat().filter(Boolean).length;
     const right = r.copyable.filter((i) => r.predictions[i] === r.ids[i + 1]).length;
-    setText(this.scores, `After ${r.step.toLocaleString("en-US")} training steps, ${on} of ${r.mask.flat().length} ` +
-      "heads on: " + (r.copyable.length ? `${right} of ${r.copyable.length} positions that copying can predict are right.`
-      : "no position of this sequence can be predicted by copying (no pair of tokens occurs twice)."));
+    const words = { step: r.step.toLocaleString("en-US"), on, total: r.mask.flat().length, right, count: r.copyable.length };
+    setText(this.scores, r.copyable.length
+      ? t("After {step} training steps, {on} of {total} heads on: {right} of {count} positions that copying can " +
+        "predict are right.", words)
+      : t("After {step} training steps, {on} of {total} heads on: no position of this sequence can be predicted by " +
+        "copying (no pair of tokens occurs twice).", words));
     fillPredictionStrip(this.strip, r);
     this.draw();
   }
@@ -201,7 +212,7 @@ export class InductionView extends View {
     r.attentions.forEach((layer, l) => {
       if (!this.grids[l]) {
         const grid = new HeadGrid({ readout: this.readout, minMap: 130 });
-        const title = el("p", { class: "mha-live-layer-title" }, `layer ${l}`);
+        const title = el("p", { class: "mha-live-layer-title" }, t("layer {layer}", { layer: l }));
         grid.onEnlarge = (h) => {
           this.lastFocus = grid.buttons[h];
           this.enlarge(grid.heads[h], grid.tokens, grid.vmax, grid, h); // the tokens of the maps drawn now
@@ -238,9 +249,10 @@ export class InductionView extends View {
     const heads = this.grids.flatMap((grid) => grid.heads.map((h) => ({ label: h.label, map: h.map, off: h.off,
       tokens: r.tokens })));
     const off = heads.filter((h) => h.off).map((h) => h.label.split(" ")[0]);
-    const title = [`${r.model}: chapter 5's model after ${r.step} training steps, every head`,
-      `Sequence: ${asText(r.ids)}`,
-      `${off.length ? `Turned off: ${off.join(" ")}. ` : ""}Rows are queries, columns keys; colour 0 to ${this.vmax.toFixed(2)}.`];
+    const scale = t("Rows are queries, columns keys; colour 0 to {vmax}.", { vmax: this.vmax.toFixed(2) });
+    const title = [t("{model}: chapter 5's model after {step} training steps, every head", { model: r.model, step: r.step }),
+      t("Sequence: {ids}", { ids: asText(r.ids) }),
+      off.length ? sentences(t("Turned off: {heads}.", { heads: off.join(" ") }), scale) : scale];
     return { name: [r.model], title, heads, vmax: this.vmax,
       data: { view: "induction", model: r.model, step: r.step, ids: r.ids, mask: r.mask, source: r.source,
         ...this.readingsOf(r) } };
@@ -261,8 +273,8 @@ export class InductionView extends View {
       const fail = (what) => {
         throw new Error(`run({ids}): ${what}`);
       };
-      const token = (t, i) => (Number.isInteger(t) && t >= 0 && t < V ? t
-        : fail(`ids[${i}] = ${describeValue(t)} is not a token id in 0..${V - 1}`));
+      const token = (id, i) => (Number.isInteger(id) && id >= 0 && id < V ? id
+        : fail(`ids[${i}] = ${describeValue(id)} is not a token id in 0..${V - 1}`));
       ids = checkArray(input.ids, { name: "ids", what: "tokens", item: token, fail });
       if (ids.length < 2 || ids.length > L) fail(`ids has ${ids.length} tokens; the model reads 2 to ${L}`);
     }
@@ -310,7 +322,9 @@ export class InductionView extends View {
       if (request === this.requests) this.root.classList.remove("mha-live-stale");
       throw err;
     }
-    if (request === this.requests) this.note(`Recomputed ${this.where} in ${Math.round(this.timings.run_ms)} ms.`);
+    if (request === this.requests) {
+      this.note(t("Recomputed {where} in {ms} ms.", { where: this.where, ms: Math.round(this.timings.run_ms) }));
+    }
     return result;
   }
 }

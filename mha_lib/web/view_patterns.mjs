@@ -10,17 +10,35 @@ import { HeadGrid } from "./draw.mjs";
 import { largestWeight } from "./layout.mjs";
 import { TOGGLE_DELAY_MS, View } from "./view.mjs";
 import { fillPredictionStrip, sequenceControls } from "./view_induction.mjs";
+import { t } from "./i18n.mjs";
 
-const KINDS = { full: "every earlier key", window: "a sliding window", sparse: "BigBird's blocks" };
+/** The patterns' kinds, and each one's name in the menu (in the page's language). */
+const KINDS = { full: () => t("every earlier key"), window: () => t("a sliding window"), sparse: () => t("BigBird's blocks") };
 const BLOCKS = [2, 4, 8];
 const MAX_SINKS = 8;
 
+/** "1 key", "8 keys". */
+const keysText = (n) => (n === 1 ? t("{n} key", { n }) : t("{n} keys", { n }));
+
 /** A pattern in words: "a window of 8 keys and 2 sinks". */
 export function describePattern(p) {
-  if (p.kind === "window") return `a window of ${p.window} key${p.window === 1 ? "" : "s"}` +
-    (p.sinks ? ` and the first ${p.sinks} as sinks` : "");
-  if (p.kind === "sparse") return `BigBird's pattern on blocks of ${p.block}`;
-  return "every earlier key";
+  if (p.kind === "window") {
+    const words = { keys: keysText(p.window), sinks: p.sinks };
+    return p.sinks ? t("a window of {keys} and the first {sinks} as sinks", words) : t("a window of {keys}", words);
+  }
+  if (p.kind === "sparse") return t("BigBird's pattern on blocks of {block}", { block: p.block });
+  return t("every earlier key");
+}
+
+/** A family's label from the config (mha_lib.live.patterns.PATTERN_FAMILIES) in the page's language; another stays as it is. */
+function weightsText(label) {
+  const known = {
+    "trained on every earlier key (chapter 5's model)": () => t("trained on every earlier key (chapter 5's model)"),
+    "trained with a window of 4": () => t("trained with a window of 4"),
+    "trained with a window of 8": () => t("trained with a window of 8"),
+    "trained block-sparse, blocks of 4": () => t("trained block-sparse, blocks of 4"),
+  };
+  return Object.hasOwn(known, label) ? known[label]() : label;
 }
 
 const kb = (bytes) => `${(bytes / 1024).toFixed(1)} KiB`;
@@ -43,8 +61,8 @@ export class PatternsView extends View {
     this.modelIndex = config.model;
     this.pattern = { ...config.pattern };
     this.ids = config.ids.slice();
-    this.firstActionText = "Pick a pattern or other weights, or edit the sequence: the model reruns.";
-    this.root.setAttribute("aria-label", "Chapter 9's models under an attention pattern you pick, on a sequence you edit");
+    this.firstActionText = t("Pick a pattern or other weights, or edit the sequence: the model reruns.");
+    this.root.setAttribute("aria-label", t("Chapter 9's models under an attention pattern you pick, on a sequence you edit"));
     this.attach([this.buildControls()], [this.buildMaps()]);
     this.requests = 0;
     const readings = ["attentions", "predictions", "confidence", "previous", "induction", "copyable", "accuracy", "reach"];
@@ -57,18 +75,18 @@ export class PatternsView extends View {
     const uid = Math.random().toString(36).slice(2);
     const L = this.task.seq_len;
     this.weights = el("select", { id: `mha-live-weights-${uid}` },
-      ...this.labels.map((label, i) => el("option", { value: String(i) }, label)));
+      ...this.labels.map((label, i) => el("option", { value: String(i) }, weightsText(label))));
     this.weights.addEventListener("change", () => {
       this.modelIndex = Number(this.weights.value);
       this.changed();
     });
-    const own = el("button", { type: "button", class: "mha-live-button" }, "Use the pattern these weights learned with");
+    const own = el("button", { type: "button", class: "mha-live-button" }, t("Use the pattern these weights learned with"));
     own.addEventListener("click", () => {
       this.pattern = { ...this.trained[this.modelIndex] };
       this.changed();
     });
     this.kind = el("select", { id: `mha-live-kind-${uid}` },
-      ...Object.entries(KINDS).map(([k, text]) => el("option", { value: k }, text)));
+      ...Object.entries(KINDS).map(([k, name]) => el("option", { value: k }, name())));
     this.kind.addEventListener("change", () => {
       this.pattern.kind = this.kind.value;
       this.changed();
@@ -86,19 +104,19 @@ export class PatternsView extends View {
     this.window = slider("window", 1, L);
     this.sinks = slider("sinks", 0, MAX_SINKS);
     this.block = el("select", { id: `mha-live-block-${uid}` },
-      ...BLOCKS.map((b) => el("option", { value: String(b) }, `${b} tokens`)));
+      ...BLOCKS.map((b) => el("option", { value: String(b) }, t("{n} tokens", { n: b }))));
     this.block.addEventListener("change", () => {
       this.pattern.block = Number(this.block.value);
       this.changed();
     });
     this.windowRow = el("div", { class: "mha-live-controls" },
-      el("label", { for: this.window.input.id }, "Window"), this.window.input, this.window.out,
-      el("label", { for: this.sinks.input.id }, "Sinks"), this.sinks.input, this.sinks.out);
-    this.blockRow = el("div", { class: "mha-live-controls" }, el("label", { for: this.block.id }, "Block"), this.block);
+      el("label", { for: this.window.input.id }, t("Window")), this.window.input, this.window.out,
+      el("label", { for: this.sinks.input.id }, t("Sinks")), this.sinks.input, this.sinks.out);
+    this.blockRow = el("div", { class: "mha-live-controls" }, el("label", { for: this.block.id }, t("Block")), this.block);
     this.setControls();
     return el("div", {}, ...sequenceControls(this),
-      el("div", { class: "mha-live-controls" }, el("label", { for: this.weights.id }, "Weights"), this.weights),
-      el("div", { class: "mha-live-controls" }, el("label", { for: this.kind.id }, "Each query sees"), this.kind, own),
+      el("div", { class: "mha-live-controls" }, el("label", { for: this.weights.id }, t("Weights")), this.weights),
+      el("div", { class: "mha-live-controls" }, el("label", { for: this.kind.id }, t("Each query sees")), this.kind, own),
       this.windowRow, this.blockRow);
   }
 
@@ -110,7 +128,7 @@ export class PatternsView extends View {
     this.window.input.value = String(p.window);
     this.sinks.input.value = String(p.sinks);
     this.block.value = String(p.block);
-    setText(this.window.out, `${p.window} key${p.window === 1 ? "" : "s"}`);
+    setText(this.window.out, keysText(p.window));
     setText(this.sinks.out, `${p.sinks}`);
     this.windowRow.hidden = p.kind !== "window";
     this.blockRow.hidden = p.kind !== "sparse";
@@ -125,14 +143,14 @@ export class PatternsView extends View {
     const captionId = `mha-live-strip-${Math.random().toString(36).slice(2)}`;
     this.strip = el("div", { class: "mha-live-strip mha-live-strip-wrap", role: "list", "aria-labelledby": captionId });
     return el("div", {}, this.scores,
-      el("p", { class: "mha-live-note" }, "The mask: a row per query, a column per key; dark where the query may " +
-        "attend (the pattern and the causal mask together)."), this.maskGrid.node,
-      el("p", { class: "mha-live-note" }, "What a decoder's KV cache would hold after this sequence (float16, both " +
-        "layers), by how it stores keys and values:"), this.bytes,
-      el("p", { class: "mha-live-strip-caption", id: captionId }, "Under each position: the next token predicted. " +
-        "Where copying gives the answer, ✓ marks it right, ✗ wrong (the copy's token under it); – elsewhere."),
+      el("p", { class: "mha-live-note" }, t("The mask: a row per query, a column per key; dark where the query may " +
+        "attend (the pattern and the causal mask together).")), this.maskGrid.node,
+      el("p", { class: "mha-live-note" }, t("What a decoder's KV cache would hold after this sequence (float16, both " +
+        "layers), by how it stores keys and values:")), this.bytes,
+      el("p", { class: "mha-live-strip-caption", id: captionId }, t("Under each position: the next token predicted. " +
+        "Where copying gives the answer, ✓ marks it right, ✗ wrong (the copy's token under it); – elsewhere.")),
       this.strip,
-      el("p", { class: "mha-live-note" }, "Each head's map under the pattern (click a map to enlarge it)."),
+      el("p", { class: "mha-live-note" }, t("Each head's map under the pattern (click a map to enlarge it).")),
       this.layers);
   }
 
@@ -153,17 +171,20 @@ export class PatternsView extends View {
     const r = this.result;
     const right = r.copyable.filter((i) => r.predictions[i] === r.ids[i + 1]).length;
     const reach = r.reach.filter(Boolean).length;
-    setText(this.scores, `Weights ${this.labels[r.model]}, each query seeing ${describePattern(r.pattern)}: ` +
-      (r.copyable.length ? `${right} of ${r.copyable.length} positions that copying can predict are right; for ` +
-        `${reach} of them the key a copy needs is in sight.` : "no position of this sequence can be predicted by " +
-        "copying (no pair of tokens occurs twice)."));
+    const words = { weights: weightsText(this.labels[r.model]), pattern: describePattern(r.pattern), right, count: r.copyable.length, reach };
+    setText(this.scores, r.copyable.length
+      ? t("Weights {weights}, each query seeing {pattern}: {right} of {count} positions that copying can predict are " +
+        "right; for {reach} of them the key a copy needs is in sight.", words)
+      : t("Weights {weights}, each query seeing {pattern}: no position of this sequence can be predicted by copying (no " +
+        "pair of tokens occurs twice).", words));
     const bytes = patternCacheBytes(this.cache, r.pattern, L);
-    const rows = [["every key, 4 key/value heads (MHA)", bytes.mha],
-      [`this pattern (${r.pattern.kind === "window" ? "the window and its sinks" : r.pattern.kind === "sparse"
-        ? "BigBird keeps every key: a global or random block may need it" : "every key"})`, bytes.pattern],
-      ["2 key/value heads (GQA)", bytes.gqa], ["1 key/value head (MQA)", bytes.mqa],
-      [`latent of ${this.cache.kv_rank} + RoPE key of ${this.cache.rope_dim} (MLA)`, bytes.mla]];
-    this.bytes.replaceChildren(el("tr", {}, el("th", {}, "cache"), el("th", {}, `bytes after ${L} tokens`)),
+    const kept = r.pattern.kind === "window" ? t("this pattern (the window and its sinks)")
+      : r.pattern.kind === "sparse" ? t("this pattern (BigBird keeps every key: a global or random block may need it)")
+        : t("this pattern (every key)");
+    const rows = [[t("every key, 4 key/value heads (MHA)"), bytes.mha], [kept, bytes.pattern],
+      [t("2 key/value heads (GQA)"), bytes.gqa], [t("1 key/value head (MQA)"), bytes.mqa],
+      [t("latent of {rank} + RoPE key of {rope} (MLA)", { rank: this.cache.kv_rank, rope: this.cache.rope_dim }), bytes.mla]];
+    this.bytes.replaceChildren(el("tr", {}, el("th", {}, t("cache")), el("th", {}, t("bytes after {count} tokens", { count: L }))),
       ...rows.map(([name, b]) => el("tr", {}, el("td", {}, name), el("td", {}, `${b.toLocaleString("en-US")} (${kb(b)})`))));
     fillPredictionStrip(this.strip, r);
     this.draw();
@@ -172,7 +193,7 @@ export class PatternsView extends View {
   draw() {
     const r = this.result;
     const width = this.layers.clientWidth || 600;
-    this.maskGrid.show([{ key: "mask", label: `mask: ${describePattern(r.pattern)}`, map: r.allowed }],
+    this.maskGrid.show([{ key: "mask", label: t("mask: {pattern}", { pattern: describePattern(r.pattern) }), map: r.allowed }],
       r.tokens, 1, width);
     const vmax = largestWeight(r.attentions.flat());
     this.vmax = vmax;
@@ -184,7 +205,7 @@ export class PatternsView extends View {
           this.lastFocus = grid.buttons[h];
           this.enlarge(grid.heads[h], grid.tokens, grid.vmax, grid, h);
         };
-        this.layers.append(el("p", { class: "mha-live-layer-title" }, `layer ${l}`), grid.node);
+        this.layers.append(el("p", { class: "mha-live-layer-title" }, t("layer {layer}", { layer: l })), grid.node);
         this.grids[l] = grid;
       }
       const heads = layer.map((map, h) => ({ key: `L${l}.H${h}`, label: `L${l}.H${h} · prev ${r.previous[l][h].toFixed(2)}`,
@@ -201,8 +222,9 @@ export class PatternsView extends View {
   exportFigure() {
     const r = this.result;
     const heads = this.grids.flatMap((grid) => grid.heads.map((h) => ({ label: h.label, map: h.map, tokens: r.tokens })));
-    const title = [`${r.modelId}: ${this.labels[r.model]}, each query seeing ${describePattern(r.pattern)}`,
-      `Sequence: ${r.ids.join(" ")}`, `Rows are queries, columns keys; colour 0 to ${this.vmax.toFixed(2)}.`];
+    const title = [t("{model}: {weights}, each query seeing {pattern}",
+      { model: r.modelId, weights: weightsText(this.labels[r.model]), pattern: describePattern(r.pattern) }),
+    t("Sequence: {ids}", { ids: r.ids.join(" ") }), t("Rows are queries, columns keys; colour 0 to {vmax}.", { vmax: this.vmax.toFixed(2) })];
     return { name: [r.modelId, r.pattern.kind], title, heads, vmax: this.vmax,
       data: { view: "patterns", model: r.modelId, pattern: r.pattern, ids: r.ids, source: r.source,
         predictions: r.predictions, copyable: r.copyable, reach: r.reach, accuracy: r.accuracy,
@@ -222,8 +244,8 @@ export class PatternsView extends View {
     };
     let ids = this.ids;
     if (input.ids !== undefined) {
-      const token = (t, i) => (Number.isInteger(t) && t >= 0 && t < V ? t
-        : fail(`ids[${i}] = ${describeValue(t)} is not a token id in 0..${V - 1}`));
+      const token = (id, i) => (Number.isInteger(id) && id >= 0 && id < V ? id
+        : fail(`ids[${i}] = ${describeValue(id)} is not a token id in 0..${V - 1}`));
       ids = checkArray(input.ids, { name: "ids", what: "tokens", item: token, fail });
       if (ids.length < 2 || ids.length > L) fail(`ids has ${ids.length} tokens; the model reads 2 to ${L}`);
     }
@@ -275,7 +297,9 @@ export class PatternsView extends View {
       if (request === this.requests) this.root.classList.remove("mha-live-stale");
       throw err;
     }
-    if (request === this.requests) this.note(`Recomputed ${this.where} in ${Math.round(this.timings.run_ms)} ms.`);
+    if (request === this.requests) {
+      this.note(t("Recomputed {where} in {ms} ms.", { where: this.where, ms: Math.round(this.timings.run_ms) }));
+    }
     return result;
   }
 }

@@ -5,6 +5,7 @@ import { paraphraseScores, rowFilesFor, runBert } from "./compute.mjs";
 import { checkHeadMask, describeValue, isList } from "./checks.mjs";
 import { debounce, el, setText } from "./dom.mjs";
 import { formatMB, truncationText } from "./text.mjs";
+import { sentences, t } from "./i18n.mjs";
 import { hasWords } from "./wordpiece.mjs";
 import { HeadToggles } from "./head_toggles.mjs";
 import { LayerMaps } from "./layer_maps.mjs";
@@ -14,11 +15,11 @@ import { MINILM, TOGGLE_DELAY_MS, View } from "./view.mjs";
 export class PruneView extends View {
   constructor(element, config, backend) {
     super(element, config, [element.dataset.model || MINILM], backend);
-    this.firstActionText = "Turn heads off and on: the embeddings and the scores are recomputed.";
+    this.firstActionText = t("Turn heads off and on: the embeddings and the scores are recomputed.");
     this.tokenIds = isList(config.token_ids) ? config.token_ids.filter(Number.isInteger) : null;
     this.mask = config.mask.map((row) => row.map((v) => (v ? 1 : 0)));
     this.text = config.text;
-    this.root.setAttribute("aria-label", "Turn MiniLM's heads off and watch the embeddings and the maps change");
+    this.root.setAttribute("aria-label", t("Turn MiniLM's heads off and watch the embeddings and the maps change"));
     this.scores = el("p", { class: "mha-live-scores", "aria-live": "polite" });
     this.maps = new LayerMaps(this, config.attentions.length, config.layer || 0);
     this.sentenceNote = el("p", { class: "mha-live-note" });
@@ -26,7 +27,8 @@ export class PruneView extends View {
       this.mask = mask;
       this.toggled();
     });
-    this.attach([this.toggles.node, this.scores, this.sentenceNote, this.maps.control.node], [this.maps.node]);
+    this.attach([this.toggles.node, this.scores, this.sentenceNote, ...this.englishModelNote(), this.maps.control.node],
+      [this.maps.node]);
     // the download notice (sizes) before the toggles: read before the first click
     this.root.insertBefore(this.progress, this.about.nextSibling);
     this.root.insertBefore(this.status, this.progress);
@@ -40,8 +42,8 @@ export class PruneView extends View {
   }
 
   describeSentence(text = this.text) {
-    setText(this.sentenceNote, `The maps below are those of the sentence “${text}”: a head turned off still ` +
-      "computes its weights (drawn grey), but its output no longer reaches the next layer.");
+    setText(this.sentenceNote, t("The maps below are those of the sentence “{text}”: a head turned off still computes " +
+      "its weights (drawn grey), but its output no longer reaches the next layer.", { text }));
   }
 
   toggled() {
@@ -53,12 +55,12 @@ export class PruneView extends View {
   showScores(fidelity, mrr, mask = this.mask) {
     const on = mask.flat().filter(Boolean).length;
     const total = mask.flat().length;
+    const all = (this.reference ? this.reference.mrr : this.config.mrr_all).toFixed(3);
     this.scores.replaceChildren(
-      `${on} of ${total} heads on. Embedding fidelity (mean cosine to the unpruned embeddings): `,
+      t("{on} of {total} heads on. Embedding fidelity (mean cosine to the unpruned embeddings): ", { on, total }),
       el("strong", {}, fidelity.toFixed(3)),
-      `. Paraphrase ranking (mean reciprocal rank of each paraphrase, 1 = always first; all heads on: ` +
-      `${(this.reference ? this.reference.mrr : this.config.mrr_all).toFixed(3)}): `,
-      el("strong", {}, mrr.toFixed(3)), ".");
+      t(". Paraphrase ranking (mean reciprocal rank of each paraphrase, 1 = always first; all heads on: {all}): ", { all }),
+      el("strong", {}, mrr.toFixed(3)), t("."));
   }
 
   redraw() {
@@ -70,8 +72,8 @@ export class PruneView extends View {
   wordVectorsNote(info) {
     if (!this.tokenIds || !this.tokenIds.length) return super.wordVectorsNote(info);
     const files = rowFilesFor(info.token_rows, this.tokenIds).length;
-    return `, and the word vectors of the words of its sentence and ${this.config.texts.length} texts ` +
-      `(${formatMB(files * info.token_rows.file_bytes)})`;
+    return t(", and the word vectors of the words of its sentence and {count} texts ({size})",
+      { count: this.config.texts.length, size: formatMB(files * info.token_rows.file_bytes) });
   }
 
   /** The embeddings with all heads on, once: the reference of fidelity. */
@@ -88,7 +90,7 @@ export class PruneView extends View {
 
   /** The sentence first (its maps), then the texts of the scores; stripped as mha_lib does. */
   texts(text = this.text) {
-    return [text, ...this.config.texts.map((t) => t.trim())];
+    return [text, ...this.config.texts.map((x) => x.trim())];
   }
 
   /** run()'s input as {mask?: [layer][head] of 0/1 (a copy), text?}; throws, naming the value, on anything else. */
@@ -122,7 +124,7 @@ export class PruneView extends View {
       throw this.refuse(err);
     }
     if (spec.text !== undefined && !hasWords(spec.text)) {
-      this.note("The text is empty (nothing the tokenizer keeps): the maps show the last one.");
+      this.note(t("The text is empty (nothing the tokenizer keeps): the maps show the last one."));
       throw new Error("empty text");
     }
     const newMask = spec.mask;
@@ -152,9 +154,10 @@ export class PruneView extends View {
         truncated: enc.truncated, fullLength: enc.fullLength, source: this.backend.kind };
     });
     this.result = out;
-    const done = `Recomputed ${out.texts} embeddings and the maps ${this.where} in ${Math.round(this.timings.run_ms)} ms.`;
+    const done = t("Recomputed {count} embeddings and the maps {where} in {ms} ms.",
+      { count: out.texts, where: this.where, ms: Math.round(this.timings.run_ms) });
     // a sentence past the model's limit: say so, as the sentence view does (the scores' texts are short)
-    this.note(out.truncated ? `${done} ${truncationText(texts[0], out.fullLength, out.tokens.length)}` : done);
+    this.note(out.truncated ? sentences(done, truncationText(texts[0], out.fullLength, out.tokens.length)) : done);
     return out;
   }
 }

@@ -4,7 +4,8 @@
 import { runBert } from "./compute.mjs";
 import { describeValue } from "./checks.mjs";
 import { debounce, el, setText } from "./dom.mjs";
-import { errorText, formatMB, shortLabel, truncationText, unknownText } from "./text.mjs";
+import { errorText, formatMB, headsText, layersText, shortLabel, truncationText, unknownText } from "./text.mjs";
+import { t } from "./i18n.mjs";
 import { hasWords } from "./wordpiece.mjs";
 import { LayerMaps } from "./layer_maps.mjs";
 import { MINILM, TYPING_DELAY_MS, View } from "./view.mjs";
@@ -13,17 +14,18 @@ import { MINILM, TYPING_DELAY_MS, View } from "./view.mjs";
 export class SentenceView extends View {
   constructor(element, config, backend) {
     super(element, config, [element.dataset.model || MINILM], backend);
-    this.firstActionText = "Type a sentence of your own: the model reruns as you type.";
+    this.firstActionText = t("Type a sentence of your own: the model reruns as you type.");
     const id = `mha-live-text-${Math.random().toString(36).slice(2)}`;
     // no maxlength: the box keeps all the reader gives; the status says how much of it the model reads
     this.text = el("textarea", { id, rows: "2", spellcheck: "false" });
     this.text.value = config.text || "";
-    const label = el("label", { for: id }, "Your sentence");
+    const label = el("label", { for: id }, t("Your sentence"));
     const privacy = el("p", { class: "mha-live-privacy" }, this.backend.privacy);
     this.maps = new LayerMaps(this, config.attentions.length, config.layer || 0, config.roles);
-    this.root.setAttribute("aria-label", "Live attention maps of all-MiniLM-L6-v2 for a sentence you type");
+    this.root.setAttribute("aria-label", t("Live attention maps of all-MiniLM-L6-v2 for a sentence you type"));
     this.shown = el("p", { class: "mha-live-shown" }); // whose maps these are (dimmed while they are an older text's)
-    this.attach([el("div", {}, label, this.text, privacy, ...this.ownModelInput()), this.maps.control.node],
+    this.attach([el("div", {}, label, this.text, ...this.englishModelNote(), privacy, ...this.ownModelInput()),
+      this.maps.control.node],
       [this.shown, this.maps.node]);
     this.result = { tokens: config.tokens, attentions: config.attentions, text: config.text, source: "config" };
     this.describeShown();
@@ -43,11 +45,11 @@ export class SentenceView extends View {
    */
   ownModelInput() {
     if (!this.backend.loadOwnBert) return [];
-    this.backButton = el("button", { type: "button", class: "mha-live-button", hidden: "" }, "Back to the book's model");
+    this.backButton = el("button", { type: "button", class: "mha-live-button", hidden: "" }, t("Back to the book's model"));
     this.backButton.addEventListener("click", () => this.useBookModel().catch(() => {}));
-    return [this.modelFilePicker("Read it with your own model: an .onnx file that mha_lib.export.export_onnx wrote " +
+    return [this.modelFilePicker(t("Read it with your own model: an .onnx file that mha_lib.export.export_onnx wrote " +
       "from a BertEncoder with MiniLM's vocabulary (MiniLM fine-tuned, or with the same number of heads pruned in " +
-      "every layer; BERT-base uncased). It is read here, never uploaded.",
+      "every layer; BERT-base uncased). It is read here, never uploaded."),
     (file) => this.useOwnModel(file).catch(() => {})), this.backButton];
   }
 
@@ -75,7 +77,7 @@ export class SentenceView extends View {
     await this.ensureModels(); // MiniLM's tokenizer reads the text for the reader's model too (its own errors)
     let model;
     try {
-      this.note(`Reading “${file.name}” (${formatMB(file.size)}) in your browser…`);
+      this.note(t("Reading “{name}” ({size}) in your browser…", { name: file.name, size: formatMB(file.size) }));
       model = await this.backend.loadOwnBert(file.name, await file.arrayBuffer(), this.models[0].tokenizer);
     } catch (err) {
       if (pick === this.picks) this.refuseModel(err);
@@ -102,15 +104,18 @@ export class SentenceView extends View {
     if (before && before !== model) this.backend.releaseModel(before);
     this.backButton.hidden = false;
     const { num_layers: NL, num_heads: H } = model.info;
-    this.note(`Your model “${file.name}” (${NL} layer${NL > 1 ? "s" : ""}, ${H} head${H > 1 ? "s" : ""} each) ` +
-      (hasWords(this.text.value) ? `reads the text ${this.where}` : "reads the next text you type, in your browser") +
-      `, with MiniLM's tokenizer; its file was not uploaded.${unknownText(this.result.tokens)}`);
+    const words = { name: file.name, layers: layersText(NL), heads: headsText(H), where: this.where };
+    this.note((hasWords(this.text.value)
+      ? t("Your model “{name}” ({layers}, {heads} each) reads the text {where}, with MiniLM's tokenizer; its file " +
+        "was not uploaded.", words)
+      : t("Your model “{name}” ({layers}, {heads} each) reads the next text you type, in your browser, with MiniLM's " +
+        "tokenizer; its file was not uploaded.", words)) + unknownText(this.result.tokens));
     return file.name;
   }
 
   refuseModel(err) {
     this.status.classList.add("mha-live-error");
-    setText(this.status, `Your model was not used: ${errorText(err)}.`);
+    setText(this.status, t("Your model was not used: {reason}.", { reason: errorText(err) }));
   }
 
   /** Back to MiniLM: its maps of the text in the box (a file still loading is dropped). */
@@ -131,10 +136,15 @@ export class SentenceView extends View {
     const text = this.result.text || "";
     const short = shortLabel(text, 90);
     const stale = pending && this.text.value !== text;
-    const by = this.result.own ? ` by your model “${this.result.model}”` : "";
+    const words = { text: short, model: this.result.model };
     this.root.classList.toggle("mha-live-stale", stale);
-    setText(this.shown, stale ? `Still the maps of “${short}”${by}: those of your text follow once the model has read it.`
-      : `The maps of “${short}”${by}.`);
+    if (this.result.own) {
+      setText(this.shown, stale ? t("Still the maps of “{text}” by your model “{model}”: those of your text follow once " +
+        "the model has read it.", words) : t("The maps of “{text}” by your model “{model}”.", words));
+    } else {
+      setText(this.shown, stale ? t("Still the maps of “{text}”: those of your text follow once the model has read it.",
+        words) : t("The maps of “{text}”.", words));
+    }
   }
 
   redraw() {
@@ -150,7 +160,7 @@ export class SentenceView extends View {
     if (typeof text !== "string") throw this.refuse(new Error(`run(text) takes a string, got ${describeValue(text)}`));
     if (!hasWords(text)) {
       this.describeShown(this.text.value !== text); // still dimmed if the box holds a newer text
-      this.note("The text is empty (nothing the tokenizer keeps): type a sentence. The maps show the last one.");
+      this.note(t("The text is empty (nothing the tokenizer keeps): type a sentence. The maps show the last one."));
       throw new Error("empty text");
     }
     if (this.text.value !== text) this.text.value = text; // the box shows the text of the maps
@@ -181,7 +191,8 @@ export class SentenceView extends View {
     this.result = out;
     this.describeShown();
     const said = out.truncated ? truncationText(text, out.fullLength, out.tokens.length)
-      : `${out.tokens.length} tokens, recomputed ${this.where} in ${Math.round(this.timings.run_ms)} ms.`;
+      : t("{count} tokens, recomputed {where} in {ms} ms.",
+        { count: out.tokens.length, where: this.where, ms: Math.round(this.timings.run_ms) });
     this.note(`${said}${unknownText(out.tokens)}`);
     return out;
   }

@@ -6,6 +6,7 @@ import { timeAttention } from "./compute.mjs";
 import { el, setText } from "./dom.mjs";
 import { escapeXml, fileName } from "./figure.mjs";
 import { errorText } from "./text.mjs";
+import { t } from "./i18n.mjs";
 import { View } from "./view.mjs";
 
 const WIDTH = 560; // the chart's widest drawn size, px (narrower in a narrow column: its text stays 12 px)
@@ -35,12 +36,13 @@ export function timingSvg(heads, series, title, W = WIDTH) {
   }
   heads.forEach((H, i) => out.push(`<text x="${x(i).toFixed(1)}" y="${HEIGHT - pad.bottom + 16}" text-anchor="middle" ` +
     `fill="#444">${H}</text>`));
-  out.push(`<text x="${(W + pad.left) / 2}" y="${HEIGHT - 8}" text-anchor="middle" fill="#222">heads H (the same FLOPs)</text>`);
+  out.push(`<text x="${(W + pad.left) / 2}" y="${HEIGHT - 8}" text-anchor="middle" fill="#222">` +
+    "heads H (the same FLOPs)</text>");
   series.forEach((s, k) => {
     if (!s.seconds) return;
-    const pts = s.seconds.map((t, i) => `${x(i).toFixed(1)},${y(t / s.seconds[0]).toFixed(1)}`).join(" ");
+    const pts = s.seconds.map((sec, i) => `${x(i).toFixed(1)},${y(sec / s.seconds[0]).toFixed(1)}`).join(" ");
     out.push(`<polyline points="${pts}" fill="none" stroke="${s.colour}" stroke-width="2.5"/>`);
-    s.seconds.forEach((t, i) => out.push(`<circle cx="${x(i).toFixed(1)}" cy="${y(t / s.seconds[0]).toFixed(1)}" r="3.5" ` +
+    s.seconds.forEach((sec, i) => out.push(`<circle cx="${x(i).toFixed(1)}" cy="${y(sec / s.seconds[0]).toFixed(1)}" r="3.5" ` +
       `fill="${s.colour}"/>`));
     out.push(`<text x="${pad.left}" y="${36 + 16 * k}" fill="${s.colour}">— ${escapeXml(s.label)}</text>`);
   });
@@ -52,19 +54,20 @@ export function timingSvg(heads, series, title, W = WIDTH) {
 export class TimingView extends View {
   constructor(element, config, backend) {
     super(element, config, [config.models[0]], backend);
-    this.firstActionText = "Press the button to time the same attention function on this device: a second curve appears.";
-    this.root.setAttribute("aria-label", "Time of attention for 1 to 64 heads at equal FLOPs, on this device");
+    this.firstActionText = t("Press the button to time the same attention function on this device: a second curve appears.");
+    this.root.setAttribute("aria-label", t("Time of attention for 1 to 64 heads at equal FLOPs, on this device"));
     const { batch: B, seq_len: L, d_model: d, heads, repeats } = config;
-    const note = el("p", { class: "mha-live-note" }, `mha_lib's attention function on q, k and v of shape (B, H, L, d_k) = ` +
-      `(${B}, H, ${L}, ${d}/H) for H = ${heads.join(", ")}: ${(config.flops / 1e6).toFixed(0)} million matmul FLOPs every ` +
-      `time, and a (B, H, L, L) map of weights that grows with H (${this.mapText(heads[heads.length - 1])} at ` +
-      `H = ${heads[heads.length - 1]}). Each head count is timed ${repeats} times, round-robin, after a warm-up.`);
-    this.button = el("button", { type: "button", class: "mha-live-button" }, "Time it on this device");
+    const note = el("p", { class: "mha-live-note" }, t("mha_lib's attention function on q, k and v of shape (B, H, L, d_k) " +
+      "= ({B}, H, {L}, {d}/H) for H = {heads}: {flops} million matmul FLOPs every time, and a (B, H, L, L) map of weights " +
+      "that grows with H ({map} at H = {most}). Each head count is timed {repeats} times, round-robin, after a warm-up.",
+    { B, L, d, heads: heads.join(", "), flops: (config.flops / 1e6).toFixed(0), map: this.mapText(heads[heads.length - 1]),
+      most: heads[heads.length - 1], repeats }));
+    this.button = el("button", { type: "button", class: "mha-live-button" }, t("Time it on this device"));
     this.button.addEventListener("click", () => this.run().catch(() => {}));
     this.controls = [note];
     if (this.backend.timesHere) this.controls.push(el("div", { class: "mha-live-controls" }, this.button));
-    else this.controls.push(el("p", { class: "mha-live-note" }, "In a notebook the kernel's machine is the one section 2 " +
-      "times: run its cells. The book's numbers are shown below."));
+    else this.controls.push(el("p", { class: "mha-live-note" }, t("In a notebook the kernel's machine is the one section 2 " +
+      "times: run its cells. The book's numbers are shown below.")));
     this.chart = el("img", { class: "mha-live-chart" });
     this.table = el("table", { class: "mha-live-table" });
     this.attach(this.controls, [this.chart, this.table]);
@@ -75,7 +78,7 @@ export class TimingView extends View {
   }
 
   get exportWhat() {
-    return "the chart and its numbers";
+    return t("the chart and its numbers");
   }
 
   mapText(H) {
@@ -87,18 +90,24 @@ export class TimingView extends View {
   show() {
     const r = this.result;
     const mine = r.seconds;
+    // The chart's own labels stay English in both editions, like every figure's: an SVG shown as an image
+    // can use only the reader's system fonts, and a system without a Chinese font would draw boxes.
     const series = [{ label: "the book's machine (PyTorch)", seconds: r.book_seconds, colour: "#3b528b" },
       { label: `this device (onnxruntime-web${r.provider ? `, ${r.provider}` : ""})`, seconds: mine, colour: "#e66100" }];
     const title = "Time of one call, as a multiple of one head's";
     this.svg = timingSvg(r.heads, series, title, Math.max(300, Math.min(560, this.root.clientWidth || 560)));
     this.chart.src = `data:image/svg+xml;charset=utf-8,${encodeURIComponent(this.svg)}`;
     const at = (xs, i) => (xs ? `${(xs[i] * 1e3).toFixed(xs[i] < 0.01 ? 2 : 1)} ms (${(xs[i] / xs[0]).toFixed(2)}×)` : "–");
-    this.chart.alt = `Line chart: time of one call against the number of heads, as a multiple of one head's; the book's ` +
-      `machine reaches ${(r.book_seconds.at(-1) / r.book_seconds[0]).toFixed(1)}× at H = ${r.heads.at(-1)}` +
-      (mine ? `, this device ${(mine.at(-1) / mine[0]).toFixed(1)}×.` : "; this device not timed yet.");
-    const head = el("tr", {}, ...["H", "d_k", "attention map", "book's machine", "this device"].map((t) => el("th", { scope: "col" }, t)));
-    this.table.replaceChildren(el("caption", {}, `Median time of one call (and as a multiple of H = 1). The book's ` +
-      `machine: ${this.config.book_machine}.`), head,
+    const alt = { book: (r.book_seconds.at(-1) / r.book_seconds[0]).toFixed(1), most: r.heads.at(-1),
+      mine: mine ? (mine.at(-1) / mine[0]).toFixed(1) : null };
+    this.chart.alt = mine ? t("Line chart: time of one call against the number of heads, as a multiple of one head's; the " +
+      "book's machine reaches {book}× at H = {most}, this device {mine}×.", alt)
+      : t("Line chart: time of one call against the number of heads, as a multiple of one head's; the book's machine " +
+        "reaches {book}× at H = {most}; this device not timed yet.", alt);
+    const columns = ["H", "d_k", t("attention map"), t("book's machine"), t("this device")];
+    const head = el("tr", {}, ...columns.map((text) => el("th", { scope: "col" }, text)));
+    this.table.replaceChildren(el("caption", {}, t("Median time of one call (and as a multiple of H = 1). The book's " +
+      "machine: {machine}.", { machine: this.config.book_machine })), head,
       ...r.heads.map((H, i) => el("tr", {}, el("td", {}, String(H)), el("td", {}, String(this.config.d_model / H)),
         el("td", {}, this.mapText(H)), el("td", {}, at(r.book_seconds, i)), el("td", {}, at(mine, i)))));
   }
@@ -145,19 +154,23 @@ export class TimingView extends View {
     this.timing = (async () => {
       try {
         const seconds = await this.compute(() => timeAttention(this.models[0], this.config, (done, total, H) => {
-          this.busy(`Timing H = ${H} on this device: call ${done} of ${total}…`);
+          this.busy(t("Timing H = {H} on this device: call {done} of {total}…", { H, done, total }));
         }));
         const on = this.backend.providerName ? this.backend.providerName(this.models) : null; // WebAssembly or WebGPU
         this.result = { ...this.result, seconds, source: this.backend.kind, provider: on };
         this.show();
         const ratio = seconds.at(-1) / seconds[0];
-        this.note(`Timed on this device${on ? ` (${on})` : ""}: ${this.result.heads.at(-1)} heads took ${ratio.toFixed(1)}× one head's time ` +
-          `(median of ${this.config.repeats}; the book's machine: ` +
-          `${(this.result.book_seconds.at(-1) / this.result.book_seconds[0]).toFixed(1)}×). A laptop on battery, a busy ` +
-          "tab or another window can slow single calls: time it again to see the spread.");
-        return { ...this.result, ratios: seconds.map((t) => t / seconds[0]), median_of: this.config.repeats };
+        const words = { provider: on, heads: this.result.heads.at(-1), ratio: ratio.toFixed(1), repeats: this.config.repeats,
+          book: (this.result.book_seconds.at(-1) / this.result.book_seconds[0]).toFixed(1) };
+        this.note(on ? t("Timed on this device ({provider}): {heads} heads took {ratio}× one head's time (median of " +
+          "{repeats}; the book's machine: {book}×). A laptop on battery, a busy tab or another window can slow single " +
+          "calls: time it again to see the spread.", words)
+          : t("Timed on this device: {heads} heads took {ratio}× one head's time (median of {repeats}; the book's " +
+            "machine: {book}×). A laptop on battery, a busy tab or another window can slow single calls: time it again " +
+            "to see the spread.", words));
+        return { ...this.result, ratios: seconds.map((sec) => sec / seconds[0]), median_of: this.config.repeats };
       } catch (err) {
-        this.note(`The timing stopped (${errorText(err)}).`);
+        this.note(t("The timing stopped ({error}).", { error: errorText(err) }));
         throw err;
       } finally {
         this.button.disabled = false;

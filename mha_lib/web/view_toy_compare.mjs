@@ -4,7 +4,8 @@
 import { markedTokens, prevMarkedLabels, runToy } from "./compute.mjs";
 import { checkToyInput } from "./checks.mjs";
 import { debounce, el, setText } from "./dom.mjs";
-import { errorText, formatMB } from "./text.mjs";
+import { errorText, formatMB, headsText, layersText } from "./text.mjs";
+import { t } from "./i18n.mjs";
 import { HeadGrid } from "./draw.mjs";
 import { largestWeight } from "./layout.mjs";
 import { TOGGLE_DELAY_MS, View } from "./view.mjs";
@@ -14,11 +15,11 @@ export class ToyCompareView extends View {
   constructor(element, config, backend) {
     super(element, config, config.models.slice(), backend);
     this.primary = config.models.includes(element.dataset.model) ? element.dataset.model : config.models[0];
-    this.firstActionText = "Change a token or move the mark: every model reruns.";
+    this.firstActionText = t("Change a token or move the mark: every model reruns.");
     this.task = config.task; // mha_lib's PrevMarkedTask.to_dict(): {kind, vocab_size, seq_len, op}
     this.ids = config.ids.slice();
     this.types = config.types.slice();
-    this.root.setAttribute("aria-label", "Live attention maps and predictions of the toy models on a sequence you edit");
+    this.root.setAttribute("aria-label", t("Live attention maps and predictions of the toy models on a sequence you edit"));
     this.editor = this.buildEditor();
     this.sections = config.models.map((id) => this.buildSection(id));
     const most = Math.max(...config.models.map((id) => config.results[id].attentions[0].length));
@@ -39,19 +40,19 @@ export class ToyCompareView extends View {
 
   buildEditor() {
     const V = this.task.vocab_size;
-    const rows = el("div", { class: "mha-live-sequence", role: "group", "aria-label": "the sequence: tokens and the mark" });
+    const rows = el("div", { class: "mha-live-sequence", role: "group", "aria-label": t("the sequence: tokens and the mark") });
     this.selects = [];
     this.marks = [];
     const name = `mha-live-mark-${Math.random().toString(36).slice(2)}`;
-    this.ids.forEach((t, i) => {
-      const select = el("select", { "aria-label": `token at position ${i}` });
+    this.ids.forEach((token, i) => {
+      const select = el("select", { "aria-label": t("token at position {i}", { i }) });
       for (let v = 0; v < V; v++) select.append(el("option", { value: String(v) }, String(v)));
-      select.value = String(t);
+      select.value = String(token);
       select.addEventListener("change", () => {
         this.ids[i] = Number(select.value);
         this.changed();
       });
-      const mark = el("input", { type: "radio", name, "aria-label": `mark position ${i}` });
+      const mark = el("input", { type: "radio", name, "aria-label": t("mark position {i}", { i }) });
       mark.checked = this.types[i] === 1;
       mark.addEventListener("change", () => {
         this.types = this.types.map((_, j) => (j === i ? 1 : 0));
@@ -65,11 +66,11 @@ export class ToyCompareView extends View {
     });
     this.rule = el("p", { class: "mha-live-note" });
     const help = el("p", { class: "mha-live-note" },
-      "Pick a token at any position, and the marked position with the round buttons. " +
-      "Each model predicts every position's label; ✓ right, ✗ wrong.");
+      t("Pick a token at any position, and the marked position with the round buttons. " +
+      "Each model predicts every position's label; ✓ right, ✗ wrong."));
     // on a narrow screen the positions scroll sideways: say so (redraw() shows it only then)
-    this.scrollHint = el("p", { class: "mha-live-note", hidden: "" },
-      `Scroll the row sideways for all ${this.ids.length} positions; the predictions below scroll the same way.`);
+    this.scrollHint = el("p", { class: "mha-live-note", hidden: "" }, t("Scroll the row sideways for all {count} " +
+      "positions; the predictions below scroll the same way.", { count: this.ids.length }));
     this.sequence = rows;
     return el("div", {}, help, rows, this.scrollHint, this.rule, ...this.ownModelInput());
   }
@@ -80,8 +81,8 @@ export class ToyCompareView extends View {
    */
   ownModelInput() {
     if (!this.backend.loadOwnModel) return [];
-    return [this.modelFilePicker("Add your own model: an .onnx file that mha_lib.export.export_onnx wrote from a " +
-      "chapter-1 model (it is read here, never uploaded)", (file) => this.addOwnModel(file).catch(() => {}))];
+    return [this.modelFilePicker(t("Add your own model: an .onnx file that mha_lib.export.export_onnx wrote from a " +
+      "chapter-1 model (it is read here, never uploaded)"), (file) => this.addOwnModel(file).catch(() => {}))];
   }
 
   /** On a narrow screen the editor and the prediction strips scroll sideways: `row` scrolls with every row linked. */
@@ -96,8 +97,8 @@ export class ToyCompareView extends View {
     this.selects.forEach((s, i) => { s.value = String(this.ids[i]); });
     this.marks.forEach((m, i) => { m.checked = this.types[i] === 1; });
     const m = this.types.indexOf(1);
-    setText(this.rule, `Label at position i: (token i−1 ${this.task.op === "add" ? "+" : "−"} marked token) mod ` +
-      `${this.task.vocab_size}; the marked token is ${this.ids[m]}, at position ${m}.`);
+    setText(this.rule, t("Label at position i: (token i−1 {op} marked token) mod {vocab}; the marked token is {token}, " +
+      "at position {m}.", { op: this.task.op === "add" ? "+" : "−", vocab: this.task.vocab_size, token: this.ids[m], m }));
   }
 
   buildSection(id) {
@@ -105,7 +106,7 @@ export class ToyCompareView extends View {
     const grid = new HeadGrid({ readout: this.readout, minMap: 128 });
     const captionId = `mha-live-strip-${Math.random().toString(36).slice(2)}`;
     const caption = el("p", { class: "mha-live-strip-caption", id: captionId },
-      "prediction at each position (✓ right, ✗ wrong)");
+      t("prediction at each position (✓ right, ✗ wrong)"));
     // same columns as the sequence editor above: position i's prediction sits under token i
     const strip = el("div", { class: "mha-live-strip", role: "list", "aria-labelledby": captionId });
     const node = el("div", { class: "mha-live-model" }, title, grid.node, caption, strip);
@@ -123,15 +124,16 @@ export class ToyCompareView extends View {
    */
   async addOwnModel(file) {
     try {
-      if (this.modelIds.includes(file.name)) throw new Error(`a model named “${file.name}” is already shown`);
+      if (this.modelIds.includes(file.name)) throw new Error(t("a model named “{name}” is already shown", { name: file.name }));
       await this.ensureModels();
-      this.note(`Reading “${file.name}” (${formatMB(file.size)}) in your browser…`);
+      this.note(t("Reading “{name}” ({size}) in your browser…", { name: file.name, size: formatMB(file.size) }));
       const model = await this.backend.loadOwnModel(file.name, await file.arrayBuffer());
       const trial = await runToy(model, this.ids, this.types);
       const L = this.ids.length;
       if (trial.classes !== this.task.vocab_size || trial.attentions[0][0].length !== L) {
-        throw new Error(`“${file.name}” gives ${trial.classes} classes and maps of ${trial.attentions[0][0].length} ` +
-          `tokens on this sequence; chapter 1's task needs ${this.task.vocab_size} classes and ${L} tokens`);
+        throw new Error(t("“{name}” gives {classes} classes and maps of {tokens} tokens on this sequence; chapter 1's " +
+          "task needs {vocab} classes and {length} tokens", { name: file.name, classes: trial.classes,
+          tokens: trial.attentions[0][0].length, vocab: this.task.vocab_size, length: L }));
       }
       const section = this.buildSection(model.id);
       this.sections[this.sections.length - 1].node.after(section.node);
@@ -143,13 +145,13 @@ export class ToyCompareView extends View {
       this.sections.forEach((s) => { s.grid.sameSizeAs = most; });
     } catch (err) {
       this.status.classList.add("mha-live-error");
-      setText(this.status, `Your model was not added: ${errorText(err)}.`);
+      setText(this.status, t("Your model was not added: {reason}.", { reason: errorText(err) }));
       throw err;
     }
     await this.run({ ids: this.ids, types: this.types });
     const { num_layers: NL, num_heads: H } = this.models[this.models.length - 1].info;
-    this.note(`Your model “${file.name}” (${NL} layer${NL > 1 ? "s" : ""}, ${H} head${H > 1 ? "s" : ""}) runs in your ` +
-      "browser beside the book's; its file was not uploaded.");
+    this.note(t("Your model “{name}” ({layers}, {heads}) runs in your browser beside the book's; its file was not " +
+      "uploaded.", { name: file.name, layers: layersText(NL), heads: headsText(H) }));
     return file.name;
   }
 
@@ -184,13 +186,15 @@ export class ToyCompareView extends View {
       s.grid.show(heads, result.tokens, vmax);
       const right = r.correct.filter((c) => c === true).length;
       const asked = r.correct.filter((c) => c !== null).length;
-      setText(s.title, `${s.id}: ${H} head${H > 1 ? "s" : ""}, ${right} of ${asked} positions right`);
+      setText(s.title, t("{model}: {heads}, {right} of {asked} positions right", { model: s.id, heads: headsText(H), right, asked }));
       s.strip.replaceChildren(...r.predictions.map((p, i) => {
         const c = r.correct[i];
         const cell = el("span", { role: "listitem", class: c === null ? "" : c ? "mha-live-right" : "mha-live-wrong" });
         setText(cell, c === null ? "–" : `${p}${c ? "✓" : "✗"}`);
-        cell.setAttribute("aria-label", c === null ? `position ${i}: no label` :
-          `position ${i}: predicts ${p}, the label is ${r.labels[i]}, ${c ? "right" : "wrong"}`);
+        const words = { i, p, label: r.labels[i] };
+        cell.setAttribute("aria-label", c === null ? t("position {i}: no label", words)
+          : c ? t("position {i}: predicts {p}, the label is {label}, right", words)
+            : t("position {i}: predicts {p}, the label is {label}, wrong", words));
         return cell;
       }));
     }
@@ -201,9 +205,9 @@ export class ToyCompareView extends View {
   exportFigure() {
     const r = this.result;
     const heads = this.sections.flatMap((s) => s.grid.heads.map((h) => ({ ...h, tokens: s.grid.tokens })));
-    const title = [`Chapter 1's toy models ${this.modelIds.join(", ")}: every head`,
-      `Sequence: ${r.ids.join(" ")} (marked position ${r.types.indexOf(1)})`,
-      `Rows are queries, columns keys; colour 0 to ${this.vmax.toFixed(2)}.`];
+    const title = [t("Chapter 1's toy models {models}: every head", { models: this.modelIds.join(t(", ")) }),
+      t("Sequence: {ids} (marked position {m})", { ids: r.ids.join(" "), m: r.types.indexOf(1) }),
+      t("Rows are queries, columns keys; colour 0 to {vmax}.", { vmax: this.vmax.toFixed(2) })];
     return { name: ["toy", ...this.modelIds], title, heads, vmax: this.vmax,
       data: { view: "toy-compare", models: this.modelIds.slice(), ids: r.ids, types: r.types, source: r.source,
         results: r.models } };
@@ -243,7 +247,9 @@ export class ToyCompareView extends View {
       this.timings.draw_ms = performance.now() - t1;
       return described;
     });
-    if (request === this.requests) this.note(`Recomputed ${this.where} in ${Math.round(this.timings.run_ms)} ms.`);
+    if (request === this.requests) {
+      this.note(t("Recomputed {where} in {ms} ms.", { where: this.where, ms: Math.round(this.timings.run_ms) }));
+    }
     return result;
   }
 }

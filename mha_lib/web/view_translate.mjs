@@ -8,6 +8,7 @@ import { debounce, el, setText } from "./dom.mjs";
 import { HeadGrid } from "./draw.mjs";
 import { largestWeight } from "./layout.mjs";
 import { TYPING_DELAY_MS, View } from "./view.mjs";
+import { sentences, t } from "./i18n.mjs";
 
 const PLAY_STEP_MS = 700; // a step of "Play the decoding"
 
@@ -26,12 +27,12 @@ export function wordName(id, prefix, task) {
 export function parseSource(text, task) {
   const parts = String(text).split(/[\s,]+/).filter((p) => p !== "");
   if (parts.length < 1 || parts.length > task.max_words) {
-    throw new Error(`the sentence has ${parts.length} words; give 1 to ${task.max_words}`);
+    throw new Error(t("the sentence has {count} words; give 1 to {most}", { count: parts.length, most: task.max_words }));
   }
   return parts.map((p, i) => {
     const m = /^s?(\d+)$/i.exec(p);
     if (!m || Number(m[1]) >= task.num_words) {
-      throw new Error(`word ${i} is ${describeValue(p)}, not one of s0 .. s${task.num_words - 1}`);
+      throw new Error(t("word {i} is {word}, not one of s0 .. s{last}", { i, word: describeValue(p), last: task.num_words - 1 }));
     }
     return Number(m[1]);
   });
@@ -44,8 +45,8 @@ export class TranslateView extends View {
     this.task = config.task;
     this.dictionary = config.dictionary.slice();
     this.words = config.words.slice();
-    this.firstActionText = "Type a sentence in the toy language: the model translates it, one step at a time.";
-    this.root.setAttribute("aria-label", "Chapter 6's encoder-decoder translating a sentence you type, step by step");
+    this.firstActionText = t("Type a sentence in the toy language: the model translates it, one step at a time.");
+    this.root.setAttribute("aria-label", t("Chapter 6's encoder-decoder translating a sentence you type, step by step"));
     this.attach([this.buildControls()], [this.buildMaps()]);
     this.requests = 0;
     this.show({ ...this.readingsOf(config), words: this.words, source: "config" });
@@ -57,8 +58,8 @@ export class TranslateView extends View {
   }
 
   get readoutHint() {
-    return "Point at a cell to read which source word a step looked at; click a map to enlarge it. On a touch " +
-      "screen, tap a map to enlarge it, then tap a cell.";
+    return t("Point at a cell to read which source word a step looked at; click a map to enlarge it. On a touch " +
+      "screen, tap a map to enlarge it, then tap a cell.");
   }
 
   buildControls() {
@@ -83,7 +84,7 @@ export class TranslateView extends View {
       this.ensureModels().catch(() => {});
       typed();
     });
-    const fresh = el("button", { type: "button", class: "mha-live-button" }, "New sentence");
+    const fresh = el("button", { type: "button", class: "mha-live-button" }, t("New sentence"));
     fresh.addEventListener("click", () => {
       const n = lo + Math.floor(Math.random() * (hi - lo + 1));
       this.run({ words: Array.from({ length: n }, () => Math.floor(Math.random() * N)) }).catch(() => {});
@@ -95,15 +96,15 @@ export class TranslateView extends View {
       this.step = Number(this.slider.value);
       this.draw();
     });
-    this.play = el("button", { type: "button", class: "mha-live-button" }, "Play the decoding");
+    this.play = el("button", { type: "button", class: "mha-live-button" }, t("Play the decoding"));
     this.play.addEventListener("click", () => this.playDecoding());
     return el("div", {},
-      el("p", { class: "mha-live-note" }, `Words s0 … s${N - 1}, separated by spaces, 1 to ${hi} of them (the model ` +
-        `was trained on ${lo} to ${hi}). The task's translation swaps each word for its dictionary word and ` +
-        "reverses the order."),
-      el("label", { for: this.box.id, class: "mha-live-label" }, "Your sentence"), this.box,
+      el("p", { class: "mha-live-note" }, t("Words s0 … s{last}, separated by spaces, 1 to {hi} of them (the model " +
+        "was trained on {lo} to {hi}). The task's translation swaps each word for its dictionary word and " +
+        "reverses the order.", { last: N - 1, lo, hi })),
+      el("label", { for: this.box.id, class: "mha-live-label" }, t("Your sentence")), this.box,
       el("div", { class: "mha-live-controls" }, fresh, this.play),
-      el("div", { class: "mha-live-controls" }, el("label", { for: this.slider.id }, "Decoding"), this.slider,
+      el("div", { class: "mha-live-controls" }, el("label", { for: this.slider.id }, t("Decoding")), this.slider,
         this.stepText));
   }
 
@@ -113,15 +114,15 @@ export class TranslateView extends View {
     this.strip = el("div", { class: "mha-live-strip mha-live-strip-wrap mha-live-strip-words", role: "list",
       "aria-labelledby": captionId });
     const caption = el("p", { class: "mha-live-strip-caption", id: captionId },
-      "Each step's output, with the correct word small above it: ✓ right, ✗ wrong; the steps after the one chosen are dim.");
+      t("Each step's output, with the correct word small above it: ✓ right, ✗ wrong; the steps after the one chosen are dim."));
     this.layers = el("div");
     this.grids = [];
     return el("div", {}, this.scores, caption, this.strip,
-      el("p", { class: "mha-live-note" }, "Cross-attention of each decoder head: a row per step taken (labelled, when " +
+      el("p", { class: "mha-live-note" }, t("Cross-attention of each decoder head: a row per step taken (labelled, when " +
         "enlarged, by the word the step wrote; the chapter's figures label the same rows by the decoder's input, <bos> " +
         "and the words before), a column per source word and the source's <eos>. Counting from 0, the step that " +
         "writes word j of an n-word sentence translates source word n − 1 − j: the anti-diagonal. “aligned” on each " +
-        "map is the head's mean weight on that word, over the steps that write a word."),
+        "map is the head's mean weight on that word, over the steps that write a word.")),
       this.layers);
   }
 
@@ -138,33 +139,37 @@ export class TranslateView extends View {
 
   draw() {
     const r = this.result;
-    const t = this.step;
+    const s = this.step; // the step shown, from 0
     const T = r.tokens.length;
     const out = (id) => wordName(id, "t", this.task);
-    const text = `step ${t + 1} of ${T}`;
-    this.slider.setAttribute("aria-valuetext", `${text}: wrote ${out(r.tokens[t])}`);
+    const text = t("step {nth} of {count}", { nth: s + 1, count: T });
+    this.slider.setAttribute("aria-valuetext", t("{step}: wrote {word}", { step: text, word: out(r.tokens[s]) }));
     setText(this.stepText, text);
     const right = r.tokens.filter((id, j) => id === r.expected[j]).length;
     const exact = T === r.expected.length && right === T;
-    setText(this.scores, `${t === T - 1 ? "Written" : `Written after step ${t + 1}`}: ` +
-      `${r.tokens.slice(0, t + 1).map(out).join(" ")}. The model's translation ` +
-      `${exact ? "matches the correct one word for word" : `has ${right} of ${r.expected.length} tokens of the correct one`} ` +
-      `(correct: ${r.expected.map(out).join(" ")}).`);
+    const words = { written: r.tokens.slice(0, s + 1).map(out).join(" "), nth: s + 1, right, count: r.expected.length,
+      correct: r.expected.map(out).join(" ") };
+    const written = s === T - 1 ? t("Written: {written}.", words) : t("Written after step {nth}: {written}.", words);
+    setText(this.scores, sentences(written, exact
+      ? t("The model's translation matches the correct one word for word (correct: {correct}).", words)
+      : t("The model's translation has {right} of {count} tokens of the correct one (correct: {correct}).", words)));
     this.strip.replaceChildren(...Array.from({ length: Math.max(T, r.expected.length) }, (_, j) => {
       const got = j < T ? r.tokens[j] : null;
       const ok = got !== null && got === r.expected[j];
       const cell = el("span", { role: "listitem", class: got === null ? "" : ok ? "mha-live-right" : "mha-live-wrong" });
-      if (j > t) cell.classList.add("mha-live-later");
+      if (j > s) cell.classList.add("mha-live-later");
       cell.append(el("small", {}, j < r.expected.length ? out(r.expected[j]) : "–"),
         el("span", {}, got === null ? "–" : `${out(got)}${ok ? "✓" : "✗"}`));
-      cell.setAttribute("aria-label", got === null ? `step ${j + 1}: not taken (the task has ${out(r.expected[j])})`
-        : `step ${j + 1}: wrote ${out(got)} (probability ${r.confidence[j].toFixed(2)}), the task has ` +
-          `${j < r.expected.length ? out(r.expected[j]) : "nothing"}, ${ok ? "right" : "wrong"}`);
+      const cellWords = { nth: j + 1, wrote: got === null ? "" : out(got), p: got === null ? "" : r.confidence[j].toFixed(2),
+        task: j < r.expected.length ? out(r.expected[j]) : t("nothing") };
+      cell.setAttribute("aria-label", got === null ? t("step {nth}: not taken (the task has {task})", cellWords)
+        : ok ? t("step {nth}: wrote {wrote} (probability {p}), the task has {task}, right", cellWords)
+          : t("step {nth}: wrote {wrote} (probability {p}), the task has {task}, wrong", cellWords));
       return cell;
     }));
-    const rows = r.tokens.slice(0, t + 1).map(out);
+    const rows = r.tokens.slice(0, s + 1).map(out);
     const keys = r.source_ids.map((id) => wordName(id, "s", this.task));
-    const maps = r.cross.map((layer) => layer.map((map) => map.slice(0, t + 1)));
+    const maps = r.cross.map((layer) => layer.map((map) => map.slice(0, s + 1)));
     const vmax = largestWeight(r.cross.flat());
     this.vmax = vmax;
     this.legend.show(vmax);
@@ -172,7 +177,7 @@ export class TranslateView extends View {
     maps.forEach((layer, l) => {
       if (!this.grids[l]) {
         const grid = new HeadGrid({ readout: this.readout, minMap: 120 });
-        const title = el("p", { class: "mha-live-layer-title" }, `decoder layer ${l}: cross-attention`);
+        const title = el("p", { class: "mha-live-layer-title" }, t("decoder layer {layer}: cross-attention", { layer: l }));
         grid.onEnlarge = (h) => {
           this.lastFocus = grid.buttons[h];
           this.enlarge(grid.heads[h], grid.tokens, grid.vmax, grid, h);
@@ -228,10 +233,11 @@ export class TranslateView extends View {
     const heads = this.grids.flatMap((grid) => grid.heads.map((h) => ({ label: h.label, map: h.map, off: false,
       tokens: grid.tokens, keyTokens: h.keyTokens })));
     const out = (id) => wordName(id, "t", this.task);
-    const title = [`${r.model}: cross-attention of every decoder head, step ${this.step + 1} of ${r.tokens.length}`,
-      `Source: ${r.source_ids.map((id) => wordName(id, "s", this.task)).join(" ")}; output: ` +
-        `${r.tokens.slice(0, this.step + 1).map(out).join(" ")}`,
-      `Rows are steps, columns source words; colour 0 to ${this.vmax.toFixed(2)}.`];
+    const title = [t("{model}: cross-attention of every decoder head, step {nth} of {count}",
+      { model: r.model, nth: this.step + 1, count: r.tokens.length }),
+    t("Source: {source}; output: {output}", { source: r.source_ids.map((id) => wordName(id, "s", this.task)).join(" "),
+      output: r.tokens.slice(0, this.step + 1).map(out).join(" ") }),
+    t("Rows are steps, columns source words; colour 0 to {vmax}.", { vmax: this.vmax.toFixed(2) })];
     return { name: [r.model, `step${this.step + 1}`], title, heads, vmax: this.vmax,
       data: { view: "translate", model: r.model, words: r.words, step: this.step, source: r.source,
         ...this.readingsOf(r) } };
@@ -281,7 +287,8 @@ export class TranslateView extends View {
       throw err;
     }
     if (request === this.requests) {
-      this.note(`Translated ${this.where} in ${result.tokens.length} steps, ${Math.round(this.timings.run_ms)} ms.`);
+      this.note(t("Translated {where} in {steps} steps, {ms} ms.",
+        { where: this.where, steps: result.tokens.length, ms: Math.round(this.timings.run_ms) }));
     }
     return result;
   }

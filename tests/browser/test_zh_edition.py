@@ -168,3 +168,48 @@ def test_language_switch_navigates_both_ways(open_page):
     page.locator(".mha-lang-switch a").click()
     page.wait_for_load_state("load")
     assert page.url.endswith("/chapters/05_induction_heads.html") and "/zh/" not in page.url
+
+
+def _mounted(page):
+    page.wait_for_function("[...document.querySelectorAll('.mha-live-view')].every(e => e.mhaLive && e.mhaLive.lastResult)",
+                           timeout=30_000)
+
+
+def test_sentence_view_speaks_chinese_and_shows_what_minilm_sees_of_chinese(open_page):
+    """Chapter 2's sentence view on its Chinese page: Chinese interface, the note that MiniLM's vocabulary is
+    English, and a Chinese sentence run as the model sees it (one token per character, [UNK] outside the
+    vocabulary)."""
+    page, visit = open_page("zh/chapters/02_multi_head_math.html", width=390, height=844)
+    _mounted(page)
+    view = page.locator('.mha-live-view[data-view="sentence"]').first
+    note = view.locator(".mha-live-language")
+    assert note.is_visible() and "[UNK]" in note.inner_text() and CJK.search(note.inner_text())
+    buttons = [b for b in view.locator("button").all_inner_texts() if b.strip()]
+    english = [b for b in buttons if re.search(r"[A-Za-z][a-z]{2,}", b) and not CJK.search(b)]  # not L3.H0, PNG
+    assert buttons and not english, english
+    result = view.evaluate("async (e) => await e.mhaLive.run('小明把蛋糕递给小红因为她不饿了。')")
+    tokens = result["tokens"]
+    assert tokens[0] == "[CLS]" and tokens[-1] == "[SEP]" and "[UNK]" in tokens
+    assert all(len(t) == 1 or t in ("[CLS]", "[SEP]", "[UNK]") for t in tokens), tokens
+    status = view.locator(".mha-live-status").inner_text()
+    assert CJK.search(status) and "[UNK]" in view.inner_text(), status
+    assert page.evaluate("document.documentElement.scrollWidth <= document.documentElement.clientWidth")
+    assert visit.console_errors == [] and visit.broken == [], (visit.console_errors, visit.broken)
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    view.screenshot(path=str(SCREENSHOTS / "zh__chapters__02_multi_head_math.html.live.phone.png"))
+
+
+def test_toy_view_runs_with_a_chinese_interface(open_page):
+    """Chapter 1's view on its Chinese page runs the reader's sequence like the English page, in Chinese."""
+    results = {}
+    for rel in ("chapters/01_single_head_limits.html", "zh/chapters/01_single_head_limits.html"):
+        page, visit = open_page(rel, width=1280)
+        _mounted(page)
+        view = page.locator(".mha-live-view").first
+        results[rel] = view.evaluate("async (e) => { const c = JSON.parse(e.dataset.config); "
+                                     "const r = await e.mhaLive.run({ids: c.ids, types: c.types}); "
+                                     "return Object.values(r.models).map(m => m.predictions); }")
+        status = view.locator(".mha-live-status").inner_text()
+        assert bool(CJK.search(status)) == rel.startswith("zh/"), status
+        assert visit.console_errors == [], visit.console_errors
+    assert results["zh/chapters/01_single_head_limits.html"] == results["chapters/01_single_head_limits.html"]
