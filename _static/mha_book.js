@@ -87,8 +87,8 @@
       var readout = area.querySelector(".widget-readout");
       var state = ((label && label.textContent.trim()) || "value") + " " + ((readout && readout.textContent.trim()) || "");
       var alt = img.closest(".mha-attention-explorer")
-        ? "Attention maps, one heatmap per head (" + state + ")"
-        : "Figure that follows the slider (" + state + ")";
+        ? (zh ? "注意力图，每个头一幅热图（" + state + "）" : "Attention maps, one heatmap per head (" + state + ")")
+        : (zh ? "随滑块变化的图（" + state + "）" : "Figure that follows the slider (" + state + ")");
       if (img.alt !== alt) img.alt = alt;
     }
   }

@@ -85,14 +85,14 @@ export const ZH = {
   "The model runs in your browser (loaded in {seconds} s).": "模型在你的浏览器中运行（加载用时 {seconds} 秒）。",
   "The live model could not be loaded ({message}).": "无法加载实时模型（{message}）。",
   // runtime_kernel.mjs
-  "by the notebook's kernel": "由笔记本的内核",
+  "by the notebook's kernel": "由 notebook 的内核",
   "The kernel": "内核",
   "the cell ran": "运行该单元格",
   "Typed text goes to this notebook's kernel, which computes the maps with mha_lib.":
-    "输入的文字会发送到这个笔记本的内核，由它用 mha_lib 计算注意力图。",
-  "Computed by this notebook's kernel with mha_lib (PyTorch): models {ids}.": "由这个笔记本的内核用 mha_lib（PyTorch）计算：模型 {ids}。",
-  "Computed by this notebook's kernel with mha_lib (PyTorch): model {ids}.": "由这个笔记本的内核用 mha_lib（PyTorch）计算：模型 {ids}。",
-  "The notebook's kernel recomputes it with mha_lib.": "笔记本的内核会用 mha_lib 重新计算。",
+    "输入的文字会发送到这个 notebook 的内核，由它用 mha_lib 计算注意力图。",
+  "Computed by this notebook's kernel with mha_lib (PyTorch): models {ids}.": "由这个 notebook 的内核用 mha_lib（PyTorch）计算：模型 {ids}。",
+  "Computed by this notebook's kernel with mha_lib (PyTorch): model {ids}.": "由这个 notebook 的内核用 mha_lib（PyTorch）计算：模型 {ids}。",
+  "The notebook's kernel recomputes it with mha_lib.": "notebook 的内核会用 mha_lib 重新计算。",
   "The kernel is loading the model…": "内核正在加载模型…",
   "The kernel loaded the model in {seconds} s; it computes every change.": "内核加载模型用时 {seconds} 秒；之后每次改动都由它计算。",
   "The kernel could not load the model ({message}).": "内核无法加载模型（{message}）。",
@@ -213,7 +213,7 @@ export const ZH = {
   "{model}: chapter 5's model after {step} training steps, every head": "{model}：第 5 章的模型训练 {step} 步后，全部头",
   "Sequence: {ids}": "序列：{ids}",
   // view_patterns.mjs
-  "every earlier key": "前面的每个键",
+  "every earlier key": "前面的全部键",
   "a sliding window": "滑动窗口",
   "BigBird's blocks": "BigBird 的块",
   "{n} key": "{n} 个键",
@@ -221,7 +221,7 @@ export const ZH = {
   "a window of {keys} and the first {sinks} as sinks": "大小为 {keys}的窗口，并以前 {sinks} 个键为注意力汇聚点",
   "a window of {keys}": "大小为 {keys}的窗口",
   "BigBird's pattern on blocks of {block}": "BigBird 的块模式，块大小为 {block}",
-  "trained on every earlier key (chapter 5's model)": "用前面的每个键训练（第 5 章的模型）",
+  "trained on every earlier key (chapter 5's model)": "用前面的全部键训练（第 5 章的模型）",
   "trained with a window of 4": "用大小为 4 的窗口训练",
   "trained with a window of 8": "用大小为 8 的窗口训练",
   "trained block-sparse, blocks of 4": "用块稀疏模式训练，块大小为 4",
@@ -234,8 +234,8 @@ export const ZH = {
   "Block": "块",
   "Weights": "权重",
   "Each query sees": "每个查询可见",
-  "The mask: a row per query, a column per key; dark where the query may attend (the pattern and the causal mask together).":
-    "掩码：每行一个查询，每列一个键；查询可以关注的位置为深色（由模式和因果掩码共同决定）。",
+  "The mask: a row per query, a column per key; bright where the query may attend, dark where it may not (the pattern and the causal mask together).":
+    "掩码：每行一个查询，每列一个键；查询可以关注的位置为亮色，不可关注的为深色（由模式和因果掩码共同决定）。",
   "What a decoder's KV cache would hold after this sequence (float16, both layers), by how it stores keys and values:":
     "解码器处理完这个序列后，KV 缓存将占用的字节数（float16，两层），按键和值的存储方式列出：",
   "Under each position: the next token predicted. Where copying gives the answer, ✓ marks it right, ✗ wrong (the copy's token under it); – elsewhere.":
@@ -246,9 +246,9 @@ export const ZH = {
   "Weights {weights}, each query seeing {pattern}: no position of this sequence can be predicted by copying (no pair of tokens occurs twice).":
     "权重：{weights}；每个查询可见：{pattern}。这个序列中没有能靠复制预测的位置（没有哪对词元出现两次）。",
   "this pattern (the window and its sinks)": "此模式（窗口及其汇聚点）",
-  "this pattern (BigBird keeps every key: a global or random block may need it)": "此模式（BigBird 保留每个键：全局块或随机块可能用到它）",
-  "this pattern (every key)": "此模式（每个键）",
-  "every key, 4 key/value heads (MHA)": "每个键，4 个键/值头（MHA）",
+  "this pattern (BigBird keeps every key: a global or random block may need it)": "此模式（BigBird 需保留全部键：全局块或随机块可能用到它们）",
+  "this pattern (every key)": "此模式（全部键）",
+  "every key, 4 key/value heads (MHA)": "全部键，4 个键/值头（MHA）",
   "2 key/value heads (GQA)": "2 个键/值头（GQA）",
   "1 key/value head (MQA)": "1 个键/值头（MQA）",
   "latent of {rank} + RoPE key of {rope} (MLA)": "{rank} 维潜在向量 + {rope} 维 RoPE 键（MLA）",
@@ -300,7 +300,7 @@ export const ZH = {
     "mha_lib 的注意力函数，q、k、v 的形状为 (B, H, L, d_k) = ({B}, H, {L}, {d}/H)，H = {heads}：每次都是 {flops} 百万次矩阵乘法浮点运算，外加一个随 H 增大的 (B, H, L, L) 权重图（H = {most} 时为 {map}）。预热之后，各个头数轮流计时，每个 {repeats} 次。",
   "Time it on this device": "在这台设备上计时",
   "In a notebook the kernel's machine is the one section 2 times: run its cells. The book's numbers are shown below.":
-    "在笔记本中，第 2 节计时的就是内核所在的机器：运行那些单元格即可。下面显示的是本书的数据。",
+    "在 notebook 中，第 2 节计时的就是内核所在的机器：运行那些单元格即可。下面显示的是本书的数据。",
   "the chart and its numbers": "图表及其数据",
   "Line chart: time of one call against the number of heads, as a multiple of one head's; the book's machine reaches {book}× at H = {most}, this device {mine}×.":
     "折线图：单次调用耗时随头数的变化，以单头耗时的倍数表示；H = {most} 时，本书的机器达到 {book}×，这台设备为 {mine}×。",
@@ -313,9 +313,9 @@ export const ZH = {
     "单次调用的中位耗时（括号内为相对 H = 1 的倍数）。本书的机器：{machine}。",
   "Timing H = {H} on this device: call {done} of {total}…": "正在这台设备上为 H = {H} 计时：第 {done} 次调用，共 {total} 次…",
   "Timed on this device ({provider}): {heads} heads took {ratio}× one head's time (median of {repeats}; the book's machine: {book}×). A laptop on battery, a busy tab or another window can slow single calls: time it again to see the spread.":
-    "已在这台设备上计时（{provider}）：{heads} 个头的耗时是单头的 {ratio}×（{repeats} 次的中位数；本书的机器：{book}×）。使用电池的笔记本电脑、繁忙的标签页或其他窗口都可能拖慢单次调用：再计时一次可以看到波动范围。",
+    "已在这台设备上计时（{provider}）：{heads} 个头的耗时是单头的 {ratio}×（{repeats} 次的中位数；本书的机器：{book}×）。使用电池的 笔记本电脑、繁忙的标签页或其他窗口都可能拖慢单次调用：再计时一次可以看到波动范围。",
   "Timed on this device: {heads} heads took {ratio}× one head's time (median of {repeats}; the book's machine: {book}×). A laptop on battery, a busy tab or another window can slow single calls: time it again to see the spread.":
-    "已在这台设备上计时：{heads} 个头的耗时是单头的 {ratio}×（{repeats} 次的中位数；本书的机器：{book}×）。使用电池的笔记本电脑、繁忙的标签页或其他窗口都可能拖慢单次调用：再计时一次可以看到波动范围。",
+    "已在这台设备上计时：{heads} 个头的耗时是单头的 {ratio}×（{repeats} 次的中位数；本书的机器：{book}×）。使用电池的 笔记本电脑、繁忙的标签页或其他窗口都可能拖慢单次调用：再计时一次可以看到波动范围。",
   "The timing stopped ({error}).": "计时中止（{error}）。",
   // view_toy_compare.mjs
   "Change a token or move the mark: every model reruns.": "修改一个词元或移动标记：每个模型都会重新运行。",

@@ -143,8 +143,8 @@ export class PatternsView extends View {
     const captionId = `mha-live-strip-${Math.random().toString(36).slice(2)}`;
     this.strip = el("div", { class: "mha-live-strip mha-live-strip-wrap", role: "list", "aria-labelledby": captionId });
     return el("div", {}, this.scores,
-      el("p", { class: "mha-live-note" }, t("The mask: a row per query, a column per key; dark where the query may " +
-        "attend (the pattern and the causal mask together).")), this.maskGrid.node,
+      el("p", { class: "mha-live-note" }, t("The mask: a row per query, a column per key; bright where the query may " +
+        "attend, dark where it may not (the pattern and the causal mask together).")), this.maskGrid.node,
       el("p", { class: "mha-live-note" }, t("What a decoder's KV cache would hold after this sequence (float16, both " +
         "layers), by how it stores keys and values:")), this.bytes,
       el("p", { class: "mha-live-strip-caption", id: captionId }, t("Under each position: the next token predicted. " +
