@@ -259,6 +259,34 @@
   if (document.readyState === "complete") markScrollingBoxes();
   else window.addEventListener("load", markScrollingBoxes);
 
+  /* The Chinese edition: the labels and tooltips that the theme and its extensions write in English
+   * whatever Sphinx's language (their catalogs have no Chinese for them), before their tooltips copy them. */
+  var THEME_ZH = {
+    "Toggle hidden content": "显示或隐藏内容", "Link to this heading": "链接到此标题",
+    "Link to this image": "链接到此图片", "Link to this equation": "链接到此公式",
+    "Toggle primary sidebar": "显示或隐藏目录侧栏", "Toggle secondary sidebar": "显示或隐藏本页目录",
+    "System Settings": "跟随系统设置", "Color mode": "颜色模式", "Launch on Colab": "在 Colab 中打开",
+    "Launch interactive content": "启动交互式内容", "Search this book...": "搜索本书……",
+    "Page": "本页", "Main": "主导航", "Copy": "复制", "Copied!": "已复制！"
+  };
+  function translateThemeLabels() {
+    var attributes = ["title", "aria-label", "data-bs-original-title", "placeholder"];
+    var nodes = document.querySelectorAll("[title], [aria-label], [data-bs-original-title], [placeholder]");
+    for (var i = 0; i < nodes.length; i++) {
+      for (var a = 0; a < attributes.length; a++) {
+        var value = nodes[i].getAttribute(attributes[a]);
+        if (value && Object.prototype.hasOwnProperty.call(THEME_ZH, value.trim())) {
+          nodes[i].setAttribute(attributes[a], THEME_ZH[value.trim()]);
+        }
+      }
+    }
+  }
+  if (zh) {
+    if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", translateThemeLabels);
+    else translateThemeLabels();
+    window.addEventListener("load", translateThemeLabels);
+  }
+
   /* Live views (issue 17). A notebook cell's mha_lib.live.live_view(...) output is an element
    * <div class="mha-live-view" data-view=... data-config=...> holding a static figure. When a
    * page has one, the ES module _static/live/mha_live.mjs (copied from mha_lib/web/ by

@@ -158,6 +158,9 @@ def test_chinese_renders_without_empty_boxes_at_phone_width(open_page, rel):
     chinese = rel.startswith("zh/")
     assert len(checked) >= (3 if chinese else 1) and not [c for c in checked if c["same"]], checked
     assert not chinese or page.evaluate("document.fonts.check('16px \"Noto Sans SC\"', '多头注意力')")
+    english_labels = page.locator('[title="Link to this heading"], [aria-label="Toggle primary sidebar"], '
+                                  '[title="Toggle primary sidebar"], [aria-label="Color mode"], [title="Color mode"]')
+    assert not chinese or english_labels.count() == 0  # the theme's labels, in Chinese (mha_book.js)
     assert page.evaluate("document.documentElement.scrollWidth <= document.documentElement.clientWidth")
     switch = page.locator(".mha-lang-switch a")
     box = switch.bounding_box()
