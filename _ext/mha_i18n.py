@@ -7,17 +7,19 @@
    loads the served Chinese font's rules (``_static/mha_book.css`` says where each edition uses it).
 
 2. Glued numbers stay computed in a translated page. A chapter's numbers are glued from its
-executed cells ({glue:text}`key` in the prose, MyST-NB's glue). Sphinx's translation step (sphinx.transforms.i18n.Locale) swaps each paragraph of a page
-for its translation from the catalog (locale/zh_CN/LC_MESSAGES/) and parses that translation as a
-fresh little document. MyST-NB parses such "<translated>" sources as plain MyST, without the
-notebook's renderer, and its glue roles look the key up on that renderer: every glued number
-of a translated paragraph would render empty, with the warning "No key ... found in glue data".
+   executed cells ({glue:text}`key` in the prose, MyST-NB's glue). Sphinx's translation step
+   (sphinx.transforms.i18n.Locale) swaps each paragraph of a page for its translation from the
+   catalog (locale/zh_CN/LC_MESSAGES/) and parses that translation as a fresh little document.
+   MyST-NB parses such "<translated>" sources as plain MyST, without the notebook's renderer, and
+   its glue roles look the key up on that renderer: every glued number of a translated paragraph
+   would render empty, with the warning "No key ... found in glue data".
 
-This extension keeps each notebook's renderer (the object that holds the notebook's glue data)
-while the page is read, and lends it to the parse of the page's translated paragraphs, so that a
-translated sentence's {glue:text} roles paste the same computed values as the English page.
-It changes nothing when the build is not translated (no "<translated>" source is parsed).
-Written against MyST-NB 1.x (``myst_nb.sphinx_.Parser``, ``load_renderer``).
+   This extension keeps each notebook's renderer (the object that holds the notebook's glue data)
+   while the page is read, and lends it to the parse of the page's translated paragraphs, so that
+   a translated sentence's {glue:text} roles paste the same computed values as the English page.
+   It changes nothing when the build is not translated (no "<translated>" source is parsed).
+   Written against MyST-NB 1.x (``myst_nb.sphinx_.Parser``, ``load_renderer``). The sidebar's
+   part captions are translated here too (Jupyter Book adds them after Sphinx's translation step).
 
 3. Computed English in the Chinese pages. Some glued values are phrases ("4 of 5", "better than")
    and the live views' and figures' HTML holds computed alt text and a note; no catalog can hold
@@ -31,20 +33,32 @@ from __future__ import annotations
 import html
 import re
 from functools import lru_cache
+from os import path as os_path
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import yaml
 from docutils import nodes
+from sphinx import addnodes
 from sphinx.application import Sphinx
+from sphinx.locale import init as init_locale
+from sphinx.util.i18n import docname_to_domain
 
 RULES = Path(__file__).resolve().parent.parent / "locale" / "zh_CN" / "computed_text.yml"
 
 RENDERERS: dict[str, Any] = {}  # docname -> the notebook renderer of the page being read
 
 
-# edition -> (its folder under the site's root, the html lang of its pages, the switch's text)
-EDITIONS = {"en": ("", "en", "English"), "zh_CN": ("zh/", "zh-CN", "中文")}
+class Edition(NamedTuple):
+    folder: str      # under the site's root
+    lang: str        # the html lang of its pages
+    name: str        # the switch's text, leading to this edition
+    read_here: str   # the switch's title, leading to this edition
+    switch_label: str  # the switch's aria-label on this edition's pages
+
+
+EDITIONS = {"en": Edition("", "en", "English", "Read this page in English", "Language"),
+            "zh_CN": Edition("zh/", "zh-CN", "中文", "阅读本页的中文版", "语言")}
 
 
 def other_edition(language: str | None) -> str:
@@ -53,23 +67,23 @@ def other_edition(language: str | None) -> str:
 
 def page_in(edition: str, pagename: str, from_language: str | None) -> str:
     """The relative URL, from page ``pagename`` of edition ``from_language``, of that page in ``edition``."""
-    here = EDITIONS.get(from_language or "en", EDITIONS["en"])[0]
+    here = EDITIONS.get(from_language or "en", EDITIONS["en"]).folder
     depth = pagename.count("/") + here.count("/")
-    return "../" * depth + EDITIONS[edition][0] + pagename + ".html"
+    return "../" * depth + EDITIONS[edition].folder + pagename + ".html"
 
 
 def add_language_switch(app: Sphinx, pagename: str, templatename: str, context: dict, doctree) -> None:
     if doctree is None or "body" not in context:  # search, genindex: generated pages
         return
+    here = EDITIONS.get(app.config.language or "en", EDITIONS["en"])
     target = other_edition(app.config.language)
-    _, lang, label = EDITIONS[target]
+    there = EDITIONS[target]
     url = page_in(target, pagename, app.config.language)
     context["metatags"] = context.get("metatags", "") + (
-        f'<link rel="alternate" hreflang="{lang}" href="{url}" />\n')
-    title = "Read this page in English" if target == "en" else "阅读本页的中文版"
+        f'<link rel="alternate" hreflang="{there.lang}" href="{url}" />\n')
     context["body"] = (
-        f'<nav class="mha-lang-switch" aria-label="{"语言" if target == "en" else "Language"}">'
-        f'<a href="{url}" hreflang="{lang}" lang="{lang}" title="{title}">{label}</a></nav>\n'
+        f'<nav class="mha-lang-switch" aria-label="{here.switch_label}">'
+        f'<a href="{url}" hreflang="{there.lang}" lang="{there.lang}" title="{there.read_here}">{there.name}</a></nav>\n'
         + context["body"])
 
 
@@ -148,14 +162,8 @@ def translate_toctree_captions(app: Sphinx, doctree) -> None:
     """
     if not app.config.language or app.config.language == "en":
         return
-    from os import path
-
-    from sphinx import addnodes
-    from sphinx.locale import init as init_locale
-    from sphinx.util.i18n import docname_to_domain
-
     domain = docname_to_domain(app.env.docname, app.config.gettext_compact)
-    dirs = [path.join(app.srcdir, d) for d in app.config.locale_dirs]
+    dirs = [os_path.join(app.srcdir, d) for d in app.config.locale_dirs]
     catalog, found = init_locale(dirs, app.config.language, domain)
     if not found:
         return

@@ -8,10 +8,11 @@ the two editions cannot drift apart: the language, the title, the author line an
 MyST-NB's buttons on hidden cells.
 
 The pages are then copied under the English site, in ``zh/``. Both editions load one copy of
-the heavy, language-free files: the live views' modules, the vendored scripts and the exported
-models (``_static/live``, ``_static/vendor``, ``_static/models`` and ``_static/mha_book.js``, which
-finds the other three beside itself). The Chinese pages point one folder up for them; the live
-views pick their interface language from the page's ``<html lang>``.
+the heavy, language-free files (``SHARED``): the live views' modules, the exported models, the
+book's vendored scripts and font (``_static/live``, ``_static/models``, the folders of
+``_static/vendor`` that ``_ext/mha_book_assets.py`` writes) and ``_static/mha_book.js``, which finds
+them beside itself. The Chinese pages point one folder up for them; the theme's own files stay in
+each edition. The live views pick their interface language from the page's ``<html lang>``.
 
     python tools/build_zh.py            # after jupyter-book build . (the English book)
 """
@@ -43,7 +44,8 @@ SHARED_REF = re.compile(r'((?:src|href)=")((?:\.\./)*)_static/(' +
 
 
 def zh_config(english: Path, out: Path) -> Path:
-    """Write the Chinese edition's configuration: ``english`` with the language and title changed."""
+    """Write the Chinese edition's configuration: ``english`` with the language, title, author and
+    hidden-cell button labels changed, and its local extension folders made absolute."""
     config = yaml.safe_load(english.read_text(encoding="utf-8"))
     config["title"] = TITLE
     config["author"] = AUTHOR

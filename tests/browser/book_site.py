@@ -64,6 +64,12 @@ def require_book() -> None:
         pytest.fail(f"{NODE_MODULES} is missing: run `npm ci --prefix tests/browser`")
 
 
+def wait_for_live_views(page, timeout: int = 30_000) -> None:
+    """Wait until every live view of the page has mounted and drawn its first result."""
+    page.wait_for_function("[...document.querySelectorAll('.mha-live-view')].every(e => e.mhaLive && e.mhaLive.lastResult)",
+                           timeout=timeout)
+
+
 def settle_math(page) -> None:
     """Wait until MathJax (when the page has it) has typeset the page."""
     page.wait_for_function(

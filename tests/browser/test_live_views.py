@@ -22,7 +22,7 @@ from importlib import resources
 import pytest
 import torch
 
-from book_site import HTML_ROOT, SCREENSHOTS
+from book_site import HTML_ROOT, SCREENSHOTS, wait_for_live_views
 
 pytestmark = pytest.mark.browser
 
@@ -489,8 +489,7 @@ def test_chapter_live_views_mount_and_show_the_notebook_numbers(chromium_browser
     _require_models()
     context, page, visit = _open_book_page(chromium_browser, book_url, rel)
     try:
-        page.wait_for_function("[...document.querySelectorAll('.mha-live-view')].every(e => e.mhaLive && e.mhaLive.lastResult)",
-                               timeout=30_000)
+        wait_for_live_views(page)
         views = page.evaluate("""() => [...document.querySelectorAll('.mha-live-view')].map(e => ({
             view: e.dataset.view, model: e.dataset.model, config: JSON.parse(e.dataset.config),
             result: e.mhaLive.lastResult,

@@ -13,7 +13,7 @@ from html.parser import HTMLParser
 
 import pytest
 
-from book_site import HTML_ROOT, SCREENSHOTS, book_pages, settle_math
+from book_site import HTML_ROOT, SCREENSHOTS, book_pages, settle_math, wait_for_live_views
 
 pytestmark = pytest.mark.browser
 
@@ -181,17 +181,12 @@ def test_language_switch_navigates_both_ways(open_page):
     assert page.url.endswith("/chapters/05_induction_heads.html") and "/zh/" not in page.url
 
 
-def _mounted(page):
-    page.wait_for_function("[...document.querySelectorAll('.mha-live-view')].every(e => e.mhaLive && e.mhaLive.lastResult)",
-                           timeout=30_000)
-
-
 def test_sentence_view_speaks_chinese_and_shows_what_minilm_sees_of_chinese(open_page):
     """Chapter 2's sentence view on its Chinese page: Chinese interface, the note that MiniLM's vocabulary is
     English, and a Chinese sentence run as the model sees it (one token per character, [UNK] outside the
     vocabulary)."""
     page, visit = open_page("zh/chapters/02_multi_head_math.html", width=390, height=844)
-    _mounted(page)
+    wait_for_live_views(page)
     view = page.locator('.mha-live-view[data-view="sentence"]').first
     note = view.locator(".mha-live-language")
     assert note.is_visible() and "[UNK]" in note.inner_text() and CJK.search(note.inner_text())
@@ -215,7 +210,7 @@ def test_toy_view_runs_with_a_chinese_interface(open_page):
     results = {}
     for rel in ("chapters/01_single_head_limits.html", "zh/chapters/01_single_head_limits.html"):
         page, visit = open_page(rel, width=1280)
-        _mounted(page)
+        wait_for_live_views(page)
         view = page.locator(".mha-live-view").first
         results[rel] = view.evaluate("async (e) => { const c = JSON.parse(e.dataset.config); "
                                      "const r = await e.mhaLive.run({ids: c.ids, types: c.types}); "
