@@ -47,7 +47,8 @@ Two questions a reader asks of a trained model, each with one function family:
    :func:`relation_accuracy` scores every head on each dependency relation of parsed sentences and
    :func:`offset_baseline` gives the fixed-offset baseline (Clark et al. 2019, section 4);
    :func:`antecedent_accuracy` scores every head at choosing a pronoun's antecedent, against
-   :func:`antecedent_baselines` (the nearest candidate, the nearest agreeing one).
+   :func:`antecedent_baselines` (the nearest candidate, the nearest agreeing one; per case
+   :func:`antecedent_rule_hits`).
 
 The files: ``relations.py`` (1), ``norms.py`` (3), ``circuits.py`` (4), ``maps.py`` (5),
 ``statistics.py`` (6), ``dependencies.py`` and ``coreference.py`` (7). :func:`tie_heads` and :func:`merge_tied_heads` (2) build models, so they
@@ -65,7 +66,8 @@ from ..model.tied import merge_tied_heads, tie_heads
 from ..tasks.induction import induction_score, induction_targets, previous_token_score
 from . import relations as _relations
 from .circuits import copying_score, full_ov_circuit, ov_circuit, qk_circuit
-from .coreference import AntecedentScore, Case, antecedent_accuracy, antecedent_baselines, coreference_sample
+from .coreference import (AntecedentScore, Case, antecedent_accuracy, antecedent_baselines, antecedent_rule_hits,
+                          coreference_sample)
 from .dependencies import (RelationScore, offset_baseline, parsed_sample, relation_accuracy, sentence_word_maps,
                            syntax_sample, word_attention)
 from .maps import attention_rollout, offset_kernels
@@ -87,6 +89,7 @@ __all__ = [
     "AntecedentScore",
     "antecedent_accuracy",
     "antecedent_baselines",
+    "antecedent_rule_hits",
     "coreference_sample",
     "local_share_and_spread",
     "relation_accuracy",
