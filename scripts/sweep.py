@@ -99,14 +99,17 @@ def run_jobs(fn: Callable[[Any], Any], jobs: Iterable[Any], *, workers: int, bac
 
 def write_runs(fn: Callable[[Any], dict], jobs: Iterable[Any], out, *, key: Callable[[dict], Any],
                describe: Callable[[dict], str], header: Optional[dict] = None, workers: int,
-               backend: str = "loky", scheduler: Optional[str] = None) -> List[dict]:
+               backend: str = "loky", scheduler: Optional[str] = None, kept: Iterable[dict] = ()) -> List[dict]:
     """Run ``fn`` over ``jobs`` (:func:`run_jobs`) and keep ``out`` up to date: after every finished
     job, ``{**header, "runs": records}`` is rewritten as JSON with the records sorted by ``key``, so
-    an interrupted sweep keeps what finished. Prints ``describe(record)`` per job, with the elapsed
-    seconds. Returns the sorted records.
+    an interrupted sweep keeps what finished. ``kept``: records of earlier runs that stay in the file
+    (a sweep extended with new seeds; the caller leaves their jobs out). Prints ``describe(record)``
+    per job, with the elapsed seconds. Returns the sorted records.
     """
     jobs = list(jobs)
-    records, start = [], time.perf_counter()
+    records, start = list(kept), time.perf_counter()
+    if not jobs:  # nothing new: the file holds the kept records
+        out.write_text(json.dumps({**(header or {}), "runs": sorted(records, key=key)}, indent=1) + "\n")
     for i, record in enumerate(run_jobs(fn, jobs, workers=workers, backend=backend, scheduler=scheduler), 1):
         records.append(record)
         records.sort(key=key)

@@ -72,3 +72,16 @@ def test_write_runs_rewrites_the_sorted_record_after_every_job(tmp_path, capsys)
     assert list(data) == ["probe_seed", "runs"] and data["probe_seed"] == 11
     assert [r["seed"] for r in data["runs"]] == [1, 2, 3] and records == data["runs"]
     assert "[3/3] seed 2" in capsys.readouterr().out
+
+
+def test_write_runs_keeps_the_records_of_an_earlier_sweep(tmp_path):
+    # a sweep extended with new seeds (chapter 8's ensembles): the kept runs stay, sorted in with the new
+    out = tmp_path / "runs.json"
+    kept = [_record(2), _record(5)]
+    records = sweep.write_runs(_record, [3, 1], out, key=lambda r: r["seed"], kept=kept,
+                               describe=str, workers=1, backend="sequential")
+    assert [r["seed"] for r in json.loads(out.read_text())["runs"]] == [1, 2, 3, 5] == [r["seed"] for r in records]
+    # nothing left to run: the file still holds the kept runs
+    sweep.write_runs(_record, [], out, key=lambda r: r["seed"], kept=kept, describe=str, workers=1,
+                     backend="sequential")
+    assert [r["seed"] for r in json.loads(out.read_text())["runs"]] == [2, 5]
