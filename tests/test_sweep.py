@@ -44,6 +44,7 @@ def test_a_cluster_backend_without_its_package_says_what_to_install():
         list(sweep.run_jobs(abs, [1], workers=1, backend="dask"))
 
 
+@pytest.mark.slow
 def test_train_all_trains_saves_and_matches_a_direct_run(tmp_path, monkeypatch):
     """train_all end to end on joblib's backend switch (threads, so that a small patched recipe is
     seen by the jobs): the files it writes hold what train_spec computes on its own."""

@@ -238,6 +238,7 @@ def test_registry_specs_are_consistent():
             ch1[0].steps, ch1[0].batch_size, ch1[0].lr, ch1[0].task)
 
 
+@pytest.mark.slow
 def test_every_shipped_family_has_files_and_loads():
     for name, spec in tasks.SHIPPED.items():
         w_path, m_path = tasks.weight_files(spec)

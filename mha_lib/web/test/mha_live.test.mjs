@@ -1,10 +1,11 @@
 // Tests of the pure parts of the live views' modules in mha_lib/web/ (no DOM, no network). Run: node --test mha_lib/web/test/
 //
-// The cases marked "mha_lib" need MHA_WEB_FIXTURE (written by tests/test_web.py): chapter 1's
-// labels and chapter 4's scores as mha_lib computes them.
+// The cases marked "mha_lib" compare with what mha_lib computes (./fixture.mjs: written by tests/test_web.py,
+// or made by tools/web_fixture.py when node runs alone).
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import fs from "node:fs";
+import { fixture } from "./fixture.mjs";
 import { KernelTensor, kernelBackend } from "../runtime_kernel.mjs";
 import { URLS, fetchTokenRows, getManifest, licenceParts } from "../runtime_browser.mjs";
 import { VIRIDIS, colourOf, greyOf, gridLayout, largestWeight, rowEnd, zoomLayout } from "../layout.mjs";
@@ -27,9 +28,6 @@ import { createHash } from "node:crypto";
 
 const sha = (bytes) => createHash("sha256").update(bytes).digest("hex");
 
-const FIXTURE = process.env.MHA_WEB_FIXTURE;
-const fixture = FIXTURE ? JSON.parse(fs.readFileSync(FIXTURE, "utf8")) : null;
-const needsFixture = fixture ? {} : { skip: "MHA_WEB_FIXTURE not set (pytest tests/test_web.py sets it)" };
 
 test("colour scale: viridis ends, monotone lightness, clipped, grey for heads turned off", () => {
   assert.deepEqual(colourOf(0, 1), VIRIDIS[0]);
@@ -103,12 +101,12 @@ test("chapter 1's labels and token labels", () => {
   assert.deepEqual(markedTokens([3, 5, 1], [0, 1, 0]), ["3", "*5", "1"]);
 });
 
-test("labels equal mha_lib's PrevMarkedTask (mha_lib)", needsFixture, () => {
+test("labels equal mha_lib's PrevMarkedTask (mha_lib)", () => {
   assert.ok(fixture.prev_marked.length >= 20);
   for (const c of fixture.prev_marked) assert.deepEqual(prevMarkedLabels(c.ids, c.types, c.task), c.labels);
 });
 
-test("fidelity and paraphrase MRR equal mha_lib.live.paraphrase_scores (mha_lib)", needsFixture, () => {
+test("fidelity and paraphrase MRR equal mha_lib.live.paraphrase_scores (mha_lib)", () => {
   for (const c of fixture.scores) {
     const got = paraphraseScores(new Float32Array(c.emb), new Float32Array(c.ref), c.d, c.A);
     assert.ok(Math.abs(got.fidelity - c.fidelity) < 1e-5, `fidelity ${got.fidelity} vs ${c.fidelity}`);
@@ -116,7 +114,7 @@ test("fidelity and paraphrase MRR equal mha_lib.live.paraphrase_scores (mha_lib)
   }
 });
 
-test("digit readings equal mha_lib.live.digit_readings: probabilities, [CLS] rows, rollout (mha_lib)", needsFixture, () => {
+test("digit readings equal mha_lib.live.digit_readings: probabilities, [CLS] rows, rollout (mha_lib)", () => {
   assert.ok(fixture.digits.length >= 3);
   const far = (a, b) => Math.max(...a.flat(4).map((x, i) => Math.abs(x - b.flat(4)[i])));
   for (const c of fixture.digits) {
@@ -152,7 +150,7 @@ test("digit input: 64 grey levels in [0, 1], as a list or {pixels}; the message 
 });
 
 test("induction readings equal mha_lib.live.induction_readings: predictions, scores, copyable, accuracy (mha_lib)",
-  needsFixture, () => {
+  () => {
     assert.ok(fixture.induction.length >= 4);
     const far = (a, b) => Math.max(0, ...a.flat(4).map((x, i) => Math.abs(x - b.flat(4)[i])));
     for (const c of fixture.induction) {
@@ -187,7 +185,7 @@ test("copyable positions: a token pair seen before; the reader's sequence parsed
   }
 });
 
-test("translation readings equal mha_lib.live.translation_readings (mha_lib)", needsFixture, () => {
+test("translation readings equal mha_lib.live.translation_readings (mha_lib)", () => {
   assert.ok(fixture.translation.length >= 4);
   const far = (a, b) => Math.max(0, ...a.flat(4).map((x, i) => Math.abs(x - b.flat(4)[i])));
   for (const c of fixture.translation) {
@@ -642,7 +640,7 @@ test("export: figure layout, maps in rows under the title, none overlapping", ()
   assert.throws(() => figureLayout(0, 3, 1), /needs maps and tokens/);
 });
 
-test("onnxMetadata reads the metadata_props that the onnx package wrote (mha_lib)", needsFixture, () => {
+test("onnxMetadata reads the metadata_props that the onnx package wrote (mha_lib)", () => {
   assert.ok(fixture.onnx.length >= 3);
   for (const { base64, metadata } of fixture.onnx) {
     const bytes = new Uint8Array(Buffer.from(base64, "base64"));
