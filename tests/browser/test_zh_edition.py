@@ -219,3 +219,28 @@ def test_toy_view_runs_with_a_chinese_interface(open_page):
         assert bool(CJK.search(status)) == rel.startswith("zh/"), status
         assert visit.console_errors == [], visit.console_errors
     assert results["zh/chapters/01_single_head_limits.html"] == results["chapters/01_single_head_limits.html"]
+
+
+# The book's terms a Chinese reader searches for, and the chapters that explain each (the glossary's
+# "explained in", and for the KV cache also chapter 6, whose section "Decoding with a KV cache" is about it):
+# one of them must come among the first three results.
+SEARCHES = {"多头注意力": {"02_multi_head_math"}, "剪枝": {"04_head_pruning"}, "归纳头": {"05_induction_heads"},
+            "交叉注意力": {"06_cross_attention"}, "KV 缓存": {"03_cost_of_more_heads", "06_cross_attention"}}
+
+
+@pytest.mark.parametrize("query", SEARCHES)
+def test_chinese_search_finds_the_chapter_that_explains_a_term(open_page, query):
+    """The Chinese site's own search (Sphinx's index, segmented by jieba with the glossary's terms kept
+    whole: tools/build_zh.py) lands on the chapter that explains the term, in Chinese."""
+    page, visit = open_page(f"zh/search.html?q={query}", width=1280)
+    page.wait_for_function("() => document.querySelector('#search-results')?.dataset.mhaDone || "
+                           "document.querySelectorAll('#search-results ul.search li').length > 0 || "
+                           "/\\d/.test(document.querySelector('#search-results p.search-summary')?.innerText || '')",
+                           timeout=30_000)
+    page.wait_for_timeout(500)  # the list fills in as Sphinx scores each page
+    links = page.eval_on_selector_all("#search-results ul.search li a", "as => as.map(a => a.href)")
+    chapters = [re.search(r"/zh/chapters/([\w-]+)\.html", h).group(1) for h in links if "/zh/chapters/" in h]
+    assert chapters, f"{query!r}: no page found on the Chinese site"
+    assert SEARCHES[query] & set(chapters[:3]), f"{query!r}: {chapters[:6]}"
+    assert all("/zh/" in h for h in links), "a Chinese search must stay in the Chinese edition"
+    assert visit.console_errors == [], visit.console_errors
