@@ -35,7 +35,7 @@ import torch
 __all__ = [
     "as_int", "positive_int", "nonnegative_int", "int_at_least", "head_sizes", "head_indices", "probability", "flag",
     "finite_real", "learning_rate", "heads_by_layer", "attention_weights", "attention_rows", "padding_mask",
-    "has_values", "tracing",
+    "has_values", "tracing", "seed", "SEED_MAX",
 ]
 
 
@@ -112,6 +112,20 @@ def nonnegative_int(value: Any, name: str) -> int:
     out = _int_or_none(value)
     if out is None or out < 0:
         raise ValueError(f"{name} must be a non-negative integer, got {value!r}")
+    return out
+
+
+#: The seeds torch's generators take: ``torch.Generator().manual_seed`` and ``torch.manual_seed`` read an
+#: unsigned 64-bit integer (a larger one raises "Overflow when unpacking long").
+SEED_MAX = 2**64 - 1
+
+
+def seed(value: Any, name: str = "seed") -> int:
+    """A random seed: an integer in [0, 2**64 - 1] (:data:`SEED_MAX`, what torch's generators take).
+    Raises ValueError naming ``name``, the value and the range."""
+    out = _int_or_none(value)
+    if out is None or not 0 <= out <= SEED_MAX:
+        raise ValueError(f"{name} must be an integer in [0, 2**64 - 1] (torch's generator seeds), got {value!r}")
     return out
 
 

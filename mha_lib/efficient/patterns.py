@@ -80,15 +80,16 @@ def block_sparse_mask(seq_len: int, *, block: int, local_blocks: int = 1, global
         local_blocks: the band's half-width in blocks, an int >= 0.
         global_blocks: global blocks at the start, an int >= 0.
         random_blocks: random blocks per row, an int >= 0 (fewer where the row has fewer free columns).
-        seed: the random blocks' seed (a torch.Generator on the CPU): the same seed gives the same mask.
+        seed: the random blocks' seed (a torch.Generator on the CPU), an int in [0, 2**64 - 1]: the same
+            seed gives the same mask.
         device: where to put the mask.
 
     Returns:
         (L, L) bool tensor.
 
     Raises:
-        ValueError: a size that is not an int in range, or ``seq_len`` not a multiple of ``block``
-            (naming both).
+        ValueError: a size that is not an int in range, ``seq_len`` not a multiple of ``block``
+            (naming both), or a ``seed`` outside [0, 2**64 - 1] (naming it).
     """
     L = checks.positive_int(seq_len, "seq_len")
     block = checks.positive_int(block, "block")
@@ -97,7 +98,7 @@ def block_sparse_mask(seq_len: int, *, block: int, local_blocks: int = 1, global
     local_blocks = checks.nonnegative_int(local_blocks, "local_blocks")
     global_blocks = checks.nonnegative_int(global_blocks, "global_blocks")
     random_blocks = checks.nonnegative_int(random_blocks, "random_blocks")
-    seed = checks.nonnegative_int(seed, "seed")
+    seed = checks.seed(seed, "seed")
     n = L // block
     r = torch.arange(n)[:, None]
     c = torch.arange(n)[None, :]
