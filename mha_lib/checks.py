@@ -286,6 +286,11 @@ def attention_rows(weights: Any, name: str = "weights") -> "torch.Tensor":
     """One layer's (B, H, L, L) self-attention weights, checked: float, finite, >= 0, rows summing
     to 1 (or to 0: a query with no allowed key), B, H >= 1 and L >= 2.
 
+    "Summing to 1" follows the weights' dtype: within ``max(1e-3, finfo(dtype).eps)``. Rounding each
+    weight of a row to the dtype moves the row's sum by at most half an eps (the weights are >= 0 and
+    sum to 1), so a bf16 model's rows (eps 2^-7: sums 0.998 to 1.002 seen) pass and fp16's and
+    float32's keep the 1e-3 of before.
+
     Returns them detached, as float32. Raises ValueError naming ``name`` and what is wrong."""
     if not isinstance(weights, torch.Tensor) or weights.dim() != 4 or weights.shape[-1] != weights.shape[-2]:
         raise ValueError(f"{name} must be one layer's (B, H, L, L) tensor, got "
@@ -295,11 +300,13 @@ def attention_rows(weights: Any, name: str = "weights") -> "torch.Tensor":
         raise ValueError(f"{name} has no sequence or no head: shape {tuple(weights.shape)}")
     if weights.shape[-1] < 2:
         raise ValueError(f"{name} needs L >= 2 positions, got L = {weights.shape[-1]}")
+    tolerance = max(1e-3, torch.finfo(weights.dtype).eps)
     w = weights.detach().float()
     sums = w.sum(-1)
-    if not bool(((sums - 1).abs() < 1e-3).logical_or(sums.abs() < 1e-6).all()):
-        raise ValueError(f"{name} are not attention weights: rows must be >= 0 and sum to 1 (or 0), "
-                         f"got row sums from {float(sums.min()):.3g} to {float(sums.max()):.3g}")
+    if not bool(((sums - 1).abs() < tolerance).logical_or(sums.abs() < 1e-6).all()):
+        raise ValueError(f"{name} are not attention weights: rows must be >= 0 and sum to 1 (or 0) within "
+                         f"{tolerance:.3g} ({weights.dtype}), got row sums from {float(sums.min()):.4g} to "
+                         f"{float(sums.max()):.4g}")
     return w
 
 

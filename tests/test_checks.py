@@ -61,3 +61,14 @@ def test_meta_tensors_are_refused_by_name():
     assert checks.has_values(torch.ones(2), "x") is not None
     with pytest.raises(ValueError, match="attn_mask is on the meta device"):
         checks.has_values(torch.ones(2, device="meta"), "attn_mask")
+
+
+def test_attention_rows_tolerance_follows_the_dtype():
+    w = torch.full((1, 1, 4, 4), 0.25)
+    w[..., 0] += 0.004  # rows sum to 1.004: within bf16's rounding (eps 2^-7), not within float32's or fp16's
+    assert checks.attention_rows(w.bfloat16()).dtype == torch.float32
+    for dtype in (torch.float32, torch.float16, torch.float64):
+        with pytest.raises(ValueError, match=r"sum to 1 \(or 0\) within 0.001 \(torch\.float"):
+            checks.attention_rows(w.to(dtype))
+    with pytest.raises(ValueError, match=r"within 0.00781 \(torch.bfloat16\), got row sums from 1.02 to 1.02"):
+        checks.attention_rows((w + 0.003).bfloat16())
