@@ -143,10 +143,13 @@ _NOTE = re.compile(r'(<p class="mha-live-noscript">)(.*?)(</p>)', re.S)
 
 
 def translate_figure_html(text: str) -> str:
-    """A live view's or heads figure's HTML with its alt text and note translated (rules "figures")."""
+    """A live view's or heads figure's HTML with its alt text and note translated (rules "figures").
+
+    Both are read as text and written back escaped: a rule's replacement is a translator's text, never markup."""
     text = _ALT.sub(lambda m: m[1] + html.escape(translate_computed(html.unescape(m[2]), "figures"),
                                                  quote=True) + m[3], text)
-    return _NOTE.sub(lambda m: m[1] + translate_computed(m[2], "figures") + m[3], text)
+    return _NOTE.sub(lambda m: m[1] + html.escape(translate_computed(html.unescape(m[2]), "figures"),
+                                                  quote=False) + m[3], text)
 
 
 def translate_computed_text(app: Sphinx, doctree, docname: str) -> None:

@@ -249,3 +249,18 @@ def test_the_chinese_build_refuses_a_catalog_whose_translation_adds_markup(tmp_p
     assert leak not in page
     code, output, page = _build_translated(tmp_path / "good", "每个头都显示出来。")
     assert code == 0 and "每个头都显示出来。" in page, output
+
+
+def test_a_computed_text_rule_cannot_put_markup_into_a_live_views_note(tmp_path, monkeypatch):
+    """The rules of computed_text.yml are a translator's text too: their replacements reach the page as text, in
+    the alt attribute and in the note under a live view (raw HTML, where a rule's "<img onerror>" was markup)."""
+    rules = tmp_path / "rules.yml"
+    rules.write_text("keep: x\nglued: []\nfigures:\n  - ['recomputes it', '<IMG SRC=x ONERROR=alert(1)>']\n",
+                     encoding="utf-8")
+    read = mha_i18n.computed_rules.__wrapped__
+    monkeypatch.setattr(mha_i18n, "computed_rules", lambda: read(str(rules)))
+    note = ('<div class="mha-live-view"><img src="x" alt="your browser recomputes it"><p class="mha-live-noscript">'
+            "This figure is live: your browser recomputes it. It&#x27;s the notebook&#x27;s &amp; yours.</p></div>")
+    out = mha_i18n.translate_figure_html(note)
+    assert "<IMG" not in out and out.count("&lt;IMG SRC=x ONERROR=alert(1)&gt;") == 2, out
+    assert "It's the notebook's &amp; yours.</p>" in out
