@@ -218,3 +218,13 @@ def test_pruning_a_latent_model_raises_the_value_error_its_docstring_promises():
         TokenClassifier(EncoderConfig(**BASE, kv_rank=12, rope_dim=4), 3).prune_heads({1: [0, 2]})
     model.prune_heads({0: []})  # nothing to prune: nothing to refuse
     assert model.heads_per_layer == [4, 4] and model.config.pruned_heads == {}
+
+
+@pytest.mark.parametrize("pattern", [{"attention_window": 4}, {"attention_window": 4, "attention_sinks": 2},
+                                     {"sparse_block": 4}, {}])
+def test_an_empty_sequence_gives_an_empty_output_with_or_without_a_pattern(pattern):
+    model = Encoder(EncoderConfig(**BASE, **pattern)).eval()
+    out = model(torch.zeros(2, 0, dtype=torch.long), output_attentions=True)
+    assert out.last_hidden_state.shape == (2, 0, 32) and out.attentions[0].shape == (2, 4, 0, 0)
+    mask = model.config.attention_pattern(0, 3, causal=True)
+    assert mask is None if not pattern else mask.shape == (0, 3) and mask.dtype == torch.bool

@@ -173,7 +173,8 @@ class EncoderConfig:
         its length each time.
 
         Args:
-            q_len: L, the positions queried (the last L), an int >= 1; k_len: S >= L, the positions attended.
+            q_len: L, the positions queried (the last L), an int >= 0 (0: an empty (0, S) mask); k_len: S >= L,
+                the positions attended.
             causal: one-sided window (a decoder) or two-sided (an encoder); the causal mask itself is the
                 attention's own (``is_causal``).
             device: where to build the mask.
@@ -182,17 +183,19 @@ class EncoderConfig:
             an (L, S) bool tensor, or None when the config has no pattern.
 
         Raises:
-            ValueError: ``q_len`` or ``k_len`` not an int >= 1, or ``k_len < q_len`` (naming them).
+            ValueError: ``q_len`` or ``k_len`` not an int >= 0, or ``k_len < q_len`` (naming them).
         """
-        if self.attention_window:
-            sinks = min(self.attention_sinks, checks.positive_int(k_len, "k_len"))  # fewer keys: all are sinks
-            return sliding_window_mask(q_len, k_len, window=self.attention_window, causal=causal, sinks=sinks,
-                                       device=device)
-        if not self.sparse_block:
+        if not (self.attention_window or self.sparse_block):
             return None
-        L, S, b = checks.positive_int(q_len, "q_len"), checks.positive_int(k_len, "k_len"), self.sparse_block
+        L, S = checks.nonnegative_int(q_len, "q_len"), checks.nonnegative_int(k_len, "k_len")
         if S < L:
             raise ValueError(f"k_len={S} < q_len={L}: the queries are the last {L} of the {S} positions")
+        if L == 0:  # no query (an empty sequence): nothing to block
+            return torch.zeros(0, S, dtype=torch.bool, device=device)
+        if self.attention_window:
+            sinks = min(self.attention_sinks, S)  # an input shorter than the sinks: every key is one
+            return sliding_window_mask(L, S, window=self.attention_window, causal=causal, sinks=sinks, device=device)
+        b = self.sparse_block
         seen = self._block_layout(-(-max(self.max_len, S) // b), device)   # (n, n) blocks, True = seen
         rows = torch.arange(S - L, S, device=seen.device) // b              # (L,): each query's block
         cols = torch.arange(S, device=seen.device) // b                     # (S,): each key's block
