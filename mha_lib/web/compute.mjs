@@ -207,6 +207,23 @@ export function checkMapDims(model, name, tensor, [B, T, S], { layers = "all" } 
 }
 
 /**
+ * Check a logits output, before a prediction is read from it: dims [B, T, C] of the run (C >= 1 classes) and
+ * as many values as they say.
+ * @returns {{type, dims, data}} the tensor
+ * @throws {Error} naming the model, its dims and the run's
+ */
+export function checkLogitsDims(model, tensor, [B, T]) {
+  const dims = tensor && tensor.dims ? Array.from(tensor.dims, Number) : null;
+  const fits = dims && dims.length === 3 && dims[0] === B && dims[1] === T && dims[2] >= 1 &&
+    tensor.data && tensor.data.length === B * T * dims[2];
+  if (!fits) {
+    throw new Error(t("the model {model} returned logits of dims [{dims}]; the page ran {batch} × {tokens} tokens",
+      { model: model.id, dims: dims ? dims.join(",") : "none", batch: B, tokens: T }));
+  }
+  return tensor;
+}
+
+/**
  * The most a reader's own model may declare (its head_mask: num_layers x num_heads) for the page to run and draw
  * it: every map is a canvas, and the toy view draws all of them at once (BERT-large has 24 layers of 16 heads,
  * 384 maps). A run allocates the head mask before anything else, so the limit is checked first.
@@ -242,6 +259,7 @@ export async function checkOwnModel(model, ids, types, expect = ["logits", "atte
   }
   const out = checkFinite(model.id, raw);
   checkMapDims(model, "attentions", out.attentions, [1, ids.length, ids.length]);
+  if (out.logits) checkLogitsDims(model, out.logits, [1, ids.length]);
   return out;
 }
 
@@ -353,7 +371,7 @@ export async function runBert(model, texts, mask, onFetch) {
 /** A toy TokenClassifier on one sequence: maps, predictions per position. */
 export async function runToy(model, ids, types) {
   const out = checkFinite(model.id, await runSession(model, feedsFor(model, [ids], [types], null)));
-  const [, L, C] = out.logits.dims.map(Number);
+  const [, L, C] = checkLogitsDims(model, out.logits, [1, ids.length]).dims.map(Number);
   const att = checkMapDims(model, "attentions", out.attentions, [1, ids.length, ids.length]);
   return {
     attentions: attentionsFromOutput(att.data, att.dims, 0, ids.length),

@@ -764,3 +764,15 @@ test("a reader's own model: its size is refused past OWN_MODEL_LIMITS before it 
   const out = await checkOwnModel(fine, [0, 0, 0], [1, 0, 0]);
   assert.deepEqual(out.attentions.dims, [2, 1, 4, 3, 3]);
 });
+
+test("a toy model's logits are read only when they are (1, L, classes) of the sequence run", async () => {
+  // an own model whose logits hold one position: the other positions' predictions were read past its end
+  const short = fakeModel({ layers: 1, heads: 2, answer: (f) => ({ ...toyOutputs(1, 2, Number(f.input_ids.dims[1])),
+    logits: { type: "float32", dims: [1, 1, 5], data: new Float32Array(5) } }) });
+  await assert.rejects(compute.runToy(short, [1, 2, 3], [1, 0, 0]),
+    /the model mine\.onnx returned logits of dims \[1,1,5\]; the page ran 1 × 3 tokens/);
+  await assert.rejects(compute.checkOwnModel(short, [1, 2, 3], [1, 0, 0]), /returned logits of dims \[1,1,5\]/);
+  const none = fakeModel({ layers: 1, heads: 2, answer: (f) => ({ ...toyOutputs(1, 2, Number(f.input_ids.dims[1])),
+    logits: { type: "float32", dims: [1, 3, 0], data: new Float32Array(0) } }) });
+  await assert.rejects(compute.runToy(none, [1, 2, 3], [1, 0, 0]), /returned logits of dims \[1,3,0\]/);
+});
