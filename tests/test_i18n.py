@@ -193,6 +193,8 @@ def _catalog(tmp_path, english: str, chinese: str) -> Path:
     "\n~~~\ncode\n~~~",
     "{RAW}`x`",
     "\n\\begin{align}x\\end{align}",
+    "[点这里][1]\n\n[1]: https://example.com/x",      # a reference-style link: its target comes from the definition
+    "![图](https://example.com/pixel.png)",
 ])
 def test_a_translation_may_not_add_markup_in_any_case_or_form(tmp_path, added):
     po = _catalog(tmp_path, "Every head is shown.", f"每个头都显示出来。{added}")

@@ -33,7 +33,7 @@ LOCALE = Path(__file__).resolve().parent.parent / "locale" / "zh_CN" / "LC_MESSA
 # case, with any attributes, comments, declarations, processing instructions, autolinks: anything from "<"
 # and a letter, "/", "!" or "?", closed or not), MyST substitutions ({{ ... }}: Jinja, which could build a tag
 # the check never sees), directive names ({raw} after a fence), fences (```, ~~~, :::), amsmath environments
-# -- and link targets. One pattern, read left to right, so that a role's `...` is not taken for code and a
+# -- and link targets (inline, and those of reference definitions). One pattern, read left to right, so that a role's `...` is not taken for code and a
 # code span's {...}` (as in `L{layer}.H{head}`) is not taken for a role. Case-insensitive throughout: HTML is.
 VERBATIM = re.compile("|".join([
     r"\{[a-z0-9_+:.-]{1,36}\}`[^`]*`",     # a role and its content
@@ -46,6 +46,8 @@ VERBATIM = re.compile("|".join([
     r"<[a-z/!?][^<>]*>?",                    # tag-like text
 ]), re.S | re.M | re.I)
 LINK_TARGET = re.compile(r"\]\(([^)\s]+)\)")
+# A link reference definition ("[1]: https://..."), whose target a reference-style link ([text][1]) takes.
+LINK_DEFINITION = re.compile(r"^[ \t]{0,3}\[[^\]\n]+\]:[ \t]*<?([^\s>]+)", re.M)
 # A sentence with no letters outside its markup (an equation, a table cell such as `B` or $d_k$).
 WORD = re.compile(r"[A-Za-z]{2,}")
 
@@ -74,7 +76,8 @@ def markup(text: str) -> Counter:
     if text.startswith("\n"):
         return Counter(("tex", m) for m in TEX_COMMAND.findall(text))
     pieces = Counter(("", m) for m in VERBATIM.findall(text))
-    pieces.update(("link", m) for m in LINK_TARGET.findall(VERBATIM.sub(" ", text)))
+    prose = VERBATIM.sub(" ", text)
+    pieces.update(("link", m) for m in LINK_TARGET.findall(prose) + LINK_DEFINITION.findall(prose))
     return pieces
 
 
