@@ -33,8 +33,9 @@ LOCALE = Path(__file__).resolve().parent.parent / "locale" / "zh_CN" / "LC_MESSA
 # case, with any attributes, comments, declarations, processing instructions, autolinks: anything from "<"
 # and a letter, "/", "!" or "?", closed or not), MyST substitutions ({{ ... }}: Jinja, which could build a tag
 # the check never sees), directive names ({raw} after a fence), fences (```, ~~~, :::), amsmath environments
-# -- and link targets (inline, and those of reference definitions). One pattern, read left to right, so that a role's `...` is not taken for code and a
-# code span's {...}` (as in `L{layer}.H{head}`) is not taken for a role. Case-insensitive throughout: HTML is.
+# -- and link targets (LINK_TARGET, LINK_DEFINITION). One pattern, read left to right, so that a role's `...`
+# is not taken for code and a code span's {...}` (as in `L{layer}.H{head}`) is not taken for a role.
+# Case-insensitive throughout: HTML is.
 VERBATIM = re.compile("|".join([
     r"\{[a-z0-9_+:.-]{1,36}\}`[^`]*`",     # a role and its content
     r"``[^`]+``", r"`[^`]+`",                # inline code
