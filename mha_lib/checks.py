@@ -7,6 +7,8 @@ the value in a canonical Python type. The policy:
   accepted and returned as ``int``. Bools (``True`` is not head 1), floats (even ``2.0``: a float
   index is usually a bug upstream), strings (``"12"`` is not heads 1 and 2) and None are refused,
   never truncated as ``int()`` would.
+* **Seeds**: an integer in [0, 2**64 - 1] (:func:`seed`), what torch's generators take; every public
+  function that seeds a generator checks its seed so, and names it.
 * **Probabilities** (dropout): a real number in [0, 1); bools and NaN are refused.
 * **Flags**: ``True`` or ``False`` only (``is_causal="no"`` is refused, not counted as True).
 * **Finite reals** (scales, epsilons): int or float, finite; bools refused. A value that becomes
