@@ -184,7 +184,8 @@ export function checkFinite(modelId, outputs) {
 
 /**
  * Check a stacked map output, before a map is read from it, against what the model declares (model.info's
- * num_layers and num_heads, its head_mask's shape): dims [num_layers, B, H, T, S]. An encoder-decoder's
+ * num_layers and num_heads, its head_mask's shape): dims [num_layers, rows, H, T, S], rows from 1 to the B
+ * sequences run (the page reads row 0; the kernel returns row 0 alone). An encoder-decoder's
  * cross-attention stacks its decoder's layers only: `layers: "at most"` lets it have fewer.
  * @param {object} model   a Model (view.mjs): model.id, model.info.num_layers, model.info.num_heads
  * @param {string} name    the output ("attentions", "cross_attentions")
@@ -197,7 +198,7 @@ export function checkMapDims(model, name, tensor, [B, T, S], { layers = "all" } 
   const { num_layers: NL, num_heads: H } = model.info;
   const dims = tensor && tensor.dims ? Array.from(tensor.dims, Number) : null;
   const fits = dims && dims.length === 5 && (layers === "all" ? dims[0] === NL : dims[0] >= 1 && dims[0] <= NL) &&
-    dims[1] === B && dims[2] === H && dims[3] === T && dims[4] === S;
+    dims[1] >= 1 && dims[1] <= B && dims[2] === H && dims[3] === T && dims[4] === S;
   if (!fits) {
     throw new Error(t("the model {model} returned {output} of dims [{dims}]; it declares {layers} of {heads}, and " +
       "the page ran {batch} × {tokens} tokens", { model: model.id, output: name, dims: dims ? dims.join(",") : "none",

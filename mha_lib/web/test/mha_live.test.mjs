@@ -776,3 +776,26 @@ test("a toy model's logits are read only when they are (1, L, classes) of the se
     logits: { type: "float32", dims: [1, 3, 0], data: new Float32Array(0) } }) });
   await assert.rejects(compute.runToy(none, [1, 2, 3], [1, 0, 0]), /returned logits of dims \[1,3,0\]/);
 });
+
+test("a sentence model's maps: row 0 of the texts run, from all B rows (the browser) or row 0 alone (the kernel)", async () => {
+  const tokenizer = { encode: (text) => ({ ids: [101, ...text.split(" ").map((w) => 1000 + w.length), 102] }) };
+  const texts = ["a bb", "ccc d eeee", "f"]; // 4, 5 and 3 tokens: padded to 5
+  for (const rows of [3, 1]) {
+    const model = fakeModel({ layers: 2, heads: 3, answer: (f) => {
+      const L = Number(f.input_ids.dims[1]);
+      return { attentions: { type: "float32", dims: [2, rows, 3, L, L], data: new Float32Array(2 * rows * 3 * L * L).fill(1 / L) },
+        sentence_embedding: { type: "float32", dims: [3, 4], data: new Float32Array(12) } };
+    } });
+    model.tokenizer = tokenizer;
+    const r = await compute.runBert(model, texts, null);
+    assert.equal(r.attentions.length, 2);
+    assert.equal(r.attentions[0].length, 3);
+    assert.equal(r.attentions[0][0].length, 4); // text 0's tokens, padding cut
+  }
+  const wrong = fakeModel({ layers: 2, heads: 3, answer: (f) => {
+    const L = Number(f.input_ids.dims[1]);
+    return { attentions: { type: "float32", dims: [2, 4, 3, L, L], data: new Float32Array(2 * 4 * 3 * L * L) } };
+  } });
+  wrong.tokenizer = tokenizer;
+  await assert.rejects(compute.runBert(wrong, texts, null), /returned attentions of dims \[2,4,3,5,5\]/);
+});
