@@ -238,6 +238,7 @@ def _build_translated(tmp_path, chinese: str):
     return run.returncode, run.stdout + run.stderr, page.read_text(encoding="utf-8") if page.exists() else ""
 
 
+@pytest.mark.slow  # a Sphinx build per case, a few seconds each
 @pytest.mark.parametrize("chinese, leak", [
     ("每个头都显示出来。<IMG SRC=x ONERROR=alert(1)>", "<IMG SRC=x ONERROR"),
     ("每个头都显示出来。{{ '<' ~ 'svg onload=alert(1)>' }}", "<svg onload"),
