@@ -21,7 +21,14 @@
    Written against MyST-NB 1.x (``myst_nb.sphinx_.Parser``, ``load_renderer``). The sidebar's
    part captions are translated here too (Jupyter Book adds them after Sphinx's translation step).
 
-3. Computed English in the Chinese pages. Some glued values are phrases ("4 of 5", "better than")
+3. No translation adds markup. Before a translated build reads a page, every catalog it will use goes
+   through ``tools/i18n.py``'s check (``problems``: a translation keeps its sentence's roles, code, math, link
+   targets, and adds no tag, substitution, directive or fence), and the build stops on the first catalog that
+   fails, naming its entries: Sphinx parses each translation as MyST, so an added ``<IMG ONERROR=...>``,
+   ``{{ ... }}`` (Jinja) or ``:::{raw} html`` would otherwise reach the page as markup. ``make book`` runs the
+   same check before the build; this one also covers a build started by hand.
+
+4. Computed English in the Chinese pages. Some glued values are phrases ("4 of 5", "better than")
    and the live views' and figures' HTML holds computed alt text and a note; no catalog can hold
    them. ``locale/zh_CN/computed_text.yml`` lists rules (regular expression, replacement) that
    the Chinese build applies to exactly that text: the pasted glue text, and the alt text and
@@ -32,6 +39,7 @@ from __future__ import annotations
 
 import html
 import re
+import sys
 from functools import lru_cache
 from os import path as os_path
 from pathlib import Path
@@ -41,10 +49,14 @@ import yaml
 from docutils import nodes
 from sphinx import addnodes
 from sphinx.application import Sphinx
+from sphinx.errors import ExtensionError
 from sphinx.locale import init as init_locale
 from sphinx.util.i18n import docname_to_domain
 
-RULES = Path(__file__).resolve().parent.parent / "locale" / "zh_CN" / "computed_text.yml"
+ROOT = Path(__file__).resolve().parent.parent
+RULES = ROOT / "locale" / "zh_CN" / "computed_text.yml"
+sys.path.insert(0, str(ROOT / "tools"))
+from i18n import problems  # noqa: E402  (the one markup rule: tools/i18n.py)
 
 RENDERERS: dict[str, Any] = {}  # docname -> the notebook renderer of the page being read
 
@@ -131,10 +143,13 @@ _NOTE = re.compile(r'(<p class="mha-live-noscript">)(.*?)(</p>)', re.S)
 
 
 def translate_figure_html(text: str) -> str:
-    """A live view's or heads figure's HTML with its alt text and note translated (rules "figures")."""
+    """A live view's or heads figure's HTML with its alt text and note translated (rules "figures").
+
+    Both are read as text and written back escaped: a rule's replacement is a translator's text, never markup."""
     text = _ALT.sub(lambda m: m[1] + html.escape(translate_computed(html.unescape(m[2]), "figures"),
                                                  quote=True) + m[3], text)
-    return _NOTE.sub(lambda m: m[1] + translate_computed(m[2], "figures") + m[3], text)
+    return _NOTE.sub(lambda m: m[1] + html.escape(translate_computed(html.unescape(m[2]), "figures"),
+                                                  quote=False) + m[3], text)
 
 
 def translate_computed_text(app: Sphinx, doctree, docname: str) -> None:
@@ -172,6 +187,20 @@ def translate_toctree_captions(app: Sphinx, doctree) -> None:
             node["caption"] = catalog.gettext(node["caption"])
 
 
+def check_catalogs(app: Sphinx) -> None:
+    """In a translated build: every catalog of ``locale_dirs`` for the build's language passes
+    ``tools/i18n.py``'s markup check, or the build stops (ExtensionError naming the entries)."""
+    if not app.config.language or app.config.language == "en":
+        return
+    found = []
+    for folder in app.config.locale_dirs:
+        messages = Path(app.srcdir, folder, app.config.language, "LC_MESSAGES")
+        for po in sorted(messages.rglob("*.po")) if messages.is_dir() else []:
+            found += [f"{po.relative_to(messages)}: {line.split(': ', 1)[1]}" for line in problems(po)]
+    if found:
+        raise ExtensionError("translations that add or drop markup (tools/i18n.py check):\n" + "\n".join(found))
+
+
 def add_font(app: Sphinx) -> None:
     """Every page loads the served Chinese font's rules (_ext/mha_book_assets.py vendors the font):
     the Chinese pages for their text, the English ones for their language switch ("中文") and what
@@ -183,6 +212,7 @@ def add_font(app: Sphinx) -> None:
 def setup(app: Sphinx) -> dict:
     import myst_nb.sphinx_ as nb_sphinx
 
+    app.connect("builder-inited", check_catalogs)
     app.connect("builder-inited", add_font)
     app.connect("html-page-context", add_language_switch)
     app.connect("doctree-resolved", translate_computed_text)

@@ -161,3 +161,109 @@ def test_a_bad_rule_is_refused_by_name(tmp_path):
     rules.write_text("keep: x\nglued:\n  - ['(unclosed', 'x']\nfigures: []\n", encoding="utf-8")
     with pytest.raises(ValueError, match="unclosed"):
         mha_i18n.computed_rules(str(rules))
+
+
+# ----------------------------------------------------------------------------- hostile translations
+def _catalog(tmp_path, english: str, chinese: str) -> Path:
+    po = tmp_path / "page.po"
+    po.write_text('msgid ""\nmsgstr ""\n"Content-Type: text/plain; charset=UTF-8\\n"\n\n'
+                  f"msgid {json.dumps(english, ensure_ascii=False)}\nmsgstr {json.dumps(chinese, ensure_ascii=False)}\n",
+                  encoding="utf-8")
+    return po
+
+
+@pytest.mark.parametrize("added", [
+    "<IMG SRC=x ONERROR=alert(1)>",                 # issue 47: upper case passed the check
+    "<Img Src=x OnError=alert(1)>",
+    "<img src=x onerror=alert(1)>",
+    "<svg/onload=alert(1)>",                        # no space before the attribute
+    "<img\nsrc=x\nonerror=alert(1)>",               # attributes on the next lines
+    '<a href="javascript:alert(1)">看</a>',
+    "<details open ontoggle=alert(1)>",
+    "</SCRIPT>",
+    "<!-- 注释 -->",
+    "<![CDATA[x]]>",
+    "<?php x ?>",
+    "<https://example.com/x>",                      # an autolink: a link target the English did not have
+    "<x-widget data-a=1>",
+    "{{ '<' ~ 'svg onload=alert(1)>' }}",           # a MyST substitution: Jinja builds the tag after the check
+    "{{ env.config }}",
+    "\n\n:::{raw} html\n:file: secret.txt\n:::",      # a directive reads a file into the page: no tag at all
+    "\n```{include} ../README.md\n```",
+    "\n~~~\ncode\n~~~",
+    "{RAW}`x`",
+    "\n\\begin{align}x\\end{align}",
+    "[点这里][1]\n\n[1]: https://example.com/x",      # a reference-style link: its target comes from the definition
+    "![图](https://example.com/pixel.png)",
+])
+def test_a_translation_may_not_add_markup_in_any_case_or_form(tmp_path, added):
+    po = _catalog(tmp_path, "Every head is shown.", f"每个头都显示出来。{added}")
+    found = i18n.problems(po)
+    assert len(found) == 1 and "extra" in found[0], found
+    assert i18n.main(["check", str(po)]) == 1
+    # the same markup in the English sentence and its translation is kept, not refused
+    assert i18n.problems(_catalog(tmp_path, f"Every head is shown. {added}", f"每个头都显示出来。{added}")) == []
+
+
+def test_tag_like_text_outside_code_and_math_counts_as_markup():
+    assert sorted(p for _, p in i18n.markup("<B>x</b> `<i>` $a<b>c$")) == sorted(["<B>", "</b>", "`<i>`", "$a<b>c$"])
+    assert not i18n.markup("a < b and c > d, 3 <= 4")  # comparisons are not tags
+
+
+def test_a_display_equation_may_translate_its_words_but_not_add_a_command(tmp_path):
+    english = "\n4d^2 \\quad \\text{parameters, whatever } H \\text{ is.}\n"
+    assert i18n.problems(_catalog(tmp_path, english, "\n4d^2 \\quad \\text{个参数，无论 } H \\text{ 取何值。}\n")) == []
+    found = i18n.problems(_catalog(tmp_path, english, "\n4d^2 \\quad \\href{javascript:alert(1)}{\\text{个参数}} H\n"))
+    assert len(found) == 1 and "\\\\href" in found[0], found
+
+
+def _build_translated(tmp_path, chinese: str):
+    """A one-page MyST book built in Chinese with the book's extension (_ext/mha_i18n.py), its one sentence
+    translated as ``chinese``: (return code, output, the page's HTML or "")."""
+    import subprocess
+
+    src = tmp_path / "src"
+    (src / "locale" / "zh_CN" / "LC_MESSAGES").mkdir(parents=True)
+    (src / "conf.py").write_text(
+        f"import sys\nsys.path.insert(0, {str(ROOT / '_ext')!r})\n"
+        "extensions = ['myst_nb', 'mha_i18n']\nlocale_dirs = ['locale']\ngettext_compact = False\n"
+        "myst_enable_extensions = ['substitution', 'colon_fence', 'dollarmath']\n", encoding="utf-8")
+    (src / "index.md").write_text("# Title\n\nEvery head is shown.\n", encoding="utf-8")
+    (src / "secret.txt").write_text("SECRET-FILE-CONTENT", encoding="utf-8")
+    po = _catalog(tmp_path, "Every head is shown.", chinese)
+    po.rename(src / "locale" / "zh_CN" / "LC_MESSAGES" / "index.po")
+    run = subprocess.run([sys.executable, "-m", "sphinx", "-q", "-b", "html", "-D", "language=zh_CN", str(src),
+                          str(tmp_path / "out")], capture_output=True, text=True, timeout=300)
+    page = tmp_path / "out" / "index.html"
+    return run.returncode, run.stdout + run.stderr, page.read_text(encoding="utf-8") if page.exists() else ""
+
+
+@pytest.mark.slow  # a Sphinx build per case, a few seconds each
+@pytest.mark.parametrize("chinese, leak", [
+    ("每个头都显示出来。<IMG SRC=x ONERROR=alert(1)>", "<IMG SRC=x ONERROR"),
+    ("每个头都显示出来。{{ '<' ~ 'svg onload=alert(1)>' }}", "<svg onload"),
+    (":::{raw} html\n:file: secret.txt\n:::", "SECRET-FILE-CONTENT"),
+])
+def test_the_chinese_build_refuses_a_catalog_whose_translation_adds_markup(tmp_path, chinese, leak):
+    """Sphinx + MyST put each of these into the page as markup, or a file's content (issue 47: the build passed
+    them); the book's extension runs tools/i18n.py's check first, so the build stops, naming the catalog."""
+    code, output, page = _build_translated(tmp_path, chinese)
+    assert code != 0 and "index.po" in output and "extra" in output, output
+    assert leak not in page
+    code, output, page = _build_translated(tmp_path / "good", "每个头都显示出来。")
+    assert code == 0 and "每个头都显示出来。" in page, output
+
+
+def test_a_computed_text_rule_cannot_put_markup_into_a_live_views_note(tmp_path, monkeypatch):
+    """The rules of computed_text.yml are a translator's text too: their replacements reach the page as text, in
+    the alt attribute and in the note under a live view (raw HTML, where a rule's "<img onerror>" was markup)."""
+    rules = tmp_path / "rules.yml"
+    rules.write_text("keep: x\nglued: []\nfigures:\n  - ['recomputes it', '<IMG SRC=x ONERROR=alert(1)>']\n",
+                     encoding="utf-8")
+    read = mha_i18n.computed_rules.__wrapped__
+    monkeypatch.setattr(mha_i18n, "computed_rules", lambda: read(str(rules)))
+    note = ('<div class="mha-live-view"><img src="x" alt="your browser recomputes it"><p class="mha-live-noscript">'
+            "This figure is live: your browser recomputes it. It&#x27;s the notebook&#x27;s &amp; yours.</p></div>")
+    out = mha_i18n.translate_figure_html(note)
+    assert "<IMG" not in out and out.count("&lt;IMG SRC=x ONERROR=alert(1)&gt;") == 2, out
+    assert "It's the notebook's &amp; yours.</p>" in out

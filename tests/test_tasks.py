@@ -386,7 +386,7 @@ def test_broken_sweep_records_and_a_bool_seed_are_refused(tmp_path):
         path.write_text(json.dumps({"solved_threshold": 0.99, "runs": [bad]}))
         with pytest.raises(ValueError):
             tasks.budget_sweep(path)
-    with pytest.raises(ValueError, match="seed must be a non-negative integer, got True"):
+    with pytest.raises(ValueError, match=r"seed must be an integer in \[0, 2\*\*64 - 1\] .*got True"):
         tasks.load_trained("ch1-h1", True)
 
 

@@ -28,18 +28,44 @@ from babel.messages.pofile import read_po, write_po
 
 LOCALE = Path(__file__).resolve().parent.parent / "locale" / "zh_CN" / "LC_MESSAGES"
 
-# What a translation must keep verbatim: MyST roles ({glue:text}`k`, {cite:t}`k`, {numref}`k`),
-# inline code, inline math, inline HTML tags (<span lang="zh-CN">) and link targets.
-# One pattern, read left to right, so that a role's `...` is not taken for code and a code span's
-# {...}` (as in `L{layer}.H{head}`) is not taken for a role.
-VERBATIM = re.compile(r"\{[a-z:-]+\}`[^`]*`|``[^`]+``|`[^`]+`|\$\$.+?\$\$|\$[^$]+\$|</?[a-z]+(?: [^<>]*)?>", re.S)
+# What a translation must keep verbatim: MyST roles ({glue:text}`k`, {cite:t}`k`, {numref}`k`), inline code,
+# math, and everything that could make markup of a translator's text -- any tag-like text (HTML tags in any
+# case, with any attributes, comments, declarations, processing instructions, autolinks: anything from "<"
+# and a letter, "/", "!" or "?", closed or not), MyST substitutions ({{ ... }}: Jinja, which could build a tag
+# the check never sees), directive names ({raw} after a fence), fences (```, ~~~, :::), amsmath environments
+# -- and link targets (LINK_TARGET, LINK_DEFINITION). One pattern, read left to right, so that a role's `...`
+# is not taken for code and a code span's {...}` (as in `L{layer}.H{head}`) is not taken for a role.
+# Case-insensitive throughout: HTML is.
+VERBATIM = re.compile("|".join([
+    r"\{[a-z0-9_+:.-]{1,36}\}`[^`]*`",     # a role and its content
+    r"``[^`]+``", r"`[^`]+`",                # inline code
+    r"\$\$.+?\$\$", r"\$[^$]+\$",            # math
+    r"\\(?:begin|end)\{[^{}]*\}",          # amsmath environments (display math MathJax renders)
+    r"\{\{.*?\}\}|\{\{",                    # a MyST substitution, closed or not
+    r"\{[a-z0-9_+:.-]{1,36}\}",             # a directive's (or role's) name on its own
+    r"^[ \t]*(?:`{3,}|~{3,}|:{3,})",         # a fence: a directive or a code block
+    r"<[a-z/!?][^<>]*>?",                    # tag-like text
+]), re.S | re.M | re.I)
 LINK_TARGET = re.compile(r"\]\(([^)\s]+)\)")
+# A link reference definition ("[1]: https://..."), whose target a reference-style link ([text][1]) takes.
+LINK_DEFINITION = re.compile(r"^[ \t]{0,3}\[[^\]\n]+\]:[ \t]*<?([^\s>]+)", re.M)
 # A sentence with no letters outside its markup (an equation, a table cell such as `B` or $d_k$).
 WORD = re.compile(r"[A-Za-z]{2,}")
 
 
+# A TeX command of a display equation: \begin{aligned}, \text, \\ (MathJax's \href, \class, \style, \cssId would
+# make links and HTML attributes of it).
+TEX_COMMAND = re.compile(r"\\(?:begin|end)\{[^{}]*\}|\\[A-Za-z]+|\\.")
+
+
 def markup(text: str) -> Counter:
-    """The verbatim pieces of ``text`` (roles, code, math, link targets), counted.
+    """The verbatim pieces of ``text`` (see ``VERBATIM``: roles, code, math, anything tag-like, substitutions,
+    directives and fences, link targets), counted.
+
+    A display equation (an entry that starts with a line break: Sphinx extracts ``$$ ... $$`` and
+    ``\\begin{...}`` blocks so, and puts their translation into the page as TeX, unparsed) may have the words of
+    its ``\\text{...}`` translated: its pieces are its TeX commands, so that a translation cannot add one
+    (``\\href{javascript:...}``).
 
     Args:
         text: one catalog entry (MyST markdown), English or translated.
@@ -48,8 +74,11 @@ def markup(text: str) -> Counter:
         A Counter of the pieces, so that a translation may reorder them but not drop,
         add or alter one.
     """
+    if text.startswith("\n"):
+        return Counter(("tex", m) for m in TEX_COMMAND.findall(text))
     pieces = Counter(("", m) for m in VERBATIM.findall(text))
-    pieces.update(("link", m) for m in LINK_TARGET.findall(VERBATIM.sub(" ", text)))
+    prose = VERBATIM.sub(" ", text)
+    pieces.update(("link", m) for m in LINK_TARGET.findall(prose) + LINK_DEFINITION.findall(prose))
     return pieces
 
 

@@ -54,6 +54,13 @@ export const ZH = {
   "“{name}” has the inputs {got}; the sentence view runs models with the inputs {inputs}":
     "“{name}”的输入是 {got}；句子视图运行的模型，输入为 {inputs}",
   "“{name}” has no output {missing} (its outputs: {outputs})": "“{name}”没有输出 {missing}（它的输出：{outputs}）",
+  "“{name}” declares {layers} of {heads}; the page draws at most {most_layers} layers, {most_heads} heads a layer and {most_maps} maps":
+    "“{name}”声明了 {layers}、每层 {heads}；本页最多绘制 {most_layers} 层、每层 {most_heads} 个头、共 {most_maps} 幅图",
+  "“{name}” returned its {output} as {type}, not as float numbers": "“{name}”返回的 {output} 是 {type}，不是浮点数",
+  "the model {model} returned logits of dims [{dims}]; the page ran {batch} × {tokens} tokens":
+    "模型 {model} 返回的 logits 维度为 [{dims}]；本页运行的是 {batch} × {tokens} 个词元",
+  "the model {model} returned {output} of dims [{dims}]; it declares {layers} of {heads}, and the page ran {batch} × {tokens} tokens":
+    "模型 {model} 返回的 {output} 维度为 [{dims}]；它声明了 {layers}、每层 {heads}，而本页运行的是 {batch} × {tokens} 个词元",
   "“{name}”: its head_mask input has no fixed (num_layers, num_heads) shape (got {shape})":
     "“{name}”：它的 head_mask 输入没有固定的 (num_layers, num_heads) 形状（实际为 {shape}）",
   "“{name}” is an mha_lib {kind} model; the sentence view runs an export of a pretrained.BertEncoder (mha_lib.pretrained.load_bert)":
