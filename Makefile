@@ -16,7 +16,7 @@ export TQDM_DISABLE := 1
 export PYTHONHASHSEED := 0
 WORKERS ?= 2
 
-.PHONY: venv check-notebooks book book-en book-models book-zh locale test test-fast test-unit test-notebooks test-browser browser-deps execute train train-ch1 \
+.PHONY: venv check-notebooks book locale test test-fast test-unit test-notebooks test-browser browser-deps execute train train-ch1 \
         train-ch2 train-ch3 train-ch4 train-ch4-gates train-ch5 train-ch6 train-ch7 train-ch1-budget train-ch4-ablation train-ch1-heads train-ch2-seeds train-ch4-seeds train-ch7-budget ch8-heads parsed-sample train-ch8-ensemble train-ch9 bench bench-build clean
 
 $(STAMP): requirements.txt constraints.txt pyproject.toml
@@ -40,21 +40,19 @@ $(VENDOR_STAMP): tests/browser/package.json tests/browser/package-lock.json
 	touch $@
 
 # The HTML book, from the committed executed notebooks, warnings as errors: the English book in
-# _build/html, the live views' models (exported in parallel, one process per core, and cached in
-# _build/models-cache by content), then its Chinese edition (the same pages with the translations of
-# locale/zh_CN) in _build/html/zh, which shares the English site's scripts and models. The phases are
-# targets of their own so that benchmarks/bench_build.py can time each.
-book: book-zh
-
-book-en: check-notebooks $(VENDOR_STAMP)
-	$(BIN)/jupyter-book build . --warningiserror --keep-going
-
-book-models: book-en
-	$(BIN)/python tools/export_site_models.py _build/html/_static/models
-
-book-zh: book-models
-	$(BIN)/python tools/i18n.py check
-	$(BIN)/python tools/build_zh.py
+# _build/html, then its Chinese edition (the same pages with the translations of locale/zh_CN) in
+# _build/html/zh, which shares the English site's scripts and models. The live views' models are exported
+# meanwhile (tools/export_site_models.py: one process per core, cached in _build/models-cache by content,
+# logged to _build/export-models.log), since each Sphinx build keeps one core busy; they are copied into
+# _build/html/_static/models once both are done. benchmarks/bench_build.py times each phase alone.
+book: check-notebooks $(VENDOR_STAMP)
+	mkdir -p _build
+	$(BIN)/python tools/export_site_models.py _build/site-models > _build/export-models.log 2>&1 & exporting=$$!; \
+	  $(BIN)/jupyter-book build . --warningiserror --keep-going && $(BIN)/python tools/i18n.py check && \
+	  $(BIN)/python tools/build_zh.py; built=$$?; \
+	  wait $$exporting; exported=$$?; cat _build/export-models.log; [ $$built -eq 0 ] && [ $$exported -eq 0 ]
+	rm -rf _build/html/_static/models
+	cp -r _build/site-models _build/html/_static/models
 
 # The Chinese edition's catalogs (locale/zh_CN/LC_MESSAGES/), after a change to the English text:
 # extract every page's sentences (Sphinx's gettext builder, English configuration) and merge them
