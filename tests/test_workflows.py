@@ -44,6 +44,7 @@ def _uses(workflow: dict) -> dict[str, str]:
     return dict(pairs)
 
 
+@pytest.mark.slow
 def test_every_workflow_is_valid_against_githubs_schema():
     files = sorted(WORKFLOWS.glob("*.yml"))
     assert [f.name for f in files] == ["book.yml", "test.yml"]
@@ -52,6 +53,7 @@ def test_every_workflow_is_valid_against_githubs_schema():
     assert result.returncode == 0, result.stdout + result.stderr
 
 
+@pytest.mark.slow
 def test_the_schema_check_can_fail(tmp_path):
     """The check above is a real one: a step with neither `run` nor `uses` is refused."""
     bad = tmp_path / "bad.yml"
