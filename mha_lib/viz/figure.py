@@ -10,6 +10,7 @@ from typing import Any, Optional, Sequence
 import numpy as np
 
 from ._extras import Figure
+from .bilingual import keep_text
 from .panels import DEFAULT_CMAP, _alt_text, _panels, _value_range
 
 
@@ -135,6 +136,7 @@ def plot_heads(
             else:
                 ax.set_yticks([])
             ax.tick_params(length=0, pad=1)
+            keep_text(ax.xaxis, ax.yaxis)  # tokens a model reads: the same in both editions
     grid_top, grid_bottom = top_in + title_in, height - bottom_in
     cb_h = min(grid_bottom - grid_top, max(1.5, 0.6 * (grid_bottom - grid_top)))
     cax = fig.add_axes(((width - cbar_in + 0.12) / width, 1 - (grid_top + cb_h) / height, 0.15 / width, cb_h / height))
