@@ -17,9 +17,11 @@ from typing import Any
 
 from . import checks
 
-__all__ = ["glue", "glue_html", "glue_text", "sig", "ZH_SUFFIX"]
+__all__ = ["glue", "glue_html", "glue_text", "sig", "ZH_SUFFIX", "ZH_FIGURE_KEY"]
 
 ZH_SUFFIX = "__zh"  # glue_text's Chinese key: name + ZH_SUFFIX (_ext/mha_i18n.py pastes it in the Chinese edition)
+# output.metadata[mime][ZH_FIGURE_KEY]: a figure's Chinese copy (mha_lib.viz.bilingual), which the Chinese edition shows
+ZH_FIGURE_KEY = "mha_zh_CN"
 
 
 def glue(name: str, value: Any, display: bool = True) -> None:

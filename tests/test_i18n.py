@@ -15,6 +15,7 @@ sys.path.insert(0, str(ROOT / "tools"))
 sys.path.insert(0, str(ROOT / "_ext"))
 import i18n  # noqa: E402
 import mha_i18n  # noqa: E402
+from mha_lib.notebook import ZH_FIGURE_KEY, ZH_SUFFIX  # noqa: E402
 
 CATALOGS = sorted(i18n.LOCALE.rglob("*.po"))
 CHAPTERS = sorted((ROOT / "chapters").glob("*.ipynb"))
@@ -88,6 +89,19 @@ def test_fill_refuses_a_translation_that_drops_a_glued_number(tmp_path):
     assert i18n.main(["fill", str(po), str(given)]) == 0
 
 
+def all_glued_texts():
+    """(chapter, key, text) of every glued text value of the committed notebooks."""
+    found = []
+    for path in CHAPTERS:
+        for cell in json.loads(path.read_text(encoding="utf-8"))["cells"]:
+            for output in cell.get("outputs", []):
+                record = (output.get("metadata") or {}).get("scrapbook")
+                text = "".join(output.get("data", {}).get("application/papermill.record/text/plain", ""))
+                if record and text:
+                    found.append((path.stem, record["name"], text[1:-1] if text[:1] in "'\"" else text))
+    return found
+
+
 def glued_phrases():
     """(chapter, key, text) of every glued text value with words in it, from the committed notebooks."""
     found = []
@@ -112,7 +126,17 @@ def test_every_glued_phrase_comes_out_chinese():
     assert len(phrases) > 30  # chapters 4, 6, 7, 8 and 9 glue phrases
     keep = mha_i18n.computed_rules()["keep"]
     curl = str.maketrans({"'": "\u2019", '"': "\u201d"})  # what smartquotes make of them, near enough
+    written = {(chapter, key[:-len(ZH_SUFFIX)]): text for chapter, key, text in all_glued_texts()
+               if key.endswith(ZH_SUFFIX)}  # glue_text's Chinese: pasted as it is
     for chapter, key, text in phrases:
+        if key.endswith(ZH_SUFFIX):
+            continue
+        if (chapter, key) in written:
+            out = written[chapter, key]
+            assert CJK.search(out) and mha_i18n.translate_computed(out, "glued") == out, (chapter, key)
+            left = [w for w in re.findall(r"[A-Za-z][\w.]*\w|[A-Za-z]", out) if not keep.match(w)]
+            assert not left, f"{chapter} {key}__zh: {out!r} keeps {left}"
+            continue
         out = mha_i18n.translate_computed(text, "glued")
         assert mha_i18n.translate_computed(text.translate(curl), "glued") == out, (chapter, key)
         left = [w for w in re.findall(r"[A-Za-z][\w.]*\w|[A-Za-z]", out) if not keep.match(w)]
@@ -154,6 +178,45 @@ def test_language_switch_urls_lead_to_the_same_page_in_the_other_edition():
     assert mha_i18n.page_in("zh_CN", "chapters/api/cost", "en") == "../../zh/chapters/api/cost.html"
     assert mha_i18n.page_in("en", "intro", "zh_CN") == "../intro.html"
     assert mha_i18n.page_in("en", "chapters/05_induction_heads", "zh_CN") == "../../chapters/05_induction_heads.html"
+
+
+def _notebook(outputs: list) -> str:
+    return json.dumps({"cells": [{"cell_type": "code", "source": "", "metadata": {}, "outputs": outputs}],
+                       "metadata": {}, "nbformat": 4, "nbformat_minor": 5})
+
+
+def _glued(name: str, text: str) -> dict:
+    return {"output_type": "display_data", "metadata": {"scrapbook": {"name": name, "mime_prefix": GLUED}},
+            "data": {GLUED + "text/plain": repr(text)}}
+
+
+GLUED = "application/papermill.record/"
+
+
+def test_the_chinese_build_reads_a_notebook_with_its_chinese_figures_and_glued_chinese():
+    figure = {"output_type": "display_data", "data": {"image/png": "RU5HTElTSA==", "text/plain": "<Figure>"},
+              "metadata": {"image/png": {ZH_FIGURE_KEY: {"png": "Q0hJTkVTRQ==", "untranslated": []}}}}
+    glued_figure = {"output_type": "display_data", "data": {GLUED + "image/png": "RU5HTElTSA=="},
+                    "metadata": {"scrapbook": {"name": "fig_x", "mime_prefix": GLUED},
+                                 "image/png": {ZH_FIGURE_KEY: {"png": "Q0hJTkVTRQ=="}}}}
+    same = {"output_type": "display_data", "data": {"image/png": "U0FNRQ=="},
+            "metadata": {"image/png": {ZH_FIGURE_KEY: {"untranslated": []}}}}  # no words: no copy
+    text = _notebook([figure, glued_figure, same, _glued("verdict", "better than importance"),
+                      _glued("verdict" + ZH_SUFFIX, "优于重要性"), _glued("n", "16")])
+    nb = json.loads(mha_i18n.chinese_notebook(text))
+    data = [o["data"] for o in nb["cells"][0]["outputs"]]
+    assert data[0]["image/png"] == "Q0hJTkVTRQ==" and data[1][GLUED + "image/png"] == "Q0hJTkVTRQ=="
+    assert data[2]["image/png"] == "U0FNRQ=="
+    assert data[3][GLUED + "text/plain"] == repr("优于重要性") and data[5][GLUED + "text/plain"] == "'16'"
+    plain = _notebook([_glued("n", "16")])
+    assert mha_i18n.chinese_notebook(plain) is plain  # nothing Chinese: the notebook as it is
+    with pytest.raises(ValueError, match="orphan__zh"):
+        mha_i18n.chinese_notebook(_notebook([_glued("orphan" + ZH_SUFFIX, "孤儿")]))
+
+
+def test_glued_chinese_passes_the_computed_text_rules_unchanged():
+    assert mha_i18n.translate_computed("在 60% 和 81% 时，消融优于重要性", "glued") == "在 60% 和 81% 时，消融优于重要性"
+    assert mha_i18n.translate_computed("better than", "glued") == "优于"
 
 
 def test_a_bad_rule_is_refused_by_name(tmp_path):

@@ -23,7 +23,7 @@ LAYERS = [
     ("analysis", ["mha_lib.analysis", "mha_lib.cost"]),
     ("measure", ["mha_lib.measure"]),
     ("pruning", ["mha_lib.pruning"]),
-    ("book", ["mha_lib.viz", "mha_lib.live", "mha_lib.export", "mha_lib.notebook"]),
+    ("book", ["mha_lib.viz", "mha_lib.live", "mha_lib.export", "mha_lib.notebook", "mha_lib.prose"]),
 ]
 RANK = {unit: rank for rank, (_, units) in enumerate(LAYERS) for unit in units}
 # Packages imported lazily, inside a function, because they are optional extras (or, for

@@ -28,13 +28,14 @@ import weakref
 from pathlib import Path
 from typing import Any, Callable
 
+from ..notebook import ZH_FIGURE_KEY
 from ._extras import Figure, matplotlib
 
 __all__ = ["LabelCatalog", "draw_in_chinese", "keep_text", "register_font", "bilingual_figures", "METADATA_KEY"]
 
 LABELS_ENV = "MHA_FIGURE_LABELS"  # the figure label catalog (locale/zh_CN/figure_labels.yml)
 FONT_ENV = "MHA_ZH_FONT"  # the Chinese font the figures are drawn with (a TTF of Noto Sans SC)
-METADATA_KEY = "mha_zh_CN"  # output.metadata["image/png"][METADATA_KEY]: the Chinese copy and its report
+METADATA_KEY = ZH_FIGURE_KEY  # output.metadata["image/png"][METADATA_KEY]: the Chinese copy and its report
 _MATH = re.compile(r"(?<!\\)\$[^$]*(?<!\\)\$|\{[A-Za-z_]\w*\}")  # math, and {placeholders} (diagrams)
 _WORD = re.compile(r"[A-Za-z]{2,}")
 _KEPT: "weakref.WeakSet[Any]" = weakref.WeakSet()  # axes (their tick labels) and texts that are data
