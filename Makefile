@@ -97,8 +97,9 @@ test-browser: book browser-deps
 test: book browser-deps
 	MHA_REQUIRE_BOOK=1 $(BIN)/python -m pytest -n $(WORKERS) --dist loadfile --durations=15 $(NBVAL) $(CHAPTERS) tests
 
-# Re-run every chapter notebook in place (per-cell timeout, widget state stored).
-execute: venv
+# Re-run every chapter notebook in place (per-cell timeout, widget state stored; every figure also drawn in Chinese
+# with the TTF of the npm copies).
+execute: venv $(VENDOR_STAMP)
 	$(BIN)/python tools/execute_notebooks.py --timeout 600
 
 # Retrain every shipped model from scratch, seeded: one target per family (mha_lib.tasks.SHIPPED),

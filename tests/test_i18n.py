@@ -219,6 +219,29 @@ def test_glued_chinese_passes_the_computed_text_rules_unchanged():
     assert mha_i18n.translate_computed("better than", "glued") == "优于"
 
 
+def test_no_figure_of_a_chapter_keeps_english_or_misses_a_glyph():
+    """tools/i18n.py figures: every Chinese figure copy the chapters store is wholly Chinese and drawn with glyphs."""
+    bad = [(nb, cell, r["untranslated"], r["missing_glyphs"]) for nb, cell, r in i18n.figure_reports()
+           if r.get("untranslated") or r.get("missing_glyphs")]
+    assert not bad, bad
+
+
+def test_every_figure_of_a_bilingual_chapter_has_its_chinese_copy():
+    """A chapter that calls viz.bilingual_figures() stores a Chinese copy with each matplotlib figure it shows or
+    glues (run by tools/execute_notebooks.py, which names the catalog and the font)."""
+    for path in CHAPTERS:
+        nb = json.loads(path.read_text(encoding="utf-8"))
+        if not any("bilingual_figures(" in "".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "code"):
+            continue
+        for index, cell in enumerate(nb["cells"]):
+            for output in cell.get("outputs", []):
+                data = output.get("data", {})
+                figure = "".join(data.get("text/plain", "")).startswith("<Figure size") or \
+                    "application/papermill.record/image/png" in data
+                if figure and ("image/png" in data or "application/papermill.record/image/png" in data):
+                    assert ZH_FIGURE_KEY in (output["metadata"].get("image/png") or {}), (path.stem, index)
+
+
 def test_a_bad_rule_is_refused_by_name(tmp_path):
     rules = tmp_path / "rules.yml"
     rules.write_text("keep: x\nglued:\n  - ['(unclosed', 'x']\nfigures: []\n", encoding="utf-8")
@@ -299,6 +322,81 @@ def _build_translated(tmp_path, chinese: str):
                           str(tmp_path / "out")], capture_output=True, text=True, timeout=300)
     page = tmp_path / "out" / "index.html"
     return run.returncode, run.stdout + run.stderr, page.read_text(encoding="utf-8") if page.exists() else ""
+
+
+BOOK_NOTEBOOK = {
+    "cells": [
+        {"cell_type": "markdown", "metadata": {}, "source": "# A chapter\n\nAblation is {glue:text}`verdict`.\n\n"
+         "```{glue:figure} fig_x\n:name: fig-x\n\nA caption.\n```\n"},
+        {"cell_type": "code", "metadata": {}, "execution_count": None, "outputs": [], "source":
+         "import matplotlib.pyplot as plt\nfrom mha_lib import prose, viz\nfrom mha_lib.notebook import glue, glue_text\n"
+         "assert viz.bilingual_figures()"},
+        {"cell_type": "code", "metadata": {}, "execution_count": None, "outputs": [], "source":
+         "fig, ax = plt.subplots(figsize=(3, 2))\nax.plot([0, 1], [1, 0])\n"
+         "ax.set(xlabel='heads pruned (%)', ylabel='test accuracy')\nglue('fig_x', fig, display=False)\nplt.show()\n"
+         "glue_text('verdict', *prose.paired_verdicts('importance', {0.4: 0, 0.6: 1}, 16))"},
+    ],
+    "metadata": {"kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"}},
+    "nbformat": 4, "nbformat_minor": 5}
+
+
+@pytest.mark.slow  # a kernel run and two Sphinx builds
+def test_a_notebook_run_for_the_book_shows_chinese_figures_and_phrases_in_the_chinese_edition(tmp_path):
+    """End to end: a notebook executed as tools/execute_notebooks.py runs the chapters, built as the book builds
+    both editions. The Chinese page shows the figure's Chinese copy (its output and its glued paste) and the phrase
+    composed in Chinese; the English page is the notebook's English, unchanged."""
+    import base64
+    import os
+    import subprocess
+
+    import nbformat
+    from nbclient import NotebookClient
+
+    sys.path.insert(0, str(ROOT / "tools"))
+    import execute_notebooks
+
+    if not execute_notebooks.FONT.is_file():
+        pytest.skip("the Chinese font is not installed: npm ci --prefix tests/browser")
+    src = tmp_path / "src"
+    (src / "locale" / "zh_CN" / "LC_MESSAGES").mkdir(parents=True)
+    nb = nbformat.from_dict(BOOK_NOTEBOOK)
+    env = {k: v for k, v in os.environ.items() if k not in ("MHA_FIGURE_LABELS", "MHA_ZH_FONT")}
+    execute_notebooks.figure_environment(env)
+    env["PYTHONPATH"] = str(ROOT)
+    saved = dict(os.environ)
+    os.environ.update(env)
+    try:
+        NotebookClient(nb, timeout=120, kernel_name="python3", resources={"metadata": {"path": str(src)}}).execute()
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)
+    nbformat.write(nb, src / "index.ipynb")
+    figure = next(o for c in nb.cells for o in c.get("outputs", []) if "image/png" in o.get("data", {}))
+    english_png = base64.b64decode(figure["data"]["image/png"])
+    chinese_png = base64.b64decode(figure["metadata"]["image/png"][ZH_FIGURE_KEY]["png"])
+    assert english_png != chinese_png and figure["metadata"]["image/png"][ZH_FIGURE_KEY]["untranslated"] == []
+    (src / "conf.py").write_text(
+        f"import sys\nsys.path.insert(0, {str(ROOT / '_ext')!r})\n"
+        "extensions = ['myst_nb', 'mha_i18n']\nlocale_dirs = ['locale']\ngettext_compact = False\n"
+        "nb_execution_mode = 'off'\n", encoding="utf-8")
+    (src / "locale" / "zh_CN" / "LC_MESSAGES" / "index.po").write_text(
+        'msgid ""\nmsgstr ""\n"Content-Type: text/plain; charset=UTF-8\\n"\n\n'
+        'msgid "Ablation is {glue:text}`verdict`."\nmsgstr "消融{glue:text}`verdict`。"\n', encoding="utf-8")
+    pages = {}
+    for language in ("en", "zh_CN"):
+        out = tmp_path / language
+        run = subprocess.run([sys.executable, "-m", "sphinx", "-q", "-b", "html", "-D", f"language={language}",
+                              str(src), str(out)], capture_output=True, text=True, timeout=300, env=env)
+        assert run.returncode == 0, run.stdout + run.stderr
+        page = (out / "index.html").read_text(encoding="utf-8")
+        images = [(out / src_).read_bytes() for src_ in re.findall(r'<img[^>]*src="([^"]+\.png)"', page)]
+        pages[language] = re.sub(r"<[^>]+>", "", page), images
+    page, images = pages["zh_CN"]
+    assert "消融在 40% 时与重要性分不出高下（16 个种子不足以区分），而在 60% 时优于重要性。" in page
+    assert images == [chinese_png, chinese_png]  # the glued paste and the cell's own output
+    page, images = pages["en"]
+    assert "not distinguishable from importance with 16 seeds at 40%, and better than it at 60%" in page
+    assert images == [english_png, english_png]
 
 
 @pytest.mark.slow  # a Sphinx build per case, a few seconds each

@@ -8,6 +8,7 @@ untranslated, a changed one is marked fuzzy and shows in English until a transla
     python tools/i18n.py fill PO JSON           # write translations {msgid: msgstr}, clear fuzzy
     python tools/i18n.py check [PO ...]         # every translation keeps its sentence's markup
     python tools/i18n.py coverage [PO ...]      # translated share of each page's prose
+    python tools/i18n.py figures [--out JSON]   # the chapters' figure texts left English, glyphs missing
 
 ``check`` is what keeps glued numbers computed in Chinese: a translation must keep every
 ``{glue:text}`key``` (and every other role, inline code, inline math and link target) of its
@@ -26,7 +27,10 @@ from pathlib import Path
 
 from babel.messages.pofile import read_po, write_po
 
-LOCALE = Path(__file__).resolve().parent.parent / "locale" / "zh_CN" / "LC_MESSAGES"
+ROOT = Path(__file__).resolve().parent.parent
+LOCALE = ROOT / "locale" / "zh_CN" / "LC_MESSAGES"
+CHAPTERS = ROOT / "chapters"
+ZH_FIGURE_KEY = "mha_zh_CN"  # mha_lib.notebook.ZH_FIGURE_KEY: a figure's Chinese copy and its report
 
 # What a translation must keep verbatim: MyST roles ({glue:text}`k`, {cite:t}`k`, {numref}`k`), inline code,
 # math, and everything that could make markup of a translator's text -- any tag-like text (HTML tags in any
@@ -147,6 +151,19 @@ def coverage(path: Path) -> tuple[int, int]:
     return done, total
 
 
+def figure_reports(notebooks: list[Path] | None = None) -> list[tuple[str, int, dict]]:
+    """(notebook, cell index, report) of every output that carries a Chinese figure copy
+    (``mha_lib.viz.bilingual``: ``output.metadata[mime]["mha_zh_CN"]``, with ``untranslated`` and ``missing_glyphs``)."""
+    found = []
+    for path in notebooks if notebooks is not None else sorted(CHAPTERS.glob("*.ipynb")):
+        for index, cell in enumerate(json.loads(path.read_text(encoding="utf-8")).get("cells", [])):
+            for output in cell.get("outputs", []):
+                for value in (output.get("metadata") or {}).values():
+                    if isinstance(value, dict) and isinstance(value.get(ZH_FIGURE_KEY), dict):
+                        found.append((path.stem, index, value[ZH_FIGURE_KEY]))
+    return found
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)
@@ -158,8 +175,23 @@ def main(argv: list[str] | None = None) -> int:
     fill.add_argument("json")
     for name in ("check", "coverage"):
         sub.add_parser(name).add_argument("po", nargs="*")
+    sub.add_parser("figures").add_argument("--out")
     args = parser.parse_args(argv)
 
+    if args.command == "figures":
+        reports = figure_reports()
+        left = {text: "" for _, _, r in reports for text in r.get("untranslated", [])}
+        glyphs = sorted({g for _, _, r in reports for g in r.get("missing_glyphs", [])})
+        text = json.dumps(left, ensure_ascii=False, indent=1)
+        if args.out:
+            Path(args.out).write_text(text + "\n", encoding="utf-8")
+        elif left:
+            print(text)
+        print(f"{len(reports)} figures with a Chinese copy; {len(left)} texts left English "
+              f"(add them to locale/zh_CN/figure_labels.yml); {len(glyphs)} glyphs missing", file=sys.stderr)
+        if glyphs:
+            print("\n".join(glyphs), file=sys.stderr)
+        return 1 if left or glyphs else 0
     if args.command == "todo":
         catalog = load(Path(args.po))
         left = {m.id: "" for m in catalog

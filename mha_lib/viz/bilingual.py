@@ -266,6 +266,12 @@ def bilingual_figures(labels: str | None = None, font: str | None = None) -> boo
     catalog = LabelCatalog.load(labels)
     register_font(font)
     formatter = shell.display_formatter.formatters["image/png"]
+    if not formatter.type_printers.get(Figure):
+        import matplotlib.pyplot as plt
+
+        # the inline backend registers its PNG printer when its module loads, on the first figure: load it now,
+        # so that this hook comes after it (it would replace this one)
+        plt.switch_backend(matplotlib.get_backend())
     try:
         current = formatter.lookup_by_type(Figure)
     except KeyError:
