@@ -45,12 +45,14 @@ SHARED_REF = re.compile(r'((?:src|href)=")((?:\.\./)*)_static/(' +
 
 
 GLOSSARY = ROOT / "chapters" / "glossary.md"
+TERMS = ROOT / "locale" / "zh_CN" / "terms.yml"  # the one Chinese term of each English term (tools/i18n.py terms)
 # A glossary row: | English | <span lang="zh-CN">中文</span> | explained in |
 GLOSSARY_ROW = re.compile(r'^\|[^|]+\|\s*<span lang="zh-CN">([^<]+)</span>\s*\|', re.MULTILINE)
 
 
 def search_terms(glossary: Path = GLOSSARY) -> list[str]:
-    """The book's Chinese terms, from the glossary's Chinese column, as whole words for the search index.
+    """The book's Chinese terms, from the glossary's Chinese column and the term table (locale/zh_CN/terms.yml),
+    as whole words for the search index.
 
     Sphinx's Chinese search splits the text with jieba (``jieba.cut_for_search``), which knows general
     Chinese but cuts the book's terms apart (多头注意力 into 多头, 注意, 注意力), so a reader searching for
@@ -60,7 +62,8 @@ def search_terms(glossary: Path = GLOSSARY) -> list[str]:
     Latin words apart: KV 缓存 is indexed as "kv" and 缓存).
     """
     terms = []
-    for cell in GLOSSARY_ROW.findall(glossary.read_text(encoding="utf-8")):
+    table = [row["zh"] for row in yaml.safe_load(TERMS.read_text(encoding="utf-8"))["terms"]]  # the term table's too
+    for cell in GLOSSARY_ROW.findall(glossary.read_text(encoding="utf-8")) + table:
         for variant in cell.split("、"):
             variant = re.sub(r"（[^）]*）|\([^)]*\)", "", variant)
             for word in re.split(r"[\sA-Za-z0-9_-]+", variant):
