@@ -57,7 +57,8 @@ book: check-notebooks $(VENDOR_STAMP)
 # The Chinese edition's catalogs (locale/zh_CN/LC_MESSAGES/), after a change to the English text:
 # extract every page's sentences (Sphinx's gettext builder, English configuration) and merge them
 # in (sphinx-intl): new sentences arrive untranslated, changed ones fuzzy (shown in English until
-# reviewed). The API reference's pages are the docstrings and stay English. Then
+# reviewed). The API reference's pages are the docstrings and stay English (only their titles are translated, by hand,
+# in locale/zh_CN/LC_MESSAGES/chapters/api/, for the sidebar). Then
 # tools/i18n.py todo / fill / check (CONTRIBUTING.md, "The Chinese edition").
 locale: venv
 	rm -rf _build/gettext

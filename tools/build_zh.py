@@ -4,8 +4,8 @@ The Chinese edition is the same Jupyter Book build with Sphinx's ``language`` se
 Sphinx reads the translations from ``locale/zh_CN/LC_MESSAGES/`` (``make locale``,
 ``tools/i18n.py``) and shows the English of any sentence not (or no longer) translated. Its
 configuration is ``_config.yml`` with a few changes, written to ``_build/_config_zh.yml`` so that
-the two editions cannot drift apart: the language, the title, the author line, the labels of
-MyST-NB's buttons on hidden cells and the search's dictionary of the book's terms (Sphinx's
+the two editions cannot drift apart: the language, the title, the author line, the citation style
+("Vaswani 等人（2017）"), the labels of MyST-NB's buttons on hidden cells and the search's dictionary of the book's terms (Sphinx's
 Chinese search segments the text with jieba, installed by requirements.txt).
 
 The pages are then copied under the English site, in ``zh/``. Both editions load one copy of
@@ -83,6 +83,9 @@ def zh_config(english: Path, out: Path) -> Path:
     config["author"] = AUTHOR
     sphinx = config.setdefault("sphinx", {}).setdefault("config", {})
     sphinx["language"] = "zh_CN"
+    # citations as Chinese text writes them: "Vaswani 等人（2017）" (_ext/mha_book_bibstyle.py)
+    sphinx["bibtex_reference_style"] = "author_year_zh"
+    sphinx["bibtex_default_style"] = "authoryear_zh"
     terms = out.with_name("zh_search_terms.txt")
     out.parent.mkdir(parents=True, exist_ok=True)
     terms.write_text("".join(f"{word} 100000\n" for word in search_terms()), encoding="utf-8")

@@ -127,6 +127,7 @@ export const ZH = {
   "download progress": "下载进度",
   "Fetching word vectors ({files} files, {size}), then computing {where}…": "正在获取词向量（{files} 个文件，{size}），然后{where}计算…",
   "licence": "许可证",
+  "mha_lib's code, no weights": "mha_lib 的代码，没有权重",
   " (": "（",
   "; ": "；",
   ")": "）",
@@ -360,6 +361,7 @@ export const ZH = {
     "指向一个格子，可读出某一步关注的是哪个源词；点击一张图可将其放大。在触摸屏上，先点一张图将其放大，再点其中的格子。",
   "New sentence": "新句子",
   "Play the decoding": "播放解码过程",
+  "aligned {weight}": "对齐词上的权重 {weight}",
   "Words s0 … s{last}, separated by spaces, 1 to {hi} of them (the model was trained on {lo} to {hi}). The task's translation swaps each word for its dictionary word and reverses the order.":
     "词为 s0 … s{last}，以空格分隔，共 1 到 {hi} 个（模型训练时用的是 {lo} 到 {hi} 个）。任务的翻译把每个词换成它在词典中对应的词，并把词序倒过来。",
   "Decoding": "解码",
