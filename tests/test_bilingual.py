@@ -162,7 +162,7 @@ def test_a_warning_that_is_not_about_glyphs_still_reaches_the_caller(font):
     fig = plt.figure()
 
     def draw(f):
-        warnings.warn("something else", UserWarning)
+        warnings.warn("something else", UserWarning, stacklevel=2)
 
     with pytest.warns(UserWarning, match="something else"):
         draw_in_chinese(fig, draw, CATALOG, font)
