@@ -463,3 +463,26 @@ def test_a_computed_text_rule_cannot_put_markup_into_a_live_views_note(tmp_path,
     out = mha_i18n.translate_figure_html(note)
     assert "<IMG" not in out and out.count("&lt;IMG SRC=x ONERROR=alert(1)&gt;") == 2, out
     assert "It's the notebook's &amp; yours.</p>" in out
+
+
+def test_citation_labels_in_each_language(tmp_path):
+    """The bibliography's labels: "Vaswani et al. 2017" in English, "Vaswani 等人 2017" in the Chinese edition
+    (tools/build_zh.py selects the Chinese twin of each style; _ext/mha_book_bibstyle.py)."""
+    from pybtex.database import Entry, Person
+
+    import mha_book_bibstyle as bib
+
+    entries = [Entry("article", fields={"year": "2017"}, persons={"author": [Person("Vaswani, Ashish"),
+                                                                             Person("Shazeer, Noam"), Person("Parmar, Niki")]}),
+               Entry("article", fields={"year": "2019"}, persons={"author": [Person("Jain, Sarthak"),
+                                                                             Person("Wallace, Byron")]})]
+    assert list(bib.AuthorYearLabelStyle().format_labels(entries)) == ["Vaswani et al. 2017", "Jain and Wallace 2019"]
+    assert list(bib.ChineseAuthorYearLabelStyle().format_labels(entries)) == ["Vaswani 等人 2017", "Jain 和 Wallace 2019"]
+    style = bib.ChineseAuthorYearReferenceStyle()
+    assert style.bracket_textual.left == "（" and str(style.person.other) == " 等人" and style.text_reference_sep == ""
+    import build_zh
+    import yaml
+
+    config = yaml.safe_load(build_zh.zh_config(ROOT / "_config.yml", tmp_path / "_config_zh.yml").read_text("utf-8"))
+    assert config["sphinx"]["config"]["bibtex_reference_style"] == "author_year_zh"
+    assert config["sphinx"]["config"]["bibtex_default_style"] == "authoryear_zh"
