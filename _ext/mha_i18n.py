@@ -68,6 +68,7 @@ from i18n import problems  # noqa: E402  (the one markup rule: tools/i18n.py)
 from mha_lib.notebook import ZH_FIGURE_KEY, ZH_SUFFIX  # noqa: E402  (what the chapters store for the Chinese edition)
 
 GLUED = "application/papermill.record/"  # myst-nb's prefix of a value glued with display=False
+PNG_URL = re.compile(r"data:image/png;base64,[A-Za-z0-9+/=\s]+")
 
 RENDERERS: dict[str, Any] = {}  # docname -> the notebook renderer of the page being read
 
@@ -190,7 +191,12 @@ def chinese_notebook(text: str) -> str:
         for key in list(data):
             copy = metadata.get(key.removeprefix(GLUED))
             png = copy.get(ZH_FIGURE_KEY, {}).get("png") if isinstance(copy, dict) else None
-            if png:
+            if png and key.endswith("html"):  # a figure's HTML (mha_lib.viz.HeadsFigure): its one PNG swapped
+                text = "".join(data[key])
+                if len(PNG_URL.findall(text)) != 1:
+                    raise ValueError(f"a Chinese figure copy for HTML with {len(PNG_URL.findall(text))} PNG images")
+                data[key], changed = PNG_URL.sub(lambda _: "data:image/png;base64," + png, text), True
+            elif png:
                 data[key], changed = png, True
         if glued_name(output) in chinese:
             output["data"], changed = dict(chinese[glued_name(output)]["data"]), True

@@ -179,8 +179,10 @@ def shell():
 
     shell = InteractiveShell.instance()
     select_figure_formats(shell, {"png"})
+    bilingual._ACTIVE.clear()
     yield shell
     select_figure_formats(shell, {"png"})  # the plain formatter again
+    bilingual._ACTIVE.clear()  # and no Chinese copies
 
 
 def test_bilingual_figures_does_nothing_without_the_books_environment(monkeypatch, shell):
@@ -212,4 +214,26 @@ def test_bilingual_figures_stores_the_chinese_copy_with_the_figure_and_with_a_gl
     ax.set_title("")
     report = shell.display_formatter.format(fig)[1]["image/png"][bilingual.METADATA_KEY]
     assert report["untranslated"] == ["nothing known"] and "png" not in report  # nothing changed: no copy
+    plt.close(fig)
+
+
+def test_a_heads_figure_carries_its_chinese_copy_for_its_html_too(tmp_path, shell, font):
+    """viz.plot_heads's HeadsFigure displays as HTML with its PNG inside; with bilingual_figures on, its output
+    metadata holds the Chinese copy (tokens and head labels kept, the colour bar's label translated)."""
+    import torch
+
+    from mha_lib import viz
+
+    labels = tmp_path / "labels.yml"
+    labels.write_text("keep: '\\bL\\d+\\.H\\d+\\b'\nexact:\n  attention weight: 注意力权重\n", encoding="utf-8")
+    fig = viz.plot_heads(torch.softmax(torch.randn(2, 3, 3), -1), ["the", "cat", "sat"])
+    assert isinstance(fig._repr_mimebundle_(), dict)  # off: the plain bundle
+    assert bilingual.bilingual_figures(str(labels), str(font))
+    data, metadata = shell.display_formatter.format(fig)
+    copy = metadata["text/html"][bilingual.METADATA_KEY]
+    assert copy["untranslated"] == [] and copy["missing_glyphs"] == [] and copy["png"] not in data["text/html"]
+    english_html_png = data["text/html"].split("base64,")[1].split('"')[0]
+    assert base64.b64decode(copy["png"])[:8] == base64.b64decode(english_html_png)[:8] == b"\x89PNG\r\n\x1a\n"
+    # its image/png comes from the kernel's figure formatter (a HeadsFigure is a Figure), with its own copy
+    assert metadata["image/png"][bilingual.METADATA_KEY]["png"] != data["image/png"]
     plt.close(fig)

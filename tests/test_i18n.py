@@ -243,6 +243,12 @@ def test_the_chinese_build_reads_a_notebook_with_its_chinese_figures_and_glued_c
     assert data[0]["image/png"] == "Q0hJTkVTRQ==" and data[1][GLUED + "image/png"] == "Q0hJTkVTRQ=="
     assert data[2]["image/png"] == "U0FNRQ=="
     assert data[3][GLUED + "text/plain"] == repr("优于重要性") and data[5][GLUED + "text/plain"] == "'16'"
+    heads = {"output_type": "display_data", "data": {"text/html": '<img src="data:image/png;base64,RU5HTElTSA==">',
+                                                       "image/png": "RU5HTElTSA=="},
+             "metadata": {"text/html": {ZH_FIGURE_KEY: {"png": "Q0hJTkVTRQ=="}},
+                          "image/png": {ZH_FIGURE_KEY: {"png": "Q0hJTkVTRQ=="}}}}
+    out = json.loads(mha_i18n.chinese_notebook(_notebook([heads])))["cells"][0]["outputs"][0]["data"]
+    assert out["text/html"] == '<img src="data:image/png;base64,Q0hJTkVTRQ==">' and out["image/png"] == "Q0hJTkVTRQ=="
     plain = _notebook([_glued("n", "16")])
     assert mha_i18n.chinese_notebook(plain) is plain  # nothing Chinese: the notebook as it is
     with pytest.raises(ValueError, match="orphan__zh"):

@@ -31,7 +31,8 @@ from typing import Any, Callable
 from ..notebook import ZH_FIGURE_KEY
 from ._extras import Figure, matplotlib
 
-__all__ = ["LabelCatalog", "draw_in_chinese", "keep_text", "register_font", "bilingual_figures", "METADATA_KEY"]
+__all__ = ["LabelCatalog", "draw_in_chinese", "keep_text", "register_font", "bilingual_figures", "chinese_copy",
+           "METADATA_KEY"]
 
 LABELS_ENV = "MHA_FIGURE_LABELS"  # the figure label catalog (locale/zh_CN/figure_labels.yml)
 FONT_ENV = "MHA_ZH_FONT"  # the Chinese font the figures are drawn with (a TTF of Noto Sans SC)
@@ -40,6 +41,7 @@ _MATH = re.compile(r"(?<!\\)\$[^$]*(?<!\\)\$|\{[A-Za-z_]\w*\}")  # math, and {pl
 _WORD = re.compile(r"[A-Za-z]{2,}")
 _KEPT: "weakref.WeakSet[Any]" = weakref.WeakSet()  # axes (their tick labels) and texts that are data
 _FONTS: dict[str, str] = {}  # path -> family name, fonts registered with matplotlib
+_ACTIVE: dict[str, Any] = {}  # bilingual_figures' catalog and font, while the kernel draws figures in both languages
 
 
 def keep_text(*artists: Any) -> None:
@@ -265,6 +267,7 @@ def bilingual_figures(labels: str | None = None, font: str | None = None) -> boo
         return False
     catalog = LabelCatalog.load(labels)
     register_font(font)
+    _ACTIVE.clear()
     formatter = shell.display_formatter.formatters["image/png"]
     if not formatter.type_printers.get(Figure):
         import matplotlib.pyplot as plt
@@ -279,21 +282,35 @@ def bilingual_figures(labels: str | None = None, font: str | None = None) -> boo
                          "import matplotlib.pyplot (inline backend) first") from None
     english = getattr(current, "_mha_english", current)
 
-    def as_text(png) -> str:
-        return png if isinstance(png, str) else base64.b64encode(png).decode("ascii")
-
     def both(fig):
         result = english(fig)
         data, metadata = result if isinstance(result, tuple) else (result, {})
         if data is None:
             return result
-        chinese, report = draw_in_chinese(fig, english, catalog, font)
-        chinese = chinese[0] if isinstance(chinese, tuple) else chinese
-        copy = {"untranslated": report["untranslated"], "missing_glyphs": report["missing_glyphs"]}
-        if report["translated"]:
-            copy["png"] = as_text(chinese)  # else the English image is the Chinese one too
-        return data, {**(metadata or {}), METADATA_KEY: copy}
+        return data, {**(metadata or {}), METADATA_KEY: chinese_copy(fig, english)}
 
     both._mha_english = english
     formatter.for_type(Figure, both)
+    _ACTIVE.update(catalog=catalog, font=font)
     return True
+
+
+def chinese_copy(fig: Figure, draw: Callable[[Figure], Any]) -> dict | None:
+    """The Chinese copy of ``fig`` as the book stores it, or None when :func:`bilingual_figures` is not on.
+
+    Args:
+        fig: the figure.
+        draw: its PNG drawer (``fig`` -> PNG bytes or base64 text), the one its English image came from.
+
+    Returns:
+        ``{"png": base64 text (only when a text changed), "untranslated": [...], "missing_glyphs": [...]}``:
+        what goes under ``metadata[mime]["mha_zh_CN"]``.
+    """
+    if not _ACTIVE:
+        return None
+    chinese, report = draw_in_chinese(fig, draw, _ACTIVE["catalog"], _ACTIVE["font"])
+    chinese = chinese[0] if isinstance(chinese, tuple) else chinese
+    copy = {"untranslated": report["untranslated"], "missing_glyphs": report["missing_glyphs"]}
+    if report["translated"]:
+        copy["png"] = chinese if isinstance(chinese, str) else base64.b64encode(chinese).decode("ascii")
+    return copy

@@ -10,7 +10,7 @@ from typing import Any, Optional, Sequence
 import numpy as np
 
 from ._extras import Figure
-from .bilingual import keep_text
+from .bilingual import METADATA_KEY, chinese_copy, keep_text
 from .panels import DEFAULT_CMAP, _alt_text, _panels, _value_range
 
 
@@ -45,7 +45,11 @@ class HeadsFigure(Figure):
         alt = html.escape(self.alt_text, quote=True)
         img = (f'<img class="mha-heads-figure" src="data:image/png;base64,{png}" alt="{alt}" '
                f'style="max-width:100%;height:auto">')
-        return {"text/html": img, "image/png": png, "text/plain": self.alt_text}
+        bundle = {"text/html": img, "image/png": png, "text/plain": self.alt_text}
+        copy = chinese_copy(self, HeadsFigure.to_png)  # the book's build: its Chinese labels too
+        if copy is None:
+            return bundle
+        return bundle, {"text/html": {METADATA_KEY: copy}, "image/png": {METADATA_KEY: copy}}
 
 
 def plot_heads(
