@@ -195,7 +195,8 @@ def chinese_notebook(text: str) -> str:
                 text = "".join(data[key])
                 if len(PNG_URL.findall(text)) != 1:
                     raise ValueError(f"a Chinese figure copy for HTML with {len(PNG_URL.findall(text))} PNG images")
-                data[key], changed = PNG_URL.sub(lambda _: "data:image/png;base64," + png, text), True
+                start, end = PNG_URL.search(text).span()
+                data[key], changed = text[:start] + "data:image/png;base64," + png + text[end:], True
             elif png:
                 data[key], changed = png, True
         if glued_name(output) in chinese:
