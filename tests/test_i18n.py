@@ -104,6 +104,16 @@ def test_the_term_checker_finds_a_variant_and_a_missing_term(tmp_path):
         i18n.Term({"en": "x"})
 
 
+def test_a_parenthetical_citation_sits_against_the_chinese_around_it():
+    """"打分（Michel 等人，2019）" in the Chinese pages, not "打分 （...） 以及": the Chinese citation style brings
+    full-width brackets, before which Chinese puts no space (nor after one, before Chinese)."""
+    spaced = re.compile(r"[\u4e00-\u9fff，。：；、）][ \t]+\{cite(?::p)?\}`|\{cite(?::[pt])?\}`[^`]*`[ \t]+[\u4e00-\u9fff，。：；、（]")
+    for po in CATALOGS:
+        with open(po, "rb") as f:
+            bad = [m.string[:60] for m in read_po(f) if m.string and spaced.search(m.string)]
+        assert not bad, (po.name, bad)
+
+
 def test_markup_reads_roles_and_code_left_to_right():
     text = "Heads `L{layer}.H{head}` and {glue:text}`acc:.2f` of {cite:t}`vaswani2017attention`, $d_k$ [x](a.md)"
     found = sorted(piece for _, piece in i18n.markup(text))
