@@ -57,7 +57,8 @@ book: check-notebooks $(VENDOR_STAMP)
 # The Chinese edition's catalogs (locale/zh_CN/LC_MESSAGES/), after a change to the English text:
 # extract every page's sentences (Sphinx's gettext builder, English configuration) and merge them
 # in (sphinx-intl): new sentences arrive untranslated, changed ones fuzzy (shown in English until
-# reviewed). The API reference's pages are the docstrings and stay English. Then
+# reviewed). The API reference's pages are the docstrings and stay English (only their titles are translated, by hand,
+# in locale/zh_CN/LC_MESSAGES/chapters/api/, for the sidebar). Then
 # tools/i18n.py todo / fill / check (CONTRIBUTING.md, "The Chinese edition").
 locale: venv
 	rm -rf _build/gettext
@@ -97,8 +98,9 @@ test-browser: book browser-deps
 test: book browser-deps
 	MHA_REQUIRE_BOOK=1 $(BIN)/python -m pytest -n $(WORKERS) --dist loadfile --durations=15 $(NBVAL) $(CHAPTERS) tests
 
-# Re-run every chapter notebook in place (per-cell timeout, widget state stored).
-execute: venv
+# Re-run every chapter notebook in place (per-cell timeout, widget state stored; every figure also drawn in Chinese
+# with the TTF of the npm copies).
+execute: venv $(VENDOR_STAMP)
 	$(BIN)/python tools/execute_notebooks.py --timeout 600
 
 # Retrain every shipped model from scratch, seeded: one target per family (mha_lib.tasks.SHIPPED),
