@@ -111,6 +111,7 @@ def blocked_and_bias(p):
     return blocked, bias
 
 
+@pytest.mark.slow
 @settings(max_examples=150)
 @given(p=attention_problems(), need_weights=st.booleans())
 def test_batched_module_equals_per_head_loop(p, need_weights):

@@ -262,6 +262,7 @@ def test_package_is_listed_explicitly_with_loose_dependencies():
     assert {"viz", "pretrained", "book"} <= set(project["project"]["optional-dependencies"])
 
 
+@pytest.mark.slow
 def test_import_needs_only_torch_and_numpy():
     # Whatever torch and numpy pull in themselves is allowed; mha_lib must add nothing
     # beyond the standard library (the extras load lazily, in mha_lib.viz/pretrained).
@@ -326,6 +327,7 @@ def test_some_chapters_run_on_the_default_thread_count():
     assert UNPINNED, "every chapter pins one thread: drop the one-thread nbval pass"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("path", UNPINNED, ids=lambda p: p.name)
 def test_chapter_outputs_do_not_depend_on_the_thread_count(path):
     """`make test` runs nbval over every chapter with torch's default thread count (2 on this

@@ -51,6 +51,7 @@ def test_params_do_not_depend_on_heads_at_fixed_d_model():
     assert cost.attention_params(512, 8, 1) < cost.attention_params(512, 8, 2) < counts[8]
 
 
+@pytest.mark.slow
 @given(st.integers(1, 8), st.integers(1, 8), st.integers(1, 4), st.booleans())
 def test_params_match_numel_property(hd, group, num_kv, bias):
     H = num_kv * group
@@ -403,6 +404,7 @@ def test_cpu_peak_fallback_through_chrome_trace_agrees():
     assert direct == fallback >= MiB
 
 
+@pytest.mark.slow
 def test_chapter3_gqa_weights_are_current():
     """The GQA/MQA models chapter 3 ships were trained from today's chapter-1 recipe."""
     from mha_lib import tasks

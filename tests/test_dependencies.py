@@ -134,12 +134,9 @@ def test_offset_baseline_refuses_bad_input_by_name(arcs, kwargs, message):
         offset_baseline(arcs, **kwargs)
 
 
-def test_a_syntax_head_in_a_real_model_is_scored_like_the_hand_built_case():
+def test_a_syntax_head_in_a_real_model_is_scored_like_the_hand_built_case(minilm):
     """MiniLM on one parsed sentence: the scores are a function of the maps (recomputed by hand here)."""
-    pytest.importorskip("tokenizers")
-    from mha_lib.pretrained import load_bert
-
-    bert, tokenizer = load_bert(verbose=False)
+    bert, tokenizer = minilm
     words = ["The", "dogs", "were", "chasing", "a", "ball"]
     arcs = [(0, 1, "det"), (1, 3, "nsubj"), (2, 3, "aux"), (4, 5, "det"), (5, 3, "dobj")]
     enc = tokenizer.backend.encode(words, is_pretokenized=True)
@@ -352,14 +349,6 @@ def test_the_shipped_parsed_sentences_are_their_tools_output_and_well_formed_tre
 
 # ----------------------------------------------------------------------------- sentences as words, the parsed sample
 from mha_lib.analysis import parsed_sample, sentence_word_maps  # noqa: E402
-
-
-@pytest.fixture(scope="module")
-def minilm():
-    pytest.importorskip("tokenizers")
-    from mha_lib.pretrained import load_bert
-
-    return load_bert(verbose=False)
 
 
 def test_sentence_word_maps_in_a_batch_equal_one_sentence_at_a_time(minilm):

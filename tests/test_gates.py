@@ -36,7 +36,7 @@ def toy():
 
 
 @pytest.fixture(scope="module")
-def sweep(toy):
+def gate_sweep(toy):
     """Pruned head count of the trained gates at a range of penalties (one gate seed)."""
     model, batches = toy
     penalties = [0.0, 1e-3, 1e-2, 1e-1, 1.0, 10.0]
@@ -98,27 +98,28 @@ def test_samples_are_reproducible_with_a_generator_and_differentiable():
 
 
 # ----------------------------------------------------------------------------- training
-def test_no_penalty_keeps_every_head_and_a_large_one_closes_all(sweep):
-    assert sweep[0.0].num_pruned == 0
-    assert sweep[10.0].num_pruned == 24  # 10 nats per open head: nothing is worth that much
+def test_no_penalty_keeps_every_head_and_a_large_one_closes_all(gate_sweep):
+    assert gate_sweep[0.0].num_pruned == 0
+    assert gate_sweep[10.0].num_pruned == 24  # 10 nats per open head: nothing is worth that much
 
 
-def test_pruned_count_follows_the_penalty(sweep):
+def test_pruned_count_follows_the_penalty(gate_sweep):
     """More penalty, more heads pruned: monotone up to one head (the gates are stochastic)."""
-    counts = [g.num_pruned for _, g in sorted(sweep.items())]
+    counts = [g.num_pruned for _, g in sorted(gate_sweep.items())]
     assert all(later >= earlier - 1 for earlier, later in zip(counts, counts[1:])), counts
     assert counts[0] < counts[2] < counts[-1], counts  # and it really moves, in steps
     assert len(set(counts)) >= 4, counts
 
 
-def test_more_pruning_costs_accuracy_and_the_penalty_is_what_closes_heads(toy, sweep):
+@pytest.mark.slow
+def test_more_pruning_costs_accuracy_and_the_penalty_is_what_closes_heads(toy, gate_sweep):
     model, _ = toy
     test = tasks.SHIPPED["ch4-l3h8"].make_task().dataset(512, seed=tasks.EVAL_SEED)
-    acc = {p: tasks.accuracy(model, test, P.layer_head_masks(model, g.mask())) for p, g in sweep.items()}
+    acc = {p: tasks.accuracy(model, test, P.layer_head_masks(model, g.mask())) for p, g in gate_sweep.items()}
     assert acc[0.0] == tasks.accuracy(model, test) and acc[10.0] < 0.5 < acc[1e-2]
     # the expected L0 falls over training under a penalty, and stays near 24 without one
-    assert sweep[1e-1].history["expected_l0"][-1] < sweep[1e-1].history["expected_l0"][0] - 5
-    assert sweep[0.0].history["expected_l0"][-1] > 20
+    assert gate_sweep[1e-1].history["expected_l0"][-1] < gate_sweep[1e-1].history["expected_l0"][0] - 5
+    assert gate_sweep[0.0].history["expected_l0"][-1] > 20
 
 
 @pytest.mark.parametrize("penalty", [1e30, 3e38])
@@ -156,6 +157,7 @@ def test_same_seed_same_gates_other_seed_other_noise():
     assert torch.equal(a.log_alpha, b.log_alpha) and not torch.equal(a.log_alpha, c.log_alpha)
 
 
+@pytest.mark.slow
 def test_bisection_reaches_the_target_count(toy):
     model, batches = toy
     found = P.gates_for_fractions(model, batches, tasks.per_example_loss, [0.5, 0.25], penalty_range=(1e-4, 10.0),
@@ -288,6 +290,7 @@ def test_shipped_gates_are_consistent(shipped_gates):
         assert [r["penalty"], r["num_pruned"]] in r["trials"] and r["penalty"] > 0
 
 
+@pytest.mark.slow
 def test_a_shipped_toy_gate_run_reproduces(shipped_gates):
     """The first toy record, retrained from its recipe: the same pruned count (one head of slack for
     another CPU's rounding)."""

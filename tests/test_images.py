@@ -8,6 +8,7 @@ from mha_lib.model import EncoderConfig, TokenClassifier
 from mha_lib.tasks import DigitsTask, accuracy, per_example_loss, task_from_dict
 
 
+@pytest.mark.slow
 def test_digits_split_is_fixed_and_disjoint():
     task = DigitsTask()
     train_x, train_y = task.images("train")

@@ -17,7 +17,6 @@ import pytest
 import torch
 
 from mha_lib import live, tasks
-from mha_lib.pretrained import load_bert
 
 HOSTILE = ['"><img src=x onerror=alert(1)>', "</script><script>alert('x')</script>", "a & b ' \" < >",
            "\u2028line\u2029separators", "&quot;&amp;&lt;"]
@@ -26,9 +25,8 @@ MINILM = "all-MiniLM-L6-v2"
 
 
 @pytest.fixture(scope="module")
-def bert():
-    model, _ = load_bert(verbose=False)
-    return model
+def bert(minilm):
+    return minilm[0]  # loaded once per session (tests/conftest.py)
 
 
 class _Elements(HTMLParser):

@@ -25,7 +25,7 @@ import pytest
 import torch
 
 from mha_lib import live, tasks
-from mha_lib.pretrained import load_bert, resolve_checkpoint
+from mha_lib.pretrained import resolve_checkpoint
 
 ROOT = Path(__file__).resolve().parents[1]
 MINILM = "all-MiniLM-L6-v2"
@@ -35,9 +35,8 @@ pytest.importorskip("anywidget")
 
 
 @pytest.fixture(scope="module")
-def bert():
-    model, _ = load_bert(verbose=False)
-    return model.eval()
+def bert(minilm):
+    return minilm[0]  # loaded once per session (tests/conftest.py)
 
 
 def feeds_of(input_ids, token_type_ids, key_padding_mask, head_mask) -> dict:

@@ -224,6 +224,7 @@ def test_load_bert_refuses_a_tokenizer_with_more_ids_than_the_embedding_table(ck
         load_bert(ckpt, verbose=False)
 
 
+@pytest.mark.slow
 def test_load_bert_refuses_a_tokenizer_json_with_added_ids_past_the_table(ckpt):
     tokenizers = pytest.importorskip("tokenizers")
     from mha_lib.pretrained import load_bert
@@ -235,6 +236,7 @@ def test_load_bert_refuses_a_tokenizer_json_with_added_ids_past_the_table(ckpt):
         load_bert(ckpt, verbose=False)
 
 
+@pytest.mark.slow
 def test_load_bert_accepts_a_tokenizer_with_fewer_ids_than_the_table(ckpt):
     from mha_lib.pretrained import load_bert
 
@@ -245,6 +247,7 @@ def test_load_bert_accepts_a_tokenizer_with_fewer_ids_than_the_table(ckpt):
     assert model.sentence_embeddings(["the cat sat"]).shape == (1, 384)
 
 
+@pytest.mark.slow
 def test_load_bert_refuses_nan_weights(ckpt):
     from mha_lib.pretrained import load_bert
 
@@ -261,6 +264,7 @@ def test_load_bert_refuses_nan_weights(ckpt):
 TEXTS = ["The cat sat on the mat.", "Hi", "Heads attend to [SEP] a lot, they say.", ""]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "pooling",
     ["cls", "max", "mean_sqrt_len_tokens", "weightedmean", "lasttoken", ["mean", "max"], ["cls", "weightedmean"]],

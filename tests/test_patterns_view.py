@@ -106,6 +106,7 @@ def test_the_kernel_runs_a_pattern_model_with_the_attn_mask_feed():
     assert reply["op"] == "error" and "feeds['attn_mask'][0][0] = 2 is not 0 or 1 (1 = blocked)" in reply["message"]
 
 
+@pytest.mark.slow
 def test_export_with_a_pattern_input_equals_mha_lib_and_refuses_a_model_with_its_own_pattern(tmp_path):
     pytest.importorskip("onnxruntime")
     from mha_lib import export
@@ -128,6 +129,7 @@ def test_export_with_a_pattern_input_equals_mha_lib_and_refuses_a_model_with_its
         export.export_onnx(tasks.load_trained("ch9-window4"), tmp_path / "x.onnx", pattern_input=True)
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(NODE is None, reason="node is not installed")
 def test_the_pages_masks_reach_and_cache_bytes_equal_mha_libs(tmp_path):
     config = live.patterns_config(FAR)

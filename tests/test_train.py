@@ -99,6 +99,7 @@ def test_train_rejects_wrong_number_of_classes():
                     progress=False)
 
 
+@pytest.mark.slow
 def test_training_lowers_the_loss_and_records_a_curve(one_thread):
     result = train.train_spec(replace(TINY, steps=120, eval_every=40), 0, device="cpu", progress=False,
                               cache_dir=False)
@@ -110,6 +111,7 @@ def test_training_lowers_the_loss_and_records_a_curve(one_thread):
     assert not result.model.training
 
 
+@pytest.mark.slow
 def test_same_seed_same_weights_other_seed_other_weights(one_thread):
     a = train.train_spec(TINY, 0, device="cpu", progress=False, cache_dir=False).model.state_dict()
     b = train.train_spec(TINY, 0, device="cpu", progress=False, cache_dir=False).model.state_dict()
@@ -118,6 +120,7 @@ def test_same_seed_same_weights_other_seed_other_weights(one_thread):
     assert not torch.equal(a["readout.weight"], c["readout.weight"])
 
 
+@pytest.mark.slow
 def test_checkpoint_cache(tmp_path, one_thread):
     first = train.train_spec(TINY, 0, device="cpu", progress=False, cache_dir=tmp_path)
     assert not first.cached and len(list(tmp_path.glob("*.safetensors"))) == 1
@@ -129,6 +132,7 @@ def test_checkpoint_cache(tmp_path, one_thread):
     assert not third.cached and len(list(tmp_path.glob("*.safetensors"))) == 2
 
 
+@pytest.mark.slow
 def test_save_and_load_round_trip(tmp_path, one_thread):
     results = [train.train_spec(TINY, s, device="cpu", progress=False, cache_dir=False) for s in TINY.seeds]
     meta = train.save_trained(TINY, results, tmp_path)
@@ -144,6 +148,7 @@ def test_save_and_load_round_trip(tmp_path, one_thread):
         tasks.load_trained(stale, 0, directory=tmp_path)
 
 
+@pytest.mark.slow
 def test_shipped_weights_reproduce_their_recorded_accuracy(one_thread):
     # Every shipped model, evaluated now, gives the accuracy recorded when it was saved. The
     # tolerance covers a few argmax ties that another CPU may break the other way.
@@ -173,7 +178,7 @@ def test_make_train_has_one_target_per_family_covering_the_registry():
 
     makefile = (Path(__file__).resolve().parents[1] / "Makefile").read_text()
     families = set()
-    for target, names in re.findall(r"^(train-ch\d)+: venv\n\t\$\(TRAIN\) (.+)$", makefile, re.M):
+    for _target, names in re.findall(r"^(train-ch\d)+: venv\n\t\$\(TRAIN\) (.+)$", makefile, re.M):
         families |= set(names.split())
     assert families == set(SHIPPED)
     assert "train-ch1-budget" in makefile and "scripts/train_ch1_budget.py" in makefile
@@ -187,13 +192,14 @@ def test_make_train_reruns_every_shipped_record():
 
     makefile = (Path(__file__).resolve().parents[1] / "Makefile").read_text()
     train_line = re.search(r"^train: (.+?)(?<!\\)\n", makefile, re.M | re.S).group(1)
-    for name, script in RECORDS.items():  # the script exists, a target runs it, and `make train` runs the target
+    for script in RECORDS.values():  # the script exists, a target runs it, and `make train` runs the target
         assert (Path(__file__).resolve().parents[1] / script).is_file(), script
         target = re.search(r"^(train-[\w-]+): venv\n\t\$\(BIN\)/python " + re.escape(script) + "$", makefile, re.M)
         assert target, f"no make target runs {script}"
         assert target.group(1) in train_line.split(), f"make train does not run {target.group(1)}"
 
 
+@pytest.mark.slow
 def test_checkpoints_and_curve_scores_survive_the_cache(tmp_path):
     from dataclasses import replace
 

@@ -41,6 +41,7 @@ def png_size(data: bytes):
 
 # --- import without extras ---------------------------------------------------------------------
 
+@pytest.mark.slow
 def test_import_without_extras_names_the_pip_extra():
     code = (
         "import sys\n"
@@ -75,6 +76,7 @@ def test_plot_heads_one_layer_labels_every_head(heads):
     assert all(t.get_fontsize() >= 4.5 for ax in fig.axes for t in ax.get_xticklabels())
 
 
+@pytest.mark.slow
 def test_plot_heads_accepts_layers_numpy_and_ragged_per_layer_tuples():
     fig = viz.plot_heads(softmax_weights(2, 3, 5, 5).numpy(), TOKENS)
     titles = [ax.get_title() for ax in fig.axes if ax.get_title()]
@@ -381,6 +383,13 @@ def test_bertviz_view_accepts_a_stacked_tensor():
 def test_bertviz_view_rejects_bad_weights(weights, message):
     with pytest.raises(ValueError, match=message):
         viz.bertviz_view(weights, TOKENS)
+
+
+def test_bertviz_view_without_bertviz_names_its_own_extra(monkeypatch):
+    """bertviz is not in the viz extra (it brings transformers): the error names the bertviz extra."""
+    monkeypatch.setitem(sys.modules, "bertviz", None)
+    with pytest.raises(ImportError, match=re.escape('pip install "mha_lib[bertviz]"')):
+        viz.bertviz_view(per_layer(), TOKENS)
 
 
 def test_bertviz_view_rejects_a_token_count_mismatch_and_bad_kind():

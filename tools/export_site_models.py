@@ -2,7 +2,8 @@
 
 Usage: python tools/export_site_models.py OUTDIR [--cache DIR] [--force]
 
-``make book`` runs it with OUTDIR = ``_build/html/_static/models``. It writes:
+``make book`` runs it with OUTDIR = ``_build/site-models`` (while Sphinx builds the pages) and copies that
+folder to ``_build/html/_static/models``. It writes:
 
 * ``all-MiniLM-L6-v2.onnx``: mha_lib's BertEncoder holding sentence-transformers/all-MiniLM-L6-v2,
   exported with :func:`mha_lib.export.export_onnx` and split with
@@ -101,7 +102,7 @@ def minilm_folder() -> tuple[str, str]:
 
 
 # ----------------------------------------------------------------------------- the exports
-def export_toy(name: str, dest: Path, step: int | None = None) -> dict:
+def export_toy(dest: Path, name: str, step: int | None = None) -> dict:
     """Export seed 0 of a shipped toy model (chapter 1's, 5's or 7's; a training checkpoint with ``step``),
     exact, and check it on the task's own inputs."""
     import torch
@@ -130,7 +131,7 @@ def export_toy(name: str, dest: Path, step: int | None = None) -> dict:
     return entry(info, dest, license=TOY_LICENSE, checked={**{f"{k}_max_abs": v for k, v in worst.items()}, **greedy})
 
 
-def export_pattern(name: str, dest: Path) -> dict:
+def export_pattern(dest: Path, name: str) -> dict:
     """Export seed 0 of a chapter 5 or 9 family with ``attn_mask`` as an input (``pattern_input=True``) and check
     it on the task's sequences twice: under the family's own pattern against the trained model (whose config
     holds that pattern), and under a window of 3 keys with 2 sinks against mha_lib given that mask."""
@@ -346,43 +347,67 @@ def cached(cache: Path, model_id: str, key: str, make) -> tuple[Path, dict, bool
     return folder, meta, False
 
 
-def build(outdir: Path, cache: Path, force: bool = False) -> dict:
+def export_jobs() -> list:
+    """Every file the site serves, as ``(model_id, key, task, args)``: ``key`` is the SHA-256 (hex) of what
+    decides the file's bytes (its weights, the code that strips a pattern, the export code and the
+    exporter's versions), ``task`` the function of this module that exports it (``export_minilm``,
+    ``export_toy``, ``export_pattern`` or ``export_core``), ``args`` its arguments after ``dest``. MiniLM
+    comes first: the longest job."""
     from mha_lib import tasks
+    from mha_lib.core import functional  # the function the core file is traced from: a change to it is a new file
     from mha_lib.live import checkpoint_id
+    from mha_lib.live import patterns as live_patterns
+
+    folder, _ = minilm_folder()
+    jobs = [(MINILM, sha256_files([Path(folder) / n for n in ("config.json", "model.safetensors")]), export_minilm, ())]
+    for name in TOY_MODELS:
+        key = sha256_files([tasks.weight_files(name)[0]])
+        key.update(f"seed={TOY_SEED}".encode())
+        jobs.append((name, key, export_toy, (name,)))
+    for name in CHECKPOINT_MODELS:
+        for step in tasks.SHIPPED[name].checkpoints:
+            key = sha256_files([tasks.weight_files(name)[0]])
+            key.update(f"step={step}".encode())
+            jobs.append((checkpoint_id(name, step), key, export_toy, (name, step)))
+    for name in PATTERN_MODELS:  # the weights and the code that strips their pattern decide the file
+        key = sha256_files([tasks.weight_files(name)[0], live_patterns.__file__])
+        key.update(f"seed={TOY_SEED};pattern".encode())
+        jobs.append((name + PATTERN_SUFFIX, key, export_pattern, (name,)))
+    jobs.append((ATTENTION_CORE, sha256_files([functional.__file__]), export_core, ()))
+    code = code_key()
+    for _, key, _, _ in jobs:
+        key.update(code.encode())
+    return [(model_id, key.hexdigest(), task, args) for model_id, key, task, args in jobs]
+
+
+def run_job(cache: Path, model_id: str, key: str, task, args: tuple) -> tuple:
+    """One job of :func:`export_jobs`, in a worker process with one torch thread:
+    ``(model_id, folder, manifest entry, cache hit, seconds)``."""
+    import torch
+
+    torch.set_num_threads(1)  # one thread per worker: the workers share the cores
+    start = time.perf_counter()
+    folder, meta, hit = cached(cache, model_id, key, lambda dest: task(dest, *args))
+    return model_id, folder, meta, hit, time.perf_counter() - start
+
+
+def build(outdir: Path, cache: Path, force: bool = False, jobs: int | None = None) -> dict:
+    """Export (or take from ``cache``) every model of :func:`export_jobs`, ``jobs`` at a time (default: one
+    per core, at most 4; each worker keeps to one torch thread), and write them, the vocabulary, the
+    licences and ``manifest.json`` into ``outdir``."""
+    from joblib import Parallel, delayed
 
     outdir.mkdir(parents=True, exist_ok=True)
     cache.mkdir(parents=True, exist_ok=True)
     if force:
         for old in cache.iterdir():
             shutil.rmtree(old) if old.is_dir() else old.unlink()
-    code = code_key()
     folder, source = minilm_folder()
-    jobs = [(MINILM, sha256_files([Path(folder) / n for n in ("config.json", "model.safetensors")]), export_minilm)]
-    for name in TOY_MODELS:
-        weights, _ = tasks.weight_files(name)
-        key = sha256_files([weights])
-        key.update(f"seed={TOY_SEED}".encode())
-        jobs.append((name, key, lambda dest, name=name: export_toy(name, dest)))
-    for name in CHECKPOINT_MODELS:
-        weights, _ = tasks.weight_files(name)
-        for step in tasks.SHIPPED[name].checkpoints:
-            key = sha256_files([weights])
-            key.update(f"step={step}".encode())
-            jobs.append((checkpoint_id(name, step), key, lambda dest, name=name, step=step: export_toy(name, dest, step)))
-    from mha_lib.live import patterns as live_patterns
-
-    for name in PATTERN_MODELS:  # the weights and the code that strips their pattern decide the file
-        key = sha256_files([tasks.weight_files(name)[0], live_patterns.__file__])
-        key.update(f"seed={TOY_SEED};pattern".encode())
-        jobs.append((name + PATTERN_SUFFIX, key, lambda dest, name=name: export_pattern(name, dest)))
-    from mha_lib.core import functional  # the function the file is traced from: a change to it is a new file
-
-    jobs.append((ATTENTION_CORE, sha256_files([functional.__file__]), export_core))
+    todo = export_jobs()
+    jobs = jobs or min(4, os.cpu_count() or 1)
+    results = Parallel(n_jobs=jobs, backend="loky")(delayed(run_job)(cache, *job) for job in todo)
     manifest = {"models": {}}
-    for model_id, weights_hash, make in jobs:
-        start = time.perf_counter()
-        weights_hash.update(code.encode())
-        made, meta, hit = cached(cache, model_id, weights_hash.hexdigest(), make)
+    for model_id, made, meta, hit, seconds in results:  # in export_jobs' order, whatever finished first
         shutil.copyfile(made / meta["file"], outdir / meta["file"])
         meta["bytes"] = (outdir / meta["file"]).stat().st_size
         rows = rows_dir(made / meta["file"])
@@ -392,7 +417,7 @@ def build(outdir: Path, cache: Path, force: bool = False) -> dict:
             meta["token_rows"] = row_files_entry(outdir / rows.name)
         manifest["models"][model_id] = meta
         print(f"  {model_id:18s} {meta['bytes']:>12,} bytes  {'cached' if hit else 'exported'} in "
-              f"{time.perf_counter() - start:5.1f} s  checked: {meta['checked']}")
+              f"{seconds:5.1f} s  checked: {meta['checked']}")
     shutil.copyfile(Path(folder) / "vocab.txt", outdir / f"{MINILM}.vocab.txt")
     manifest["models"][MINILM]["vocab_sha256"] = sha256_of(outdir / f"{MINILM}.vocab.txt")
     (outdir / f"{MINILM}.LICENSE.txt").write_text(
@@ -408,10 +433,12 @@ def main(argv=None) -> int:
     parser.add_argument("--cache", type=Path, default=ROOT / "_build" / "models-cache",
                         help="cache of exported files (default: _build/models-cache)")
     parser.add_argument("--force", action="store_true", help="export again even when the cache is up to date")
+    parser.add_argument("--jobs", type=int, default=None,
+                        help="exports at a time, each in its own process with one torch thread (default: one per core, at most 4)")
     args = parser.parse_args(argv)
     start = time.perf_counter()
     print(f"export_site_models: {args.outdir}")
-    build(args.outdir, args.cache, args.force)
+    build(args.outdir, args.cache, args.force, args.jobs)
     for f in sorted(args.outdir.iterdir()):
         size = sum(g.stat().st_size for g in f.iterdir()) if f.is_dir() else f.stat().st_size
         print(f"  {f.name + ('/' if f.is_dir() else ''):32s} {size:>12,} bytes")

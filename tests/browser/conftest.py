@@ -50,8 +50,7 @@ def book_url():
 
 @pytest.fixture(scope="session")
 def chromium_browser():
-    if not Path(CHROMIUM).exists():
-        pytest.fail(f"Chromium not found at {CHROMIUM}: `make browser-deps` installs Debian's chromium")
+    require_book()
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as pw:

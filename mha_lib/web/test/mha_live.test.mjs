@@ -1,10 +1,11 @@
 // Tests of the pure parts of the live views' modules in mha_lib/web/ (no DOM, no network). Run: node --test mha_lib/web/test/
 //
-// The cases marked "mha_lib" need MHA_WEB_FIXTURE (written by tests/test_web.py): chapter 1's
-// labels and chapter 4's scores as mha_lib computes them.
+// The cases marked "mha_lib" compare with what mha_lib computes (./fixture.mjs: written by tests/test_web.py,
+// or made by tools/web_fixture.py when node runs alone).
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import fs from "node:fs";
+import { fixture } from "./fixture.mjs";
 import { KernelTensor, kernelBackend } from "../runtime_kernel.mjs";
 import { URLS, fetchTokenRows, getManifest, licenceParts } from "../runtime_browser.mjs";
 import { VIRIDIS, colourOf, greyOf, gridLayout, largestWeight, rowEnd, zoomLayout } from "../layout.mjs";
@@ -23,13 +24,11 @@ import { setText } from "../dom.mjs";
 import { checkDigest, sha256Hex, sha256Of } from "../integrity.mjs";
 import { onnxMetadata } from "../onnx_file.mjs";
 import { headsOf, rolesOf } from "../layer_maps.mjs";
+import * as compute from "../compute.mjs";
 import { createHash } from "node:crypto";
 
 const sha = (bytes) => createHash("sha256").update(bytes).digest("hex");
 
-const FIXTURE = process.env.MHA_WEB_FIXTURE;
-const fixture = FIXTURE ? JSON.parse(fs.readFileSync(FIXTURE, "utf8")) : null;
-const needsFixture = fixture ? {} : { skip: "MHA_WEB_FIXTURE not set (pytest tests/test_web.py sets it)" };
 
 test("colour scale: viridis ends, monotone lightness, clipped, grey for heads turned off", () => {
   assert.deepEqual(colourOf(0, 1), VIRIDIS[0]);
@@ -103,12 +102,12 @@ test("chapter 1's labels and token labels", () => {
   assert.deepEqual(markedTokens([3, 5, 1], [0, 1, 0]), ["3", "*5", "1"]);
 });
 
-test("labels equal mha_lib's PrevMarkedTask (mha_lib)", needsFixture, () => {
+test("labels equal mha_lib's PrevMarkedTask (mha_lib)", () => {
   assert.ok(fixture.prev_marked.length >= 20);
   for (const c of fixture.prev_marked) assert.deepEqual(prevMarkedLabels(c.ids, c.types, c.task), c.labels);
 });
 
-test("fidelity and paraphrase MRR equal mha_lib.live.paraphrase_scores (mha_lib)", needsFixture, () => {
+test("fidelity and paraphrase MRR equal mha_lib.live.paraphrase_scores (mha_lib)", () => {
   for (const c of fixture.scores) {
     const got = paraphraseScores(new Float32Array(c.emb), new Float32Array(c.ref), c.d, c.A);
     assert.ok(Math.abs(got.fidelity - c.fidelity) < 1e-5, `fidelity ${got.fidelity} vs ${c.fidelity}`);
@@ -116,7 +115,7 @@ test("fidelity and paraphrase MRR equal mha_lib.live.paraphrase_scores (mha_lib)
   }
 });
 
-test("digit readings equal mha_lib.live.digit_readings: probabilities, [CLS] rows, rollout (mha_lib)", needsFixture, () => {
+test("digit readings equal mha_lib.live.digit_readings: probabilities, [CLS] rows, rollout (mha_lib)", () => {
   assert.ok(fixture.digits.length >= 3);
   const far = (a, b) => Math.max(...a.flat(4).map((x, i) => Math.abs(x - b.flat(4)[i])));
   for (const c of fixture.digits) {
@@ -152,7 +151,7 @@ test("digit input: 64 grey levels in [0, 1], as a list or {pixels}; the message 
 });
 
 test("induction readings equal mha_lib.live.induction_readings: predictions, scores, copyable, accuracy (mha_lib)",
-  needsFixture, () => {
+  () => {
     assert.ok(fixture.induction.length >= 4);
     const far = (a, b) => Math.max(0, ...a.flat(4).map((x, i) => Math.abs(x - b.flat(4)[i])));
     for (const c of fixture.induction) {
@@ -187,7 +186,7 @@ test("copyable positions: a token pair seen before; the reader's sequence parsed
   }
 });
 
-test("translation readings equal mha_lib.live.translation_readings (mha_lib)", needsFixture, () => {
+test("translation readings equal mha_lib.live.translation_readings (mha_lib)", () => {
   assert.ok(fixture.translation.length >= 4);
   const far = (a, b) => Math.max(0, ...a.flat(4).map((x, i) => Math.abs(x - b.flat(4)[i])));
   for (const c of fixture.translation) {
@@ -642,7 +641,7 @@ test("export: figure layout, maps in rows under the title, none overlapping", ()
   assert.throws(() => figureLayout(0, 3, 1), /needs maps and tokens/);
 });
 
-test("onnxMetadata reads the metadata_props that the onnx package wrote (mha_lib)", needsFixture, () => {
+test("onnxMetadata reads the metadata_props that the onnx package wrote (mha_lib)", () => {
   assert.ok(fixture.onnx.length >= 3);
   for (const { base64, metadata } of fixture.onnx) {
     const bytes = new Uint8Array(Buffer.from(base64, "base64"));
@@ -674,4 +673,127 @@ test("head roles: the book's measured roles follow a head's label, only where gi
   assert.deepEqual(headsOf(attentions, "all", null, null).flat().map((h) => h.label), ["L0.H0", "L0.H1", "L1.H0", "L1.H1"]);
   assert.equal(rolesOf([]), null);
   assert.equal(rolesOf(undefined), null);
+});
+
+// ---------------------------------------------------------------------------------------- hostile models (issue 47)
+
+test("backend results: NaN and ±Infinity are refused in every float type, 16-bit ones decoded to numbers", () => {
+  // float16 as onnxruntime-web gives it where the browser has no Float16Array: the raw bits in a Uint16Array
+  const half = { logits: { type: "float16", dims: [4], data: Uint16Array.from([0x3c00, 0x7e00, 0xc000, 0x7c00]) } };
+  assert.throws(() => checkFinite("mine.onnx", half),
+    /the model mine\.onnx computed non-finite logits: 2 of 4 values \(1 NaN, 1 ±Infinity\), the first at index 1/);
+  const bf16 = { attentions: { type: "bfloat16", dims: [2], data: Uint16Array.from([0x3f80, 0xffc0]) } };
+  assert.throws(() => checkFinite("m", bf16), /non-finite attentions: 1 of 2 values \(1 NaN\), the first at index 1/);
+  const plain = { logits: { type: "float32", dims: [2], data: [0.5, NaN] } }; // a float type whatever holds it
+  assert.throws(() => checkFinite("m", plain), /non-finite logits: 1 of 2/);
+  const ok = checkFinite("m", { logits: { type: "float16", dims: [3], data: Uint16Array.from([0x3c00, 0xc000, 0x0001]) },
+    ids: { type: "int64", dims: [1], data: BigInt64Array.from([7n]) } });
+  assert.ok(ok.logits.data instanceof Float32Array);
+  assert.deepEqual(Array.from(ok.logits.data), [1, -2, 2 ** -24]); // read as numbers, not as bit patterns
+  assert.equal(ok.logits.type, "float32");
+  assert.equal(ok.ids.data[0], 7n);
+  if (typeof globalThis.Float16Array === "function") { // onnxruntime-web's float16 where the browser has one
+    const f16 = { logits: { type: "float16", dims: [2], data: new globalThis.Float16Array([1, NaN]) } };
+    assert.throws(() => checkFinite("m", f16), /non-finite logits: 1 of 2/);
+  }
+});
+
+/** A model as a backend's load() gives it, its session answering `answer(feeds)`; `calls` counts the runs. */
+function fakeModel({ layers, heads, answer }) {
+  class Tensor {
+    constructor(type, data, dims) {
+      Object.assign(this, { type, data, dims });
+    }
+  }
+  const model = { id: "mine.onnx", info: { num_layers: layers, num_heads: heads, own: true }, ort: { Tensor },
+    queue: Promise.resolve(), prepare: async () => {}, calls: 0,
+    session: { inputNames: ["input_ids", "token_type_ids", "key_padding_mask", "head_mask"],
+      run: async (feeds) => { model.calls += 1; return answer(feeds); } } };
+  return model;
+}
+
+/** What a toy model returns on (1, L) ids: logits (1, L, C), attentions (NL, 1, H, L, L) of uniform causal rows. */
+function toyOutputs(NL, H, L, C = 5) {
+  const att = new Float32Array(NL * H * L * L);
+  for (let m = 0; m < NL * H; m++) for (let q = 0; q < L; q++) for (let k = 0; k <= q; k++) att[(m * L + q) * L + k] = 1 / (q + 1);
+  return { logits: { type: "float32", dims: [1, L, C], data: new Float32Array(L * C) },
+    attentions: { type: "float32", dims: [NL, 1, H, L, L], data: att } };
+}
+
+test("a model's attentions are read only when their layers and heads are the ones it declares", async () => {
+  // issue 47: a file declaring 2 heads (its head_mask) but returning 64 drew 64 maps
+  const liar = fakeModel({ layers: 1, heads: 2, answer: (f) => toyOutputs(1, 64, Number(f.input_ids.dims[1])) });
+  await assert.rejects(compute.runToy(liar, [1, 2, 3], [1, 0, 0]),
+    /the model mine\.onnx returned attentions of dims \[1,1,64,3,3\]; it declares 1 layer of 2 heads/);
+  const honest = fakeModel({ layers: 2, heads: 2, answer: (f) => toyOutputs(2, 2, Number(f.input_ids.dims[1])) });
+  const r = await compute.runToy(honest, [1, 2, 3], [1, 0, 0]);
+  assert.equal(r.attentions.length, 2);
+  assert.equal(r.attentions[0].length, 2);
+});
+
+test("a reader's own model: its size is refused past OWN_MODEL_LIMITS before it runs, its outputs checked after", async () => {
+  const { OWN_MODEL_LIMITS, checkOwnModel } = compute;
+  assert.deepEqual({ ...OWN_MODEL_LIMITS }, { layers: 48, heads: 64, maps: 1024 });
+  // a (4096, 4096) head_mask: refused before any run (a run would first allocate its 16.8 M gates)
+  const huge = fakeModel({ layers: 4096, heads: 4096, answer: () => assert.fail("ran") });
+  await assert.rejects(checkOwnModel(huge, [0, 0, 0], [1, 0, 0]),
+    /“mine\.onnx” declares 4096 layers of 4096 heads; the page draws at most 48 layers, 64 heads a layer and 1024 maps/);
+  const wide = fakeModel({ layers: 1, heads: 3000, answer: () => assert.fail("ran") });
+  await assert.rejects(checkOwnModel(wide, [0, 0, 0], [1, 0, 0]), /declares 1 layer of 3000 heads/);
+  const many = fakeModel({ layers: 40, heads: 40, answer: () => assert.fail("ran") }); // 1600 maps
+  await assert.rejects(checkOwnModel(many, [0, 0, 0], [1, 0, 0]), /declares 40 layers of 40 heads/);
+  assert.equal(huge.calls + wide.calls + many.calls, 0);
+  // declared 2 heads, returns 64: refused on the trial run, before any view draws
+  const liar = fakeModel({ layers: 1, heads: 2, answer: (f) => toyOutputs(1, 64, Number(f.input_ids.dims[1])) });
+  await assert.rejects(checkOwnModel(liar, [0, 0, 0], [1, 0, 0]), /returned attentions of dims \[1,1,64,3,3\]; it declares 1 layer of 2 heads/);
+  // attentions of another length, integer logits, a NaN: refused naming them
+  const short = fakeModel({ layers: 1, heads: 2, answer: () => toyOutputs(1, 2, 2) });
+  await assert.rejects(checkOwnModel(short, [0, 0, 0], [1, 0, 0]), /attentions of dims \[1,1,2,2,2\]; .*3 tokens/);
+  const ints = fakeModel({ layers: 1, heads: 2, answer: () => ({ ...toyOutputs(1, 2, 3),
+    logits: { type: "int64", dims: [1, 3, 5], data: new BigInt64Array(15) } }) });
+  await assert.rejects(checkOwnModel(ints, [0, 0, 0], [1, 0, 0]), /returned its logits as int64, not as float numbers/);
+  const nan = fakeModel({ layers: 1, heads: 2, answer: () => {
+    const out = toyOutputs(1, 2, 3);
+    out.logits = { type: "float16", dims: [1, 3, 5], data: new Uint16Array(15).fill(0x7e00) };
+    return out;
+  } });
+  await assert.rejects(checkOwnModel(nan, [0, 0, 0], [1, 0, 0]), /computed non-finite logits: 15 of 15 values \(15 NaN\)/);
+  const fine = fakeModel({ layers: 2, heads: 4, answer: (f) => toyOutputs(2, 4, Number(f.input_ids.dims[1])) });
+  const out = await checkOwnModel(fine, [0, 0, 0], [1, 0, 0]);
+  assert.deepEqual(out.attentions.dims, [2, 1, 4, 3, 3]);
+});
+
+test("a toy model's logits are read only when they are (1, L, classes) of the sequence run", async () => {
+  // an own model whose logits hold one position: the other positions' predictions were read past its end
+  const short = fakeModel({ layers: 1, heads: 2, answer: (f) => ({ ...toyOutputs(1, 2, Number(f.input_ids.dims[1])),
+    logits: { type: "float32", dims: [1, 1, 5], data: new Float32Array(5) } }) });
+  await assert.rejects(compute.runToy(short, [1, 2, 3], [1, 0, 0]),
+    /the model mine\.onnx returned logits of dims \[1,1,5\]; the page ran 1 × 3 tokens/);
+  await assert.rejects(compute.checkOwnModel(short, [1, 2, 3], [1, 0, 0]), /returned logits of dims \[1,1,5\]/);
+  const none = fakeModel({ layers: 1, heads: 2, answer: (f) => ({ ...toyOutputs(1, 2, Number(f.input_ids.dims[1])),
+    logits: { type: "float32", dims: [1, 3, 0], data: new Float32Array(0) } }) });
+  await assert.rejects(compute.runToy(none, [1, 2, 3], [1, 0, 0]), /returned logits of dims \[1,3,0\]/);
+});
+
+test("a sentence model's maps: row 0 of the texts run, from all B rows (the browser) or row 0 alone (the kernel)", async () => {
+  const tokenizer = { encode: (text) => ({ ids: [101, ...text.split(" ").map((w) => 1000 + w.length), 102] }) };
+  const texts = ["a bb", "ccc d eeee", "f"]; // 4, 5 and 3 tokens: padded to 5
+  for (const rows of [3, 1]) {
+    const model = fakeModel({ layers: 2, heads: 3, answer: (f) => {
+      const L = Number(f.input_ids.dims[1]);
+      return { attentions: { type: "float32", dims: [2, rows, 3, L, L], data: new Float32Array(2 * rows * 3 * L * L).fill(1 / L) },
+        sentence_embedding: { type: "float32", dims: [3, 4], data: new Float32Array(12) } };
+    } });
+    model.tokenizer = tokenizer;
+    const r = await compute.runBert(model, texts, null);
+    assert.equal(r.attentions.length, 2);
+    assert.equal(r.attentions[0].length, 3);
+    assert.equal(r.attentions[0][0].length, 4); // text 0's tokens, padding cut
+  }
+  const wrong = fakeModel({ layers: 2, heads: 3, answer: (f) => {
+    const L = Number(f.input_ids.dims[1]);
+    return { attentions: { type: "float32", dims: [2, 4, 3, L, L], data: new Float32Array(2 * 4 * 3 * L * L) } };
+  } });
+  wrong.tokenizer = tokenizer;
+  await assert.rejects(compute.runBert(wrong, texts, null), /returned attentions of dims \[2,4,3,5,5\]/);
 });

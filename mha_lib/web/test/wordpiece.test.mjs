@@ -1,17 +1,14 @@
 // Tests of mha_lib/web/wordpiece.mjs. Run: node --test mha_lib/web/test/
 //
-// The cases that compare with mha_lib need MHA_WEB_FIXTURE: a JSON file that
-// tests/test_web.py writes at test time (texts with the ids mha_lib's tokenizer gives them,
-// and tokenizers' words for a sweep over every code point). Without it they are skipped;
-// pytest (make test) always sets it and fails on a skip.
+// The cases that compare with mha_lib read ./fixture.mjs: a JSON file that tests/test_web.py writes at
+// test time, or that tools/web_fixture.py makes when node runs alone (texts with the ids mha_lib's
+// tokenizer gives them, and tokenizers' words for a sweep over every code point).
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import fs from "node:fs";
+import { fixture } from "./fixture.mjs";
 import { WordPieceTokenizer, hasWords, normalize, preTokenize } from "../wordpiece.mjs";
 
-const FIXTURE = process.env.MHA_WEB_FIXTURE;
-const fixture = FIXTURE ? JSON.parse(fs.readFileSync(FIXTURE, "utf8")) : null;
-const needsFixture = fixture ? {} : { skip: "MHA_WEB_FIXTURE not set (pytest tests/test_web.py sets it)" };
 
 // A toy vocabulary: ids are the indices.
 const TOY = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "un", "##aff", "##able", "aff", "!", "the", "日", "##s", "cafe"];
@@ -70,7 +67,7 @@ test("bad arguments are refused", () => {
   assert.throws(() => new WordPieceTokenizer(TOY).tokenize(3), /string/);
 });
 
-test("ids equal mha_lib's WordPieceTokenizer on every fixture text", needsFixture, () => {
+test("ids equal mha_lib's WordPieceTokenizer on every fixture text", () => {
   const tok = WordPieceTokenizer.fromVocabText(fs.readFileSync(fixture.vocab, "utf8"), { maxLength: fixture.max_length });
   assert.ok(fixture.cases.length >= 200);
   let failures = [];
@@ -83,7 +80,7 @@ test("ids equal mha_lib's WordPieceTokenizer on every fixture text", needsFixtur
   assert.deepEqual(failures.slice(0, 5), [], `${failures.length} of ${fixture.cases.length} texts differ`);
 });
 
-test("normaliser and pre-tokeniser equal tokenizers' on every code point of the sweep", needsFixture, () => {
+test("normaliser and pre-tokeniser equal tokenizers' on every code point of the sweep", () => {
   const words = preTokenize(normalize(fixture.sweep.text));
   const expected = fixture.sweep.words;
   const n = Math.max(words.length, expected.length);
