@@ -34,7 +34,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from sweep import add_arguments, run_jobs  # noqa: E402
+from sweep import add_arguments, count, run_jobs  # noqa: E402
 
 OUT = Path(__file__).resolve().parents[1] / "mha_lib" / "data" / "ch4_gates.json"
 FRACTIONS = (0.4, 0.6, 0.81)
@@ -127,7 +127,7 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--only", choices=["toy", "minilm"], help="train one model's gates only (the other "
                         "model's records are kept from the existing file)")
-    parser.add_argument("--workers", type=int, default=min(2, os.cpu_count() or 1))
+    parser.add_argument("--workers", type=count, default=min(2, os.cpu_count() or 1))
     parser.add_argument("--out", type=Path, default=OUT)
     add_arguments(parser)
     args = parser.parse_args(argv)
