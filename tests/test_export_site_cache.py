@@ -2,7 +2,6 @@
 unchanged, concurrent writers do not break each other, and the key follows every file that decides an export."""
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 

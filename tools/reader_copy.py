@@ -273,6 +273,9 @@ class Converter:
         if name == "dropdown":
             return f"<details>\n<summary>{_text(argument)}</summary>\n\n{self.convert(body).strip()}\n\n</details>"
         if name == "glue:figure":
+            if not re.fullmatch(r"[A-Za-z0-9_][\w.-]*", argument):  # it names the attachment: ![..](attachment:KEY)
+                raise ValueError(f"{self._where()}: {{glue:figure}} key {argument!r} is not a plain name "
+                                 "(letters, digits, _ . -)")
             bundle = self._glued(argument)
             mime = next((m for m in ("image/png", "image/svg+xml", "image/jpeg") if m in bundle), None)
             if mime is None:
@@ -281,7 +284,11 @@ class Converter:
             return self._figure(src, options, body)
         if name == "figure":
             image = (self.path.parent / argument).resolve()
-            mime = {".svg": "image/svg+xml", ".png": "image/png"}[image.suffix]
+            if not image.is_relative_to(ROOT.resolve()):  # never read a file from elsewhere into the copy
+                raise ValueError(f"{self._where()}: {{figure}} {argument!r} is outside the repository")
+            mime = {".svg": "image/svg+xml", ".png": "image/png"}.get(image.suffix)
+            if mime is None:
+                raise ValueError(f"{self._where()}: {{figure}} {argument!r} is not an .svg or .png file")
             data = base64.b64encode(image.read_bytes()).decode()
             return self._figure(self._attach(image.name, mime, data), options, body)
         if name == "glue:":
