@@ -204,6 +204,19 @@ def _guarded(fn: Callable[[Any], Any], job: Any) -> Any:
         return _Failed(job, error, traceback.format_exc())
 
 
+def replace_text(path: Path, text: str) -> None:
+    """Write ``text`` (UTF-8) to ``path`` whole: into a temporary file beside it, then renamed over it, so that
+    a crash or a concurrent reader never sees half a record."""
+    fd, tmp = tempfile.mkstemp(dir=Path(path).parent, prefix=f".{Path(path).name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        os.unlink(tmp)
+        raise
+
+
 def write_runs(fn: Callable[[Any], dict], jobs: Iterable[Any], out, *, key: Callable[[dict], Any],
                describe: Callable[[dict], str], header: Optional[dict] = None, workers: int,
                backend: str = "loky", scheduler: Optional[str] = None) -> List[dict]:
@@ -217,14 +230,7 @@ def write_runs(fn: Callable[[Any], dict], jobs: Iterable[Any], out, *, key: Call
     records, start = [], time.perf_counter()
 
     def save():
-        fd, tmp = tempfile.mkstemp(dir=out.parent, prefix=f".{out.name}.", suffix=".tmp")
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8") as f:
-                f.write(json.dumps({**(header or {}), "runs": records}, indent=1) + "\n")
-            os.replace(tmp, out)
-        except BaseException:
-            os.unlink(tmp)
-            raise
+        replace_text(out, json.dumps({**(header or {}), "runs": records}, indent=1) + "\n")
 
     if not jobs:
         save()

@@ -176,3 +176,34 @@ def test_a_failing_job_leaves_every_other_run_in_a_whole_file(tmp_path, monkeypa
     assert [r["seed"] for r in json.loads(out.read_text())["runs"]] == [1, 2, 4]  # every job but the failed one
     assert out not in writes  # written beside it, then renamed
     assert [p.name for p in tmp_path.iterdir()] == ["runs.json"]
+
+
+def _gates_record(**changes) -> dict:
+    import train_gates
+
+    record = {"format": "mha_lib-ch4-gates", "version": 1, "fractions": list(train_gates.FRACTIONS),
+              "gate_seeds": list(train_gates.GATE_SEEDS), "recipe": {"gates": train_gates.RECIPE},
+              "runs": [{"model": "all-MiniLM-L6-v2", "model_seed": 0, "gate_seed": 0, "target_fraction": 0.4}]}
+    return {**record, **changes}
+
+
+@pytest.mark.parametrize("content, message", [
+    ('{"runs": [', "not valid JSON"),  # truncated
+    ('[1, 2]', "must hold a JSON object"),
+    (json.dumps({"runs": []}), "not a mha_lib-ch4-gates record"),  # another script's record
+    (json.dumps(_gates_record(format="mha_lib-ch8-ensemble")), "not a mha_lib-ch4-gates record"),
+    (json.dumps(_gates_record(fractions=[0.5])), "fractions"),  # made with another recipe: not comparable
+    (json.dumps(_gates_record(gate_seeds=[7])), "gate_seeds"),
+    (json.dumps(_gates_record(runs=[{"model": 3}])), "runs"),
+])
+def test_train_gates_only_checks_the_record_it_keeps_before_training(tmp_path, monkeypatch, content, message):
+    """--only toy kept the other model's records from --out, read after hours of training: a truncated file
+    crashed there (the new runs lost), a foreign one was mixed into the record."""
+    import train_gates
+
+    out = tmp_path / "ch4_gates.json"
+    out.write_text(content)
+    monkeypatch.setattr(train_gates, "run_jobs", lambda *a, **k: pytest.fail("trained before checking --out"))
+    with pytest.raises(ValueError, match=message) as info:
+        train_gates.main(["--only", "toy", "--out", str(out)])
+    assert str(out) in str(info.value)
