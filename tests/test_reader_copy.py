@@ -147,3 +147,22 @@ def test_a_glue_figure_key_that_would_break_its_attachment_link_is_refused(tmp_p
     converter = reader_copy.Converter(ROOT / "chapters" / "x.ipynb", {key: {"image/png": png}}, {}, None)
     with pytest.raises(ValueError, match=re.escape(repr(key))):
         converter.directive("glue:figure", key, {}, "Cap.")
+
+
+@pytest.mark.parametrize("markdown, want", [
+    ("Hi <img src=x onerror=alert(1)> there", "Hi &lt;img src=x onerror=alert(1)> there"),
+    ("<script>alert(1)</script>", "&lt;script>alert(1)&lt;/script>"),
+    ("a <!-- hidden --> b", "a &lt;!-- hidden --> b"),
+    ("see <javascript:alert(1)>", "see &lt;javascript:alert(1)>"),  # an autolink
+    ("the pronoun <span lang=\"zh-CN\">她</span>, `<eos>` and $i<j$", None),  # the chapters' own: kept
+])
+def test_raw_html_in_a_chapters_text_never_becomes_html_in_the_copy(tmp_path, monkeypatch, markdown, want):
+    """A chapter's text went into the copy's Markdown as it was, and Jupyter renders raw HTML in Markdown."""
+    cell, _ = _convert(tmp_path, markdown, monkeypatch=monkeypatch)
+    assert cell.source == (markdown if want is None else want)
+
+
+@pytest.mark.parametrize("markdown", ["[click](javascript:alert(1))", "[x](data:text/html,<b>)", "[y](vbscript:z)"])
+def test_a_link_to_a_script_is_refused_naming_it(tmp_path, monkeypatch, markdown):
+    with pytest.raises(ValueError, match=r"chapters/x.ipynb: link to .*(javascript|data|vbscript):"):
+        _convert(tmp_path, markdown, monkeypatch=monkeypatch)
