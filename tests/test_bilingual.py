@@ -260,3 +260,14 @@ def test_a_rules_translation_that_breaks_the_math_is_refused_naming_the_text():
 
 def test_math_kept_as_it_is_translates():
     assert LabelCatalog({"cost of $x$": "$x$ 的成本"}, []).translate("cost of $x$") == ("$x$ 的成本", True)
+
+
+def test_a_glyph_missing_inside_math_is_reported(font):
+    """Mathtext reports a missing glyph on matplotlib's logger, not as a warning: the report said nothing while
+    the figure drew boxes (here: Chinese inside $...$, which mathtext draws with its own fonts)."""
+    fig, ax = plt.subplots()
+    ax.set_title(r"$\mathrm{成本}$")
+    keep_text(ax.title)
+    _, report = draw_in_chinese(fig, lambda f: f.savefig(io.BytesIO(), format="png"), LabelCatalog({}, []), font)
+    plt.close(fig)
+    assert any("U+6210" in message for message in report["missing_glyphs"]), report

@@ -21,6 +21,7 @@ kernel's display of figures; the Chinese build swaps the Chinese image in (``_ex
 from __future__ import annotations
 
 import base64
+import logging
 import os
 import re
 import warnings
@@ -183,6 +184,19 @@ class _Translating(matplotlib.ticker.Formatter):
         return self.translate(self.inner.get_offset())
 
 
+class _MissingGlyphs(logging.Handler):
+    """Collects mathtext's "Font ... does not have a glyph for ..." log records into a set of messages."""
+
+    def __init__(self, found: set):
+        super().__init__(logging.WARNING)
+        self.found = found
+
+    def emit(self, record: logging.LogRecord) -> None:
+        message = record.getMessage()
+        if "does not have a glyph" in message:
+            self.found.add(message)
+
+
 def draw_in_chinese(fig: Figure, draw: Callable[[Figure], Any], catalog: LabelCatalog,
                     font: str | Path) -> tuple[Any, dict]:
     """``draw(fig)`` with every text of ``fig`` in Chinese, drawn with the font at ``font`` after each text's own.
@@ -193,7 +207,8 @@ def draw_in_chinese(fig: Figure, draw: Callable[[Figure], Any], catalog: LabelCa
     Returns:
         (what ``draw`` returned, report): the report's ``"untranslated"`` lists the texts (sorted, once each) that
         the catalog could not translate (they are drawn in English), ``"missing_glyphs"`` matplotlib's warnings
-        about characters no font has, and ``"translated"`` how many texts changed.
+        about characters no font has (and mathtext's, which it logs instead), and ``"translated"`` how many
+        texts changed.
 
     Raises:
         ValueError: ``fig`` is not a matplotlib Figure, or no font file at ``font``.
@@ -227,9 +242,15 @@ def draw_in_chinese(fig: Figure, draw: Callable[[Figure], Any], catalog: LabelCa
             wrapped = _Translating(formatter, translate)
             wrapped.set_axis(formatter.axis)
             ticker.formatter = wrapped
-        with warnings.catch_warnings(record=True) as caught, matplotlib.rc_context({"font.family": fonts}):
-            warnings.simplefilter("always")
-            result = draw(fig)
+        math_log = logging.getLogger("matplotlib.mathtext")  # mathtext's missing glyphs: logged, not warned
+        handler = _MissingGlyphs(report["missing_glyphs"])
+        math_log.addHandler(handler)
+        try:
+            with warnings.catch_warnings(record=True) as caught, matplotlib.rc_context({"font.family": fonts}):
+                warnings.simplefilter("always")
+                result = draw(fig)
+        finally:
+            math_log.removeHandler(handler)
         for warning in caught:
             if "missing from font" in str(warning.message):
                 report["missing_glyphs"].add(str(warning.message))
