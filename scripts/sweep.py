@@ -110,7 +110,7 @@ def _cluster(backend: str, scheduler: Optional[str], workers: int):
             raise SystemExit(f"--backend dask needs dask.distributed: pip install 'mha_lib[dask]' ({err})") from None
         if scheduler is not None:
             _check_reachable(backend, scheduler)
-            with Client(scheduler, timeout=CONNECT_TIMEOUT_S) as client:
+            with Client(scheduler) as client:
                 try:  # a scheduler with no worker would take the jobs and never run them
                     client.wait_for_workers(1, timeout=WORKER_WAIT_S)
                 except TimeoutError:
