@@ -129,20 +129,29 @@ def test_worker_and_seed_counts_must_be_positive_integers(text):
     assert sweep.count("3") == 3 and sweep.count("0", minimum=0) == 0
 
 
+def _never_run(module, monkeypatch):
+    """Should the refusal regress, fail instead of running the sweep onto the shipped record (mha_lib/data)."""
+    for name in ("run_jobs", "write_runs"):
+        if hasattr(module, name):
+            monkeypatch.setattr(module, name, lambda *a, **k: pytest.fail("the sweep ran"))
+
+
 @pytest.mark.parametrize("script", ["ch1_fresh_heads", "ch2_fresh_seeds", "train_all", "train_gates",
                                     "train_ch1_budget", "train_ch7_budget", "ch4_fresh_seeds", "ch8_ensemble"])
-def test_every_script_refuses_negative_workers(script, capsys):
+def test_every_script_refuses_negative_workers(script, capsys, monkeypatch):
     """``max(1, args.workers)`` turned --workers -3 into 1 without a word."""
     module = __import__(script)
+    _never_run(module, monkeypatch)
     with pytest.raises(SystemExit):
         module.main(["--workers", "-3"])
     assert "'-3'" in capsys.readouterr().err
 
 
-def test_negative_fresh_seeds_are_refused(capsys):
+def test_negative_fresh_seeds_are_refused(capsys, monkeypatch):
     """--seeds -3 gave range(5, 2): no fresh seed at all, silently."""
     import ch1_fresh_heads
 
+    _never_run(ch1_fresh_heads, monkeypatch)
     with pytest.raises(SystemExit):
         ch1_fresh_heads.main(["--seeds", "-3"])
     assert "'-3'" in capsys.readouterr().err
