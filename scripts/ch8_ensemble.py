@@ -29,7 +29,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from sweep import add_arguments, write_runs  # noqa: E402
+from sweep import add_arguments, count, write_runs  # noqa: E402
 
 OUT = Path(__file__).resolve().parents[1] / "mha_lib" / "data" / "ch8_ensemble.json"
 MEMBERS = 4
@@ -100,8 +100,8 @@ def run_ensemble(ensemble):
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--workers", type=int, default=min(2, os.cpu_count() or 1))
-    parser.add_argument("--ensembles", type=int, default=20)
+    parser.add_argument("--workers", type=count, default=min(2, os.cpu_count() or 1))
+    parser.add_argument("--ensembles", type=count, default=20)
     parser.add_argument("--joint-seeds", type=int, nargs="*", default=list(JOINT_SEEDS))
     parser.add_argument("--out", type=Path, default=OUT)
     parser.add_argument("--keep-existing", action="store_true",

@@ -38,7 +38,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from sweep import add_arguments, write_runs  # noqa: E402
+from sweep import add_arguments, count, write_runs  # noqa: E402
 
 OUT = Path(__file__).resolve().parents[1] / "mha_lib" / "data" / "ch9_fresh_seeds.json"
 FAMILIES = ("ch5-induction-l2", "ch9-window4", "ch9-window8", "ch9-sparse4", "ch9-latent-rope", "ch9-latent",
@@ -105,7 +105,7 @@ def run(job):
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--workers", type=int, default=min(2, os.cpu_count() or 1))
+    parser.add_argument("--workers", type=count, default=min(2, os.cpu_count() or 1))
     parser.add_argument("--seeds", type=int, nargs="*", default=None, help="for every family (default: SEEDS)")
     parser.add_argument("--near-seeds", type=int, nargs="*", default=[0, 1, 2, 3, 4, 20, 21])
     parser.add_argument("--families", nargs="*", default=list(FAMILIES), choices=FAMILIES)

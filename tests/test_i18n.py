@@ -528,3 +528,15 @@ def test_every_catalog_holds_the_english_of_its_page_now(tmp_path):
         if wanted - have:
             stale[str(page)] = sorted(wanted - have)[:3]
     assert not stale, f"run `make locale` and translate: {stale}"
+
+
+@pytest.mark.parametrize("cell", ["多头&lt;注意&gt;", "注意力*", "多头注意力；缓存", "——", "注意力\u200b头"])
+def test_a_search_term_that_is_not_chinese_words_is_refused_naming_it(tmp_path, monkeypatch, cell):
+    """Entities, punctuation and invisible characters went into jieba's dictionary as "words" (多头&, ;注意&)."""
+    sys.path.insert(0, str(ROOT / "tools"))
+    import build_zh
+
+    glossary = tmp_path / "glossary.md"
+    glossary.write_text(f'| term | <span lang="zh-CN">{cell}</span> | ch. 1 |\n', encoding="utf-8")
+    with pytest.raises(ValueError, match=re.escape(repr(cell)[1:-1])):
+        build_zh.search_terms(glossary)

@@ -34,7 +34,7 @@ folder to ``_build/html/_static/models``. It writes:
   the page checks each row file it fetches, and the vocabulary, against these digests.
 
 Exports are cached in ``_build/models-cache/`` under a key made of the weights' bytes, the
-export code (the files of mha_lib/export/ and this file) and the exporter's versions: a second build copies
+code (every Python file of mha_lib, and this file) and the exporter's versions: a second build copies
 the cached files (a few seconds) instead of exporting again. Nothing it writes is committed.
 """
 from __future__ import annotations
@@ -47,6 +47,7 @@ import os
 import re
 import shutil
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -85,11 +86,21 @@ def sha256_files(paths, h=None) -> "hashlib._Hash":
     return h
 
 
-def code_key() -> str:
-    """What else decides the bytes of an export: the export code and the exporter's versions."""
-    from mha_lib import export
+def code_files() -> list[Path]:
+    """The code that decides an export's bytes: every Python file of mha_lib (an export traces the model's forward
+    through mha_lib/model, core, efficient, pretrained ...; the export package writes it) and this file."""
+    import mha_lib
 
-    h = sha256_files([*sorted(Path(export.__file__).parent.glob("*.py")), __file__])  # every file of the package
+    package = Path(mha_lib.__file__).parent
+    return [*sorted(p for p in package.rglob("*.py") if "__pycache__" not in p.parts), Path(__file__)]
+
+
+def code_key() -> str:
+    """What else decides the bytes of an export: mha_lib's code (:func:`code_files`) and the exporter's versions."""
+    h = hashlib.sha256()
+    for path in code_files():  # the path relative to the package too: a moved module is a change
+        h.update(path.resolve().as_posix().rsplit("/mha_lib/", 1)[-1].encode())
+        sha256_files([path], h)
     for dist in ("torch", "onnx", "onnxscript", "onnxruntime"):
         h.update(f"{dist}={importlib.metadata.version(dist)}".encode())
     return h.hexdigest()
@@ -324,26 +335,62 @@ def row_files_entry(rows: Path) -> dict:
             "file_sha256": [sha256_of(f) for f in files]}
 
 
+def _entry_files(folder: Path) -> dict[str, str]:
+    """{path relative to ``folder``: SHA-256} of every file of a cache entry but its meta.json."""
+    return {p.relative_to(folder).as_posix(): sha256_of(p) for p in sorted(folder.rglob("*"))
+            if p.is_file() and p.name != "meta.json"}
+
+
+def _valid_entry(folder: Path) -> dict | None:
+    """The manifest entry of a whole, unchanged cache entry; None for anything else (no meta.json, a meta.json that
+    is not a JSON object with ``file`` and ``cache_files``, a file missing, added, truncated or changed)."""
+    try:
+        meta = json.loads((folder / "meta.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    if not isinstance(meta, dict) or not isinstance(meta.get("file"), str) or not isinstance(meta.get("cache_files"),
+                                                                                              dict):
+        return None
+    try:
+        if _entry_files(folder) != meta["cache_files"]:
+            return None
+    except OSError:  # a file removed meanwhile
+        return None
+    return {k: v for k, v in meta.items() if k != "cache_files"}
+
+
 def cached(cache: Path, model_id: str, key: str, make) -> tuple[Path, dict, bool]:
     """(folder, manifest entry, hit): the cached export for ``key``, made by ``make(dest)`` if missing.
 
     An entry is a folder ``{model_id}-{key[:16]}/`` holding ``{model_id}.onnx``, its row folder if
     any, and ``meta.json``; the files carry their final names, so a split file finds its rows
-    (recorded relative to it) wherever the folder is copied. Older entries of the model are removed."""
+    (recorded relative to it) wherever the folder is copied. ``meta.json`` records every file's SHA-256
+    (``cache_files``): an entry whose files differ (truncated, changed, missing, added) or whose meta.json
+    does not read is exported again, never served. Each writer exports into a folder of its own and renames
+    it into place, so concurrent builds never see each other's half-written files; older entries of the
+    model are removed."""
     folder = cache / f"{model_id}-{key[:16]}"
-    meta_path = folder / "meta.json"
-    if meta_path.is_file():
-        return folder, json.loads(meta_path.read_text()), True
-    for old in cache.glob(f"{model_id}-*"):
-        if re.fullmatch(rf"{re.escape(model_id)}-[0-9a-f]{{16}}(\.[a-z0-9.]+)?", old.name):
-            shutil.rmtree(old) if old.is_dir() else old.unlink()
-    tmp = cache / f"{model_id}-{key[:16]}.tmp"
-    shutil.rmtree(tmp, ignore_errors=True)
-    tmp.mkdir()
-    meta = make(tmp / f"{model_id}.onnx")
-    meta["file"] = f"{model_id}.onnx"
-    (tmp / "meta.json").write_text(json.dumps(meta, indent=1, sort_keys=True))
-    tmp.replace(folder)
+    meta = _valid_entry(folder)
+    if meta is not None:
+        return folder, meta, True
+    for old in cache.glob(f"{model_id}-*"):  # older keys (and this key's damaged entry); not other writers' temps
+        if re.fullmatch(rf"{re.escape(model_id)}-[0-9a-f]{{16}}", old.name) and old != folder or (
+                old == folder and _valid_entry(folder) is None):
+            shutil.rmtree(old, ignore_errors=True) if old.is_dir() else old.unlink(missing_ok=True)
+    tmp = Path(tempfile.mkdtemp(dir=cache, prefix=f".{model_id}-{key[:16]}-"))
+    try:
+        meta = make(tmp / f"{model_id}.onnx")
+        meta["file"] = f"{model_id}.onnx"
+        files = _entry_files(tmp)
+        (tmp / "meta.json").write_text(json.dumps({**meta, "cache_files": files}, indent=1, sort_keys=True))
+        try:
+            tmp.replace(folder)
+        except OSError:  # another writer put its entry there first: keep it if whole, else take its place
+            if _valid_entry(folder) is None:
+                shutil.rmtree(folder, ignore_errors=True)
+                tmp.replace(folder)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
     return folder, meta, False
 
 

@@ -17,8 +17,10 @@ this script once and keeps its output under ``_build/web-fixture/``, keyed by th
 from __future__ import annotations
 
 import json
+import os
 import random
 import sys
+import tempfile
 from functools import lru_cache
 from pathlib import Path
 
@@ -276,9 +278,16 @@ def main(argv=None) -> int:
         return 2
     out = Path(argv[0])
     out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out.with_name(out.name + ".tmp")
-    write_fixture(tmp)
-    tmp.replace(out)  # whole or absent: a reader never sees half a file
+    # whole or absent: a reader never sees half a file; a temporary name of its own, since node's test runner
+    # runs the test files in parallel processes and each may be making the same missing fixture
+    fd, name = tempfile.mkstemp(dir=out.parent, prefix=f".{out.name}.", suffix=".tmp")
+    os.close(fd)
+    tmp = Path(name)
+    try:
+        write_fixture(tmp)
+        tmp.replace(out)
+    finally:
+        tmp.unlink(missing_ok=True)
     return 0
 
 
