@@ -76,6 +76,7 @@ from .induction import checkpoint_id, copyable_positions, induction_config, indu
 from .patterns import (pattern_cache_bytes, pattern_model, patterns_config, patterns_readings,
                        reader_pattern_mask)
 from .timing import timing_config
+from .speed import SPEED_VIEWS, book_speed, speed_views
 from .translate import translation_config, translation_readings
 from .contract import view_contract
 from .element import VIEWS, WIDGET_VIEW_MIME, LiveView, live_view
@@ -101,7 +102,7 @@ __all__ = ["VIEWS", "LiveView", "live_view", "sentence_config", "toy_compare_con
            "digit_config", "digit_readings", "MAX_DIGIT_EXAMPLES", "induction_config", "induction_readings",
            "copyable_positions", "checkpoint_id", "translation_config", "translation_readings",
            "timing_config", "patterns_config", "patterns_readings", "pattern_model", "reader_pattern_mask",
-           "pattern_cache_bytes",
+           "pattern_cache_bytes", "speed_views", "book_speed", "SPEED_VIEWS",
            "paraphrase_scores", "DECIMALS", "KernelRunner", "widget_esm", "MAX_KERNEL_ROWS", "MAX_KERNEL_TOKENS"]
 
 

@@ -100,6 +100,10 @@ export const ZH = {
   "the model ({size})": "模型（{size}）",
   "the {count} models ({size})": "全部 {count} 个模型（{size}）",
   "the runtime ({size})": "运行时（{size}）",
+  "the runtime ({runtime}) and the model's first layer ({first}), then its {others} other layers ({rest}) as they are computed":
+    "运行时（{runtime}）和模型的第一层（{first}），其余 {others} 层（{rest}）在计算到时再下载",
+  "the model's first layer ({first}), then its {others} other layers ({rest}) as they are computed":
+    "模型的第一层（{first}），其余 {others} 层（{rest}）在计算到时再下载",
   "{models} and {runtime}": "{models}和{runtime}",
   "{n} layers": "{n} 层",
   "{n} layer": "{n} 层",
@@ -119,6 +123,7 @@ export const ZH = {
   // view.mjs
   "download progress": "下载进度",
   "Fetching word vectors ({files} files, {size}), then computing {where}…": "正在获取词向量（{files} 个文件，{size}），然后{where}计算…",
+  "Fetching layer {layer} of the model ({size}), then computing {where}…": "正在获取模型的第 {layer} 层（{size}），然后{where}计算…",
   "licence": "许可证",
   " (": "（",
   "; ": "；",
@@ -306,16 +311,20 @@ export const ZH = {
     "折线图：单次调用耗时随头数的变化，以单头耗时的倍数表示；H = {most} 时，本书的机器达到 {book}×，这台设备为 {mine}×。",
   "Line chart: time of one call against the number of heads, as a multiple of one head's; the book's machine reaches {book}× at H = {most}; this device not timed yet.":
     "折线图：单次调用耗时随头数的变化，以单头耗时的倍数表示；H = {most} 时，本书的机器达到 {book}×；这台设备尚未计时。",
+  "Line chart: time of one call against the number of heads, as a multiple of one head's; the book's machine reaches {book}× at H = {most}; this device was too busy for its curve to mean anything.":
+    "折线图：单次调用耗时随头数的变化，以单头耗时的倍数表示；H = {most} 时，本书的机器达到 {book}×；这台设备太忙，它的曲线没有意义。",
   "attention map": "注意力图",
   "book's machine": "本书的机器",
   "this device": "这台设备",
-  "Median time of one call (and as a multiple of H = 1). The book's machine: {machine}.":
-    "单次调用的中位耗时（括号内为相对 H = 1 的倍数）。本书的机器：{machine}。",
+  "Median time of one call (and as a multiple of H = 1; on this device, the fastest and slowest call). The book's machine: {machine}.":
+    "单次调用的中位耗时（括号内为相对 H = 1 的倍数；这台设备另列最快和最慢的一次调用）。本书的机器：{machine}。",
   "Timing H = {H} on this device: call {done} of {total}…": "正在这台设备上为 H = {H} 计时：第 {done} 次调用，共 {total} 次…",
-  "Timed on this device ({provider}): {heads} heads took {ratio}× one head's time (median of {repeats}; the book's machine: {book}×). A laptop on battery, a busy tab or another window can slow single calls: time it again to see the spread.":
-    "已在这台设备上计时（{provider}）：{heads} 个头的耗时是单头的 {ratio}×（{repeats} 次的中位数；本书的机器：{book}×）。使用电池的 笔记本电脑、繁忙的标签页或其他窗口都可能拖慢单次调用：再计时一次可以看到波动范围。",
-  "Timed on this device: {heads} heads took {ratio}× one head's time (median of {repeats}; the book's machine: {book}×). A laptop on battery, a busy tab or another window can slow single calls: time it again to see the spread.":
-    "已在这台设备上计时：{heads} 个头的耗时是单头的 {ratio}×（{repeats} 次的中位数；本书的机器：{book}×）。使用电池的 笔记本电脑、繁忙的标签页或其他窗口都可能拖慢单次调用：再计时一次可以看到波动范围。",
+  "Timed on this device ({provider}): {heads} heads took {ratio}× one head's time (median of {repeats}, the bars the fastest and slowest call; the book's machine: {book}×). A laptop on battery, a busy tab or another window can slow single calls: time it again to see the spread.":
+    "已在这台设备上计时（{provider}）：{heads} 个头的耗时是单头的 {ratio}×（{repeats} 次的中位数，竖线为最快和最慢的一次调用；本书的机器：{book}×）。使用电池的笔记本电脑、繁忙的标签页或其他窗口都可能拖慢单次调用：再计时一次可以看到波动范围。",
+  "Timed on this device: {heads} heads took {ratio}× one head's time (median of {repeats}, the bars the fastest and slowest call; the book's machine: {book}×). A laptop on battery, a busy tab or another window can slow single calls: time it again to see the spread.":
+    "已在这台设备上计时：{heads} 个头的耗时是单头的 {ratio}×（{repeats} 次的中位数，竖线为最快和最慢的一次调用；本书的机器：{book}×）。使用电池的笔记本电脑、繁忙的标签页或其他窗口都可能拖慢单次调用：再计时一次可以看到波动范围。",
+  "This device was too busy to time the heads: {later} heads came out faster than {earlier} in every one of {repeats} rounds, which the same FLOPs and a larger map of weights cannot explain. The curve means nothing; close other tabs or windows and time it again.":
+    "这台设备太忙，无法为各头数计时：在全部 {repeats} 轮中，{later} 个头都比 {earlier} 个头更快，而相同的浮点运算量和更大的权重图无法解释这一点。这条曲线没有意义；请关闭其他标签页或窗口后再计时一次。",
   "The timing stopped ({error}).": "计时中止（{error}）。",
   // view_toy_compare.mjs
   "Change a token or move the mark: every model reruns.": "修改一个词元或移动标记：每个模型都会重新运行。",

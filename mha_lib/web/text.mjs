@@ -25,6 +25,17 @@ export function downloadText(models, modelBytes, runtime) {
   return model && engine ? t("{models} and {runtime}", { models: model, runtime: engine }) : model || engine;
 }
 
+/**
+ * What the first action downloads for a model split by layer, in words: "the runtime (14.2 MB) and the model's
+ * first layer (4.0 MB), then its 5 other layers (17.9 MB) as they are computed" (no runtime: without it).
+ */
+export function layeredDownloadText(firstBytes, others, otherBytes, runtime) {
+  const words = { first: formatMB(firstBytes), others, rest: formatMB(otherBytes), runtime: formatMB(runtime) };
+  return runtime ? t("the runtime ({runtime}) and the model's first layer ({first}), then its {others} other layers " +
+    "({rest}) as they are computed", words)
+    : t("the model's first layer ({first}), then its {others} other layers ({rest}) as they are computed", words);
+}
+
 /** How many layers, in words: "1 layer", "6 layers". */
 export function layersText(n) {
   return n > 1 ? t("{n} layers", { n }) : t("{n} layer", { n });
