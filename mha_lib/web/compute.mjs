@@ -6,7 +6,7 @@
 // A model is what a backend's load() gives (see view.mjs): its session runs one call at a time (queued).
 // Each run function takes an optional Clock (clock.mjs) that gets the update's feeds, run and read times.
 
-import { NO_CLOCK } from "./clock.mjs";
+import { NO_CLOCK, nextTask } from "./clock.mjs";
 
 /**
  * Per-layer, per-head maps of one batch row from onnxruntime's `attentions` output.
@@ -487,15 +487,31 @@ export async function runTranslate(model, words, task, dictionary, clock = NO_CL
     stackedMaps(out.cross_attentions.data, out.cross_attentions.dims), task, dictionary));
 }
 
-/** `n` numbers in [-1, 1) from a seeded generator (Park-Miller), as a Float32Array: the same inputs at every visit. */
-export function seededFloats(n, seed) {
+/**
+ * `n` numbers in [-1, 1) from a seeded generator (Park-Miller), as a Float32Array: the same inputs at every visit.
+ * With `chunk`, made `chunk` numbers a task (a Promise then): half a million of them hold a busy page's thread
+ * for over 50 ms in one go.
+ */
+export function seededFloats(n, seed, chunk = 0) {
   const out = new Float32Array(n);
   let s = seed % 2147483647 || 1;
-  for (let i = 0; i < n; i++) {
-    s = (s * 16807) % 2147483647;
-    out[i] = (s / 2147483647) * 2 - 1;
+  const fill = (from, to) => {
+    for (let i = from; i < to; i++) {
+      s = (s * 16807) % 2147483647;
+      out[i] = (s / 2147483647) * 2 - 1;
+    }
+  };
+  if (!chunk) {
+    fill(0, n);
+    return out;
   }
-  return out;
+  return (async () => {
+    for (let at = 0; at < n; at += chunk) {
+      if (at) await nextTask();
+      fill(at, Math.min(n, at + chunk));
+    }
+    return out;
+  })();
 }
 
 /** The median of a list of numbers. */
@@ -518,7 +534,11 @@ export async function timeAttention(model, { heads, d_model: d, seq_len: L, batc
   { onProgress = () => {}, onRound = () => {}, clock = NO_CLOCK } = {}) {
   const { Tensor } = model.ort;
   const n = B * L * d;
-  const base = clock.time("feeds", () => [1, 2, 3].map((seed) => seededFloats(n, seed))); // made once; copied per call
+  const base = await clock.timeAsync("feeds", async () => { // made once, in tasks of 65536 numbers; copied per call
+    const out = [];
+    for (const seed of [1, 2, 3]) out.push(await seededFloats(n, seed, 1 << 16));
+    return out;
+  });
   const inputs = heads.map((H) => {
     const shape = [B, H, L, d / H];
     return () => ({ q: new Tensor("float32", base[0].slice(), shape), k: new Tensor("float32", base[1].slice(), shape),

@@ -82,6 +82,7 @@ async function runLayers(model, ids, mask, { onFetch, onLayer, maps, clock, stal
     const h = out.hidden;
     state = { hidden: [h.data], masks: [], maps: [], emb: null, d: Number(h.dims[2]), upTo: 0 };
   }
+  if (model.stream) model.stream(); // the later layers' files may come now: the word vectors are in
   model.states.set(key, state);
   while (model.states.size > KEPT_STATES) model.states.delete(model.states.keys().next().value);
   let from = 0;

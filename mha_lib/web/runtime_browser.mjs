@@ -89,9 +89,10 @@ function firstBytes(info) {
 const DONE = Promise.resolve(null); // a layer's fetch whose bytes became its session
 
 /**
- * The bytes of layer `i`'s file (checked against the manifest), fetched once. When they arrive, the next layer's
- * file is fetched: the layers stream one file at a time, in order, and none before layer 0 has arrived, so that
- * the first maps wait only for the runtime, the embeddings and layer 0.
+ * The bytes of layer `i`'s file (checked against the manifest), fetched once. Once a run has its word vectors
+ * (model.stream(), called by compute_bert.mjs after the embeddings), each layer's arrival starts the next one's
+ * fetch: the layers stream one file at a time, in order, after what the first maps need -- the runtime, the
+ * embeddings, layer 0 and the text's word vectors -- so that on a slow link nothing else shares it until then.
  */
 function layerBytes(model, i, onBytes = () => {}) {
   if (!model.layerFetches[i]) {
@@ -99,7 +100,7 @@ function layerBytes(model, i, onBytes = () => {}) {
     layersAsked.set(model.id, Math.max(layersAsked.get(model.id) || 0, i + 1));
     const promise = fetchBytes(URLS.models + part.file, { onBytes, sha256: part.sha256, size: part.bytes, name: part.file });
     promise.then(() => {
-      if (i + 1 < model.info.layers.length) layerBytes(model, i + 1).catch(() => {}); // the next, ahead of need
+      if (model.streaming && i + 1 < model.info.layers.length) layerBytes(model, i + 1).catch(() => {}); // ahead of need
     }, () => {
       if (model.layerFetches[i] === promise) model.layerFetches[i] = null; // a later run asks again
     });
@@ -160,7 +161,16 @@ function loadModel(id, onBytes) {
       const tokenizer = vocab === null ? null : WordPieceTokenizer.fromVocabText(vocab, { maxLength: info.max_length || 256 });
       Object.assign(model, { session: Object.assign(session, { file: info.file }), ort, tokenizer });
       model.prepare = (ids, onFetch) => fetchTokenRows(model, ids, onFetch); // a split model's word vectors
-      if (first) model.layer = (i, onWait) => layerSession(model, i, () => {}, onWait);
+      if (first) {
+        model.layer = (i, onWait) => layerSession(model, i, () => {}, onWait);
+        model.stream = () => { // the later layers' files, one after another, from the first one not yet asked for
+          if (model.streaming) return;
+          model.streaming = true;
+          const next = model.layerFetches.findIndex((f, i) => !f && !model.layerPromises[i]);
+          const from = next < 0 ? model.layerFetches.length : next;
+          if (from < model.info.layers.length) layerBytes(model, from).catch(() => {});
+        };
+      }
       markLoaded(id);
       return model;
     })();
