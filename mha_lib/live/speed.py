@@ -76,3 +76,36 @@ def speed_views(bert=None, *, timing_ms: Optional[List[float]] = None) -> List[L
         live_view("digit", "ch7-digits-h4", digit_config(digits, images[:10], labels[:10])),
         live_view("patterns", patterns["models"][0], patterns),
     ]
+
+
+def speed_config(bert=None) -> Dict[str, Any]:
+    """The initial state of a ``"speed"`` view: the views of :func:`speed_views` (their configurations, which the
+    page mounts and times on the reader's device when asked) and the book machine's times of them
+    (:func:`book_speed`). Deterministic: the timing view's own numbers are the recorded ones.
+
+    Args:
+        bert: MiniLM (:func:`mha_lib.pretrained.load_bert`); loaded when None.
+
+    Returns:
+        a dict with ``models`` (every model the views run), ``views`` (``[{"view", "model", "config"}]``, in the
+        order of :data:`SPEED_VIEWS`) and ``book`` (``{"machine", "load_average", "runs", "rows": [{"view",
+        "cold_ms", "warm_ms"}]}``: the cold update and the median warm one, ms).
+
+    Raises:
+        ValueError: ``mha_lib/data/live_speed.json`` is missing or holds no time for a view (run
+            ``benchmarks/bench_live.py --write``).
+    """
+    book = book_speed()
+    missing = [v for v in SPEED_VIEWS if v not in book.get("views", {})]
+    if missing or "timing_book_ms" not in book:
+        raise ValueError(f"mha_lib/data/live_speed.json has no times for {missing or ['timing_book_ms']}: run "
+                         "benchmarks/bench_live.py --write on the book's machine")
+    views = speed_views(bert, timing_ms=book["timing_book_ms"])
+    models = []
+    for v in views:
+        for m in v.config.get("models", [v.model]):
+            if m not in models:
+                models.append(m)
+    rows = [{"view": v, "cold_ms": book["views"][v]["cold_ms"], "warm_ms": book["views"][v]["warm_ms"]} for v in SPEED_VIEWS]
+    return {"models": models, "views": [{"view": v.view, "model": v.model, "config": v.config} for v in views],
+            "book": {"machine": book["machine"], "load_average": book["load_average"], "runs": book["runs"], "rows": rows}}

@@ -326,6 +326,31 @@ export const ZH = {
   "This device was too busy to time the heads: {later} heads came out faster than {earlier} in every one of {repeats} rounds, which the same FLOPs and a larger map of weights cannot explain. The curve means nothing; close other tabs or windows and time it again.":
     "这台设备太忙，无法为各头数计时：在全部 {repeats} 轮中，{later} 个头都比 {earlier} 个头更快，而相同的浮点运算量和更大的权重图无法解释这一点。这条曲线没有意义；请关闭其他标签页或窗口后再计时一次。",
   "The timing stopped ({error}).": "计时中止（{error}）。",
+  // view_speed.mjs
+  "Press the button to time every live view on this device; the views being timed show below the table.":
+    "按下按钮，在这台设备上为每个实时视图计时；被计时的视图显示在表格下方。",
+  "How fast the live views answer on this device and on the book's machine": "实时视图在这台设备和本书的机器上的响应速度",
+  "Time the views on this device": "在这台设备上为各视图计时",
+  "Each view is timed as benchmarks/bench_live.py times it on the book's machine: its first update (the runtime and its models downloaded, or read from your browser's cache, compiled and run) and the median of {warm} more, with new inputs as a reader gives them. Times vary with what else the device does.":
+    "每个视图的计时方式与 benchmarks/bench_live.py 在本书的机器上相同：第一次更新（下载运行时和模型，或从浏览器缓存读取，再编译并运行），以及之后 {warm} 次更新的中位数，每次都换上读者会给的新输入。耗时随设备同时在做的其他事情而变化。",
+  "In a notebook the kernel computes the views: this table times them in the book's pages. The book's machine's times are shown.":
+    "在 notebook 中由内核计算各视图：这个表格为本书网页中的视图计时。下面显示的是本书机器上的耗时。",
+  "The views being timed": "被计时的视图",
+  "the table of times": "耗时表",
+  "time them with WebGPU": "用 WebGPU 计时",
+  "time them with WebAssembly": "用 WebAssembly 计时",
+  " (a software adapter: a CPU emulating a GPU, so its times say nothing of a GPU)": "（软件适配器：用 CPU 模拟 GPU，所以它的耗时说明不了 GPU 的情况）",
+  "Here the views run on WebGPU{software}.": "这里的视图在 WebGPU{software}上运行。",
+  "Here the views run on WebAssembly.": "这里的视图在 WebAssembly 上运行。",
+  "This browser also has WebGPU{software}: ": "这个浏览器也有 WebGPU{software}：",
+  "view": "视图",
+  "book's machine: first": "本书的机器：首次",
+  "then": "之后",
+  "this device ({provider}): first": "这台设备（{provider}）：首次",
+  "Time to the maps of a first update and (then) the median of later ones. The book's machine: {machine}, load average {load} while timed.":
+    "首次更新到画出图的耗时，以及（之后）后续更新的中位数。本书的机器：{machine}，计时期间的负载均值为 {load}。",
+  "Timing the {view} view ({n} of {count})…": "正在为 {view} 视图计时（第 {n} 个，共 {count} 个）…",
+  "Timed every view on this device.": "已在这台设备上为每个视图计时。",
   // view_toy_compare.mjs
   "Change a token or move the mark: every model reruns.": "修改一个词元或移动标记：每个模型都会重新运行。",
   "Live attention maps and predictions of the toy models on a sequence you edit": "玩具模型在你编辑的序列上的实时注意力图和预测",

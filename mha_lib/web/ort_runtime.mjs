@@ -80,6 +80,13 @@ async function probeWebGpu() {
     : { ok: true, software, why: "WebGPU gives a GPU adapter" };
 }
 
+let probePromise = null;
+/** probeWebGpu, once per page: {ok, software, why} (the speed table says what kind of adapter WebGPU has here). */
+export function webgpuHere() {
+  if (!probePromise) probePromise = probeWebGpu();
+  return probePromise;
+}
+
 let providerPromise = null;
 /**
  * Which execution provider runs this page's models: the one the address asks for (?mha-ep=wasm or webgpu;
@@ -93,7 +100,7 @@ export function chooseProvider() {
     providerPromise = (async () => {
       const asked = askedProvider();
       if (asked === "wasm") return { ep: "wasm", why: "the page's address asks for it (mha-ep=wasm)" };
-      const gpu = await probeWebGpu();
+      const gpu = await webgpuHere();
       if (asked === "webgpu") {
         return gpu.ok ? { ep: "webgpu", why: "the page's address asks for it (mha-ep=webgpu)" }
           : { ep: "wasm", why: `the page's address asks for WebGPU, but ${gpu.why}` };

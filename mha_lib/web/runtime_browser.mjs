@@ -14,8 +14,8 @@ import { onnxMetadata } from "./onnx_file.mjs";
 import { rowFilesFor } from "./compute.mjs";
 import { nextTask } from "./clock.mjs";
 import { fetchBytes, fetchJsonFresh } from "./fetch_files.mjs";
-import { URLS, createSession, loadRuntime, loaded, markLoaded, onLoad, providerName, releaseModel, runtimeBinary,
-  runtimeRequested, supportsWasmSimd } from "./ort_runtime.mjs";
+import { URLS, chooseProvider, createSession, loadRuntime, loaded, markLoaded, onLoad, providerName, releaseModel,
+  runtimeBinary, runtimeRequested, supportsWasmSimd, webgpuHere } from "./ort_runtime.mjs";
 import { downloadText, errorText, formatMB, layeredDownloadText, modelsText } from "./text.mjs";
 import { t } from "./i18n.mjs";
 
@@ -347,6 +347,10 @@ export const browserBackend = {
     return on ? t("in your browser ({provider})", { provider: on }) : t("in your browser");
   },
   providerName,
+  /** For the speed table: the provider this page runs on ({ep, why}) and what WebGPU has here ({ok, software, why}). */
+  async providers() {
+    return { chosen: await chooseProvider(), gpu: await webgpuHere() };
+  },
   get who() {
     return t("The model");
   },

@@ -9,6 +9,7 @@
 //   privacy                   "the book was built", what happens to typed text
 //   whereFor(models)          optional: `where` with what ran the models ("in your browser (WebGPU)")
 //   providerName(models)      optional: "WebAssembly", "WebGPU" or both, for the timing view's label
+//   providers()               optional: Promise<{chosen: {ep, why}, gpu: {ok, software, why}}> (the speed table)
 //   about(modelIds)           {lead, parts: [{label, detail, href}]}: the "what runs here" line
 //   firstTimeText(ids, note)  Promise<string>: what the first action fetches (note(info): a split
 //                             model's word vectors); rejects where the view cannot run here
@@ -16,7 +17,10 @@
 //   loadedText(ids, seconds), loadFailedText(message)
 //   onLoaded(listener)        listener() when another view loads something (what is left changes)
 // A Model is {id, info, tokenizer, session: {inputNames, run(feeds), provider?}, ort: {Tensor}, queue,
-// prepare(ids, onFetch)}; compute.mjs runs it.
+// prepare(ids, onFetch), layer?(i, onWait) -> Promise<session>, stream?()}; compute.mjs and compute_bert.mjs run it.
+// A model split by layer (the browser's MiniLM) has layer(): its session is the embeddings', and layer i's session
+// (inputs hidden, key_padding_mask, head_mask) is fetched and made when first asked; stream() starts fetching the
+// layers not yet asked for, one after another.
 
 import { Clock, debugAsked } from "./clock.mjs";
 import { fetchedFiles } from "./fetch_files.mjs";
