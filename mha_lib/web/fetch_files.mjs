@@ -91,6 +91,10 @@ async function fetchChecked(url, sha256, size, onBytes, hash, cacheName) {
   return { buffer, cached: false, keep };
 }
 
+// Files are stored in the cache once the page has been quiet for KEEP_AFTER_MS (no new fetch), one at a time:
+// writing the runtime's 14 MB while the first maps are computed would slow them on a small device.
+const KEEP_AFTER_MS = 2000;
+
 const WORKER_SOURCE = `${readBody.toString()}
 ${cacheKey.toString()}
 ${sha256Hex.toString()}
@@ -100,16 +104,37 @@ async function hash(bytes) {
   const d = new Uint8Array(await self.crypto.subtle.digest("SHA-256", bytes));
   return Array.from(d, (x) => x.toString(16).padStart(2, "0")).join("");
 }
+const keeps = [];
+let keepTimer = null;
+let keeping = false;
+async function storeAll() {
+  if (keeping) return;
+  keeping = true;
+  while (keeps.length) await keeps.shift()();
+  keeping = false;
+  self.postMessage({ settled: true });
+}
+function later(keep) {
+  keeps.push(keep);
+  clearTimeout(keepTimer);
+  keepTimer = setTimeout(storeAll, ${KEEP_AFTER_MS});
+}
 self.onmessage = async (event) => {
   const { id, url, sha256, size, cacheName } = event.data;
+  if (event.data.settle) { // the page asks to be told when every file is stored
+    if (!keeps.length && !keeping) self.postMessage({ settled: true });
+    return;
+  }
+  clearTimeout(keepTimer); // a fetch: the page is busy
   try {
     const { buffer, cached, keep } = await fetchChecked(url, sha256, size, (received) => self.postMessage({ id, received }),
       hash, cacheName);
     self.postMessage({ id, buffer, cached }, [buffer]);
-    await keep(); // after the page has the bytes
+    if (!cached) later(keep);
   } catch (err) {
     self.postMessage({ id, error: String((err && err.message) || err), digest: err && err.digest, size: err && err.size });
   }
+  if (keeps.length && !keeping) keepTimer = setTimeout(storeAll, ${KEEP_AFTER_MS});
 };`;
 
 let worker = null; // the one download worker, started at the first fetch; null where none can start
@@ -131,6 +156,10 @@ function downloadWorker() {
     return null;
   }
   worker.onmessage = ({ data }) => {
+    if (data.settled) {
+      for (const resolve of settling.splice(0)) resolve();
+      return;
+    }
     const job = waiting.get(data.id);
     if (!job) return;
     if (data.buffer) {
@@ -151,6 +180,20 @@ function downloadWorker() {
     waiting.clear();
   };
   return worker;
+}
+
+const settling = []; // resolvers of filesKept()
+
+/**
+ * Resolves once every file fetched so far is stored in the cache (the download worker stores them after the page
+ * has been quiet for a moment): benchmarks/bench_live.py times later updates after it, as a reader reading.
+ */
+export function filesKept() {
+  if (!worker) return Promise.resolve();
+  return new Promise((resolve) => {
+    settling.push(resolve);
+    worker.postMessage({ settle: true });
+  });
 }
 
 /**

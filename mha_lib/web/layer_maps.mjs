@@ -49,6 +49,11 @@ export function headsOf(attentions, which, mask, roles = null) {
   }));
 }
 
+/** Whether two token lists are the same tokens. */
+function sameTokens(a, b) {
+  return Boolean(a && b) && a.length === b.length && a.every((x, i) => x === b[i]);
+}
+
 /** A config's roles ([{layer, head, role}]) as the Map headsOf reads, or null. */
 export function rolesOf(roles) {
   return roles && roles.length ? new Map(roles.map((r) => [`${r.layer}.${r.head}`, r.role])) : null;
@@ -123,7 +128,7 @@ export class LayerMaps {
 
   /** A run's maps of `tokens` (text `input`, head mask `mask`) start to arrive (setLayer, then commit). */
   begin(tokens, numLayers, mask = null, input = this.input) {
-    if (tokens.join("\u0000") !== (this.tokens || []).join("\u0000")) this.view.clearReadout();
+    if (!sameTokens(tokens, this.tokens)) this.view.clearReadout();
     this.next = { tokens, attentions: new Array(numLayers), mask, input };
   }
 
@@ -131,8 +136,11 @@ export class LayerMaps {
   setLayer(l, maps) {
     if (!this.next) return Promise.resolve();
     this.next.attentions[l] = maps;
-    const drawn = this.draw((layer) => layer === l);
-    performance.mark("mha-layer-drawn", { detail: l }); // benchmarks/bench_live.py: when the first new maps show
+    // a layer the run kept (the same maps object: a head toggled in a later layer) is not drawn again
+    const same = this.attentions && this.attentions[l] === maps && sameTokens(this.next.tokens, this.tokens);
+    const drawn = same ? Promise.resolve() : this.draw((layer) => layer === l);
+    // benchmarks/bench_live.py and the tests: when the first new maps show (a layer on screen)
+    if (!same && this.shownLayers().includes(l)) performance.mark("mha-layer-drawn", { detail: l });
     return drawn;
   }
 
