@@ -33,20 +33,20 @@ export class SpeedView extends View {
   constructor(element, config, backend, mountChild = null) {
     super(element, config, config.models.slice(0, 1), backend);
     this.mountChild = mountChild;
-    this.firstActionText = t("Press the button to time every live view on this device; the views being timed show below " +
-      "the table.");
+    this.firstActionText = this.backend.timesHere ? t("Press the button to time every live view on this device; the " +
+      "views being timed show below the table.") : "";
     this.root.setAttribute("aria-label", t("How fast the live views answer on this device and on the book's machine"));
     this.kept = keptTimes();
     this.button = el("button", { type: "button", class: "mha-live-button" }, t("Time the views on this device"));
     this.button.addEventListener("click", () => this.run().catch(() => {}));
     this.providerNote = el("p", { class: "mha-live-note" });
-    const controls = [el("p", { class: "mha-live-note" }, t("Each view is timed as benchmarks/bench_live.py times it on " +
-      "the book's machine: its first update (the runtime and its models downloaded, or read from your browser's cache, " +
-      "compiled and run) and the median of {warm} more, with new inputs as a reader gives them. Times vary with what " +
-      "else the device does.", { warm: WARM }))];
-    if (this.backend.timesHere) controls.push(el("div", { class: "mha-live-controls" }, this.button), this.providerNote);
-    else controls.push(el("p", { class: "mha-live-note" }, t("In a notebook the kernel computes the views: this table " +
-      "times them in the book's pages. The book's machine's times are shown.")));
+    const controls = this.backend.timesHere ? [el("p", { class: "mha-live-note" }, t("Each view is timed as " +
+      "benchmarks/bench_live.py times it on the book's machine: its first update (the runtime and its models downloaded, " +
+      "or read from your browser's cache, compiled and run) and the median of {warm} more, with new inputs as a reader " +
+      "gives them. Times vary with what else the device does.", { warm: WARM })),
+    el("div", { class: "mha-live-controls" }, this.button), this.providerNote]
+      : [el("p", { class: "mha-live-note" }, t("In a notebook the kernel computes the views: this table times them in " +
+        "the book's pages. The book's machine's times are shown."))];
     this.table = el("table", { class: "mha-live-table" });
     this.children = el("details", { class: "mha-live-speed-views" }, el("summary", {}, t("The views being timed")));
     this.attach(controls, [this.table, this.children]);

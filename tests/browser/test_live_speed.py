@@ -168,7 +168,9 @@ def test_a_second_visit_reads_every_file_from_the_cache_with_the_network_refusin
                                                                                       views, bert):
     """First visit: the sentence view downloads and runs. Second visit, same browser profile, with every model file,
     the runtime's binary, the word vectors, the vocabulary, the manifest and the runtime's files.json refused by the
-    network: it runs all the same, from the Cache API (checked against the same digests), mha_lib's maps."""
+    network: it runs all the same, from the Cache API (checked against the same digests), mha_lib's maps. The files
+    kept under their digest are not asked of the network at all; the manifest is (network first), and read from the
+    cache when refused."""
     _require_models()
     html = _html(views["sentence"])
     context, page, visit = _open(chromium_browser, book_url, html)
@@ -197,8 +199,92 @@ def test_a_second_visit_reads_every_file_from_the_cache_with_the_network_refusin
         files = again.evaluate("import(new URL('../_static/live/fetch_files.mjs', location.href).href)"
                                ".then(m => m.fetchedFiles.map(f => [f.url.split('/').pop(), f.cached]))")
         assert files and all(cached for _, cached in files), files
-        assert {"ort-wasm-simd-threaded.wasm", "all-MiniLM-L6-v2.embed.onnx", "all-MiniLM-L6-v2.layer0.onnx",
-                "manifest.json"} <= set(refused), refused  # the network was asked, and refused
+        names = {name for name, _ in files}
+        assert {"ort-wasm-simd-threaded.wasm", "all-MiniLM-L6-v2.embed.onnx", "all-MiniLM-L6-v2.layer0.onnx"} <= names
+        # the checked files were not even asked of the network; the manifest was (it may change), and refused
+        assert set(refused) <= {"manifest.json", "files.json"} and "manifest.json" in refused, refused
         assert visit.off_site == []
+    finally:
+        context.close()
+
+
+def _small_speed_view(views, kinds=("toy-compare", "digit")):
+    """A speed view timing two small views (the book's page times every kind: minutes on a busy machine)."""
+    from mha_lib import live
+
+    chosen = [views[k] for k in kinds]
+    models = sorted({m for v in chosen for m in v.config.get("models", [v.model])})
+    config = {"models": models, "views": [{"view": v.view, "model": v.model, "config": v.config} for v in chosen],
+              "book": {"machine": "the book's machine", "load_average": [1.5, 1.2, 1.0], "runs": 8,
+                       "rows": [{"view": k, "cold_ms": 1900.0 + i, "warm_ms": 25.0 + i} for i, k in enumerate(kinds)]}}
+    return live.live_view("speed", models[0], config)
+
+
+def test_the_speed_table_times_its_views_on_this_device_beside_the_books(chromium_browser, book_url, views):
+    """Issue 49, item 5: the table shows the book's times per view; its button mounts the views below it and times
+    each with speed.mjs (a first update and the median of later ones), fills this device's column, keeps it for the
+    next visit (per execution provider) and downloads the numbers."""
+    import json
+
+    _require_models()
+    speed = _small_speed_view(views)
+    context, page, visit = _open(chromium_browser, book_url, _html(speed))
+    try:
+        table = page.locator("[data-view=speed] table")
+        assert table.locator("tr").count() == 3  # the header, a row per view
+        assert "1.9 s" in table.locator("tr").nth(1).text_content() and "25 ms" in table.locator("tr").nth(1).text_content()
+        assert page.evaluate("document.querySelectorAll('[data-view=speed] .mha-live-view').length") == 0  # none mounted yet
+        note = page.locator("[data-view=speed] .mha-live-note").nth(1)
+        page.wait_for_function("document.querySelectorAll('[data-view=speed] .mha-live-note')[1].textContent.includes('WebAssembly')")
+        assert "Here the views run on WebAssembly." in note.text_content()
+        r = page.evaluate("async () => await document.querySelector('[data-view=speed]').mhaLive.run()")
+        assert r["provider"] == "wasm" and r["source"] == "browser" and [x["view"] for x in r["rows"]] == ["toy-compare", "digit"]
+        assert all(x["cold_ms"] > 0 and x["warm_ms"] > 0 for x in r["rows"])
+        assert page.evaluate("document.querySelectorAll('[data-view=speed] .mha-live-view[data-view]').length") == 2
+        header = table.locator("tr").first.text_content()
+        assert "this device (WebAssembly): first" in header
+        kept = json.loads(page.evaluate("localStorage.getItem('mha-live-speed')"))
+        assert [x["view"] for x in kept["wasm"]] == ["toy-compare", "digit"]
+        with page.expect_download() as info:
+            page.get_by_label("Download the table of times as CSV").click()
+        lines = open(info.value.path(), encoding="utf-8").read().splitlines()
+        assert lines[0] == "view,machine,provider,first_ms,then_ms" and len(lines) == 5
+        own = "[data-view=speed] > .mha-live > .mha-live-export button"  # not the timed views' own bars
+        assert page.locator(own).all_text_contents() == ["CSV", "JSON"]  # no figure to download
+        # a second visit shows this device's column at once, from the times kept
+        again = context.new_page()
+        again.route(page.url, lambda route: route.fulfill(status=200, body=_html(speed), content_type="text/html"))
+        again.goto(page.url, wait_until="load")
+        again.wait_for_function("document.querySelector('[data-view=speed]').mhaLive")
+        assert "this device (WebAssembly): first" in again.locator("[data-view=speed] table tr").first.text_content()
+        assert visit.console_errors == [] and visit.off_site == []
+    finally:
+        context.close()
+
+
+def test_in_a_kernel_the_speed_table_shows_the_books_times_and_times_nothing(chromium_browser, book_url, views):
+    pytest.importorskip("anywidget")
+    from test_live_views import KERNEL_REL, MOUNT_WIDGETS, _watch
+
+    widget = _small_speed_view(views).widget()
+    context = chromium_browser.new_context(viewport={"width": 1280, "height": 900}, service_workers="block")
+    try:
+        page = context.new_page()
+        url = book_url + KERNEL_REL
+        visit = _watch(page, book_url, {url: '<!doctype html><html lang="en"><head><meta charset="utf-8">'
+                                             "<title>kernel</title></head><body><main></main></body></html>"})
+        page.goto(url, wait_until="load")
+        traits = {name: getattr(widget, name) for name in ("live_view", "live_model", "live_config", "live_fallback",
+                                                            "live_alt", "live_caption")}
+        page.evaluate(MOUNT_WIDGETS, {"esm": widget._esm, "views": {"speed": traits}})
+        view = "document.querySelector('#kernel-speed .mha-live-view')"
+        page.wait_for_function(f"{view}.mhaLive")
+        words = page.evaluate(f"{view}.textContent")
+        assert "the kernel computes the views" in words and "1.9 s" in words
+        assert page.locator("#kernel-speed button", has_text="Time the views").count() == 0
+        err = page.evaluate(f"async () => {{ try {{ await {view}.mhaLive.run(); return null; }} catch (e) {{ return e.message; }} }}")
+        assert err and "times the views of the book's pages" in err
+        assert visit.console_errors == [] and visit.off_site == []
+        assert [r for _, r in visit.requests] == [KERNEL_REL], "the kernel's speed table fetches no file"
     finally:
         context.close()
