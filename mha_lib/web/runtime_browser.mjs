@@ -79,7 +79,6 @@ async function fetchVocab(info) {
 }
 
 const modelPromises = new Map(); // model id -> Promise<Model>, shared by every view of the page
-const layersAsked = new Map(); // model id -> the number of its layers asked for so far (a model split by layer)
 
 /** Bytes of a model's first load: its file, or for a model split by layer its embeddings and first layer. */
 function firstBytes(info) {
@@ -97,7 +96,6 @@ const DONE = Promise.resolve(null); // a layer's fetch whose bytes became its se
 function layerBytes(model, i, onBytes = () => {}) {
   if (!model.layerFetches[i]) {
     const part = model.info.layers[i];
-    layersAsked.set(model.id, Math.max(layersAsked.get(model.id) || 0, i + 1));
     const promise = fetchBytes(URLS.models + part.file, { onBytes, sha256: part.sha256, size: part.bytes, name: part.file });
     promise.then(() => {
       if (model.streaming && i + 1 < model.info.layers.length) layerBytes(model, i + 1).catch(() => {}); // ahead of need
