@@ -348,7 +348,8 @@ def test_layers_split_runs_as_one_model_equal_to_mha_lib_with_padding_and_head_m
     embeddings file runs them all as the whole model's session, which compare_onnx checks against mha_lib."""
     model, folder, report = layered_tiny
     assert report["layers"] == ["tiny.layer0.onnx", "tiny.layer1.onnx"] and report["embed"] == "tiny.embed.onnx"
-    assert sorted(report["bytes"]) == sorted([report["embed"], *report["layers"]])
+    assert report["first_maps"] == "tiny.maps0.onnx"
+    assert sorted(report["bytes"]) == sorted([report["embed"], *report["layers"], report["first_maps"]])
     session = export.onnx_session(folder / report["embed"])
     assert isinstance(session, export.LayeredSession)
     assert [i.name for i in session.get_inputs()] == ["token_index", "token_type_ids", "key_padding_mask", "head_mask",
@@ -362,6 +363,11 @@ def test_layers_split_runs_as_one_model_equal_to_mha_lib_with_padding_and_head_m
     assert worst["attentions"] <= SPLIT_ATTENTION_TOL and worst["sentence_embedding_min_cosine"] >= 0.999, worst
     got = export.run_onnx(session, input_ids=ids, token_type_ids=types, key_padding_mask=mask, head_mask=head_mask)
     assert got["attentions"].shape == (2, 2, 4, 9, 9)
+    # the first maps file: layer 0's weights alone, the same as the layer file's, from a quarter of its bytes
+    first = session.run_first_maps(ids.numpy(), types.numpy(), mask.numpy())
+    real = ~mask.numpy()
+    assert np.abs(first - got["attentions"][0]).transpose(0, 2, 1, 3)[real].max() < 1e-5
+    assert report["bytes"][report["first_maps"]] < report["bytes"][report["layers"][0]] / 2
     # each layer file alone: its inputs, outputs and float16 weights
     import onnx
 
@@ -382,6 +388,13 @@ def test_layers_split_refuses_missing_or_swapped_layers_and_bad_arguments(layere
     model, folder, report = layered_tiny
     copy = tmp_path / "copy"
     shutil.copytree(folder, copy)
+    (copy / "tiny.maps0.onnx").unlink()
+    with pytest.raises(ValueError, match=r"runs with its layer files \['tiny.maps0.onnx'\], which are not beside it"):
+        export.onnx_session(copy / "tiny.embed.onnx")
+    shutil.copyfile(copy / "tiny.layer0.onnx", copy / "tiny.maps0.onnx")  # a layer where the maps file belongs
+    with pytest.raises(ValueError, match="is not the first layer's maps file"):
+        export.onnx_session(copy / "tiny.embed.onnx")
+    shutil.copyfile(folder / "tiny.maps0.onnx", copy / "tiny.maps0.onnx")
     (copy / "tiny.layer1.onnx").unlink()
     with pytest.raises(ValueError, match=r"runs with its layer files \['tiny.layer1.onnx'\], which are not beside it"):
         export.onnx_session(copy / "tiny.embed.onnx")

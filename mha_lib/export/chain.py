@@ -42,6 +42,7 @@ class LayeredSession:
 
     Attributes:
         embed, layers: the parts' sessions (to time or run one part alone).
+        first_maps: the session of the first layer's maps file (``mha_lib.first_maps``), or None.
 
     Raises:
         ValueError: the parts do not fit (a layer's inputs or outputs, the layer count, the heads).
@@ -49,8 +50,8 @@ class LayeredSession:
 
     _mha_lib_session = True  # run.py's _session takes it as a session
 
-    def __init__(self, embed, layers: Sequence):
-        self.embed, self.layers = embed, list(layers)
+    def __init__(self, embed, layers: Sequence, first_maps=None):
+        self.embed, self.layers, self.first_maps = embed, list(layers), first_maps
         meta = _read_metadata(embed)
         NL, H = int(meta.get("num_layers", -1)), int(meta.get("num_heads", -1))
         if len(self.layers) != NL or NL < 1:
@@ -100,6 +101,22 @@ class LayeredSession:
         return [got[n] for n in (output_names or [o.name for o in self._outputs])]
 
 
+    def run_first_maps(self, input_ids, token_type_ids, key_padding_mask) -> np.ndarray:
+        """The first maps file's weights, (B, H, L, L) float32, for ids (B, L) (made into token rows as :func:`run_onnx`
+        does), token types and the padding mask (True = padding). Meant for checks: the ids must be the model's.
+
+        Raises:
+            ValueError: no first maps file, or no token rows to read (open the session with :func:`onnx_session`).
+        """
+        rows = getattr(self, "mha_lib_token_rows", None)
+        if self.first_maps is None or rows is None:
+            raise ValueError("this session has no first maps file, or no token rows: open it with onnx_session(path)")
+        made = rows.feeds(input_ids)
+        hidden = self.embed.run(["hidden"], {"token_index": made["token_index"], "token_rows": made["token_rows"],
+                                             "token_type_ids": np.asarray(token_type_ids, dtype=np.int64)})[0]
+        return self.first_maps.run(None, {"hidden": hidden, "key_padding_mask": np.asarray(key_padding_mask, dtype=bool)})[0]
+
+
 def layer_files(path: str, meta: Dict[str, str]) -> Optional[List[str]]:
     """The layer files an embeddings file lists (``mha_lib.layers``), as paths beside it; None for any other file.
 
@@ -124,8 +141,20 @@ def layer_files(path: str, meta: Dict[str, str]) -> Optional[List[str]]:
 
 
 def layered(path: str, embed, open_session) -> LayeredSession:
-    """A :class:`LayeredSession` of the embeddings session ``embed`` (of ``path``) and its layer files, each
-    opened with ``open_session(path)``."""
+    """A :class:`LayeredSession` of the embeddings session ``embed`` (of ``path``), its layer files and its first
+    maps file where it names one, each opened with ``open_session(path)``.
+
+    Raises:
+        ValueError: a layer file or the first maps file missing, or not what it should be.
+    """
     _require("onnxruntime")
-    return LayeredSession(embed, [open_session(p) for p in layer_files(path, _read_metadata(embed))])
+    meta = _read_metadata(embed)
+    first = None
+    if "first_maps" in meta:
+        (maps_path,) = layer_files(path, {"layers": json.dumps([meta["first_maps"]])})
+        first = open_session(maps_path)
+        got = [a.name for a in first.get_inputs()], [a.name for a in first.get_outputs()], _read_metadata(first).get("kind")
+        if got != (["hidden", "key_padding_mask"], ["attentions"], "bert-maps"):
+            raise ValueError(f"{maps_path!r} is not the first layer's maps file (inputs, outputs, kind: {got})")
+    return LayeredSession(embed, [open_session(p) for p in layer_files(path, meta)], first)
 

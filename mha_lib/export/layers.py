@@ -21,9 +21,11 @@ from .common import METADATA_PREFIX, _quiet, _require
 from .split import _float16_candidates, _store_float16, split_for_web
 from .trace import _FOLD_LIMIT, MAX_OPSET, MIN_OPSET, _describe, _metadata, _strip_metadata
 
-#: The parts' names: ``{stem}.embed.onnx`` and ``{stem}.layer{i}.onnx`` (i from 0), beside each other.
+#: The parts' names: ``{stem}.embed.onnx``, ``{stem}.layer{i}.onnx`` (i from 0) and ``{stem}.maps0.onnx``, beside
+#: each other.
 EMBED_SUFFIX = ".embed.onnx"
 LAYER_SUFFIX = ".layer{}.onnx"
+FIRST_MAPS_SUFFIX = ".maps0.onnx"
 
 
 class _Embeddings(nn.Module):
@@ -57,6 +59,19 @@ class _Layer(nn.Module):
         return x, weights
 
 
+class _FirstMaps(nn.Module):
+    """The first layer's weights alone: hidden (B, L, d_model), key_padding_mask (B, L) -> attentions (B, H, L, L).
+    The traced graph keeps only what the weights need (the query and key projections): a small file, so that a page
+    draws the first maps before the rest of the first layer has arrived."""
+
+    def __init__(self, model: BertEncoder):
+        super().__init__()
+        self.block = model.blocks[0]
+
+    def forward(self, hidden, key_padding_mask):
+        return self.block(hidden, key_padding_mask=key_padding_mask, need_weights=True)[1]  # (B, H, L, L)
+
+
 def _save(module: nn.Module, example: tuple, names: tuple, outputs: tuple, shapes: dict, opset: int,
           meta: dict, path: str) -> None:
     """Trace ``module`` on ``example`` (torch.onnx, dynamo) and save it to ``path`` with ``meta`` as its metadata."""
@@ -81,6 +96,10 @@ def split_layers_for_web(model: BertEncoder, folder: Union[str, os.PathLike], st
       its position table float16. Its metadata are the whole model's (``mha_lib.kind`` "bert",
       ``num_layers``, ``num_heads``, ``vocab_size``, ``max_length``, ...) plus ``mha_lib.layers``,
       the JSON list of the layers' file names, relative to it.
+    * ``{stem}.maps0.onnx``: the first layer's weights alone (inputs ``hidden``, ``key_padding_mask``; output
+      ``attentions`` (B, H, L, L)): the query and key projections of layer 0, about a quarter of its file, so that
+      a page draws the first maps before the rest of layer 0 has arrived (metadata ``mha_lib.kind`` "bert-maps";
+      the embeddings file names it in ``mha_lib.first_maps``).
     * ``{stem}.layer{i}.onnx`` for each block i: inputs ``hidden`` (B, L, d_model) float32,
       ``key_padding_mask`` (B, L) bool (True = padding) and ``head_mask`` (H,) float32 (1 keep, 0
       drop); outputs ``hidden_out`` (B, L, d_model) and ``attentions`` (B, H, L, L) (the weights before
@@ -88,8 +107,8 @@ def split_layers_for_web(model: BertEncoder, folder: Union[str, os.PathLike], st
       ``pool``). Its weight matrices are float16, computed in float32 (as :func:`split_for_web`);
       metadata ``mha_lib.kind`` "bert-layer", ``mha_lib.layer``, ``num_layers``, ``num_heads``.
 
-    For all-MiniLM-L6-v2: about 0.4 MB for the embeddings and 3.5 MB a layer, so a page draws the
-    first layer's maps after the runtime and about 4 MB of weights, and the rest while the reader looks.
+    For all-MiniLM-L6-v2: about 0.4 MB for the embeddings, 0.9 MB for the first maps and 3.6 MB a layer, so a page
+    draws the first layer's maps after the runtime and about 1.3 MB of weights, and the rest while the reader looks.
     :func:`onnx_session` on the embeddings file runs every part as one model
     (:class:`~mha_lib.export.chain.LayeredSession`): :func:`compare_onnx` and
     :func:`compare_on_sentences` check the parts together.
@@ -103,7 +122,8 @@ def split_layers_for_web(model: BertEncoder, folder: Union[str, os.PathLike], st
         opset: ``MIN_OPSET`` (18) to ``MAX_OPSET`` (23).
 
     Returns:
-        a dict: ``embed`` (its file name), ``layers`` (the layers' file names, in order), ``rows``
+        a dict: ``embed`` (its file name), ``layers`` (the layers' file names, in order), ``first_maps`` (the
+        first layer's maps file), ``rows``
         (the row folder's name), ``bytes`` ({file name: size}), ``float16`` (initializers stored as
         float16, all files), ``num_layers``, ``num_heads``, ``max_length``.
 
@@ -142,7 +162,9 @@ def split_layers_for_web(model: BertEncoder, folder: Union[str, os.PathLike], st
         length = torch.export.Dim("sequence", min=1, max=desc["max_length"])
         axes = {0: batch, 1: length}
         full = os.path.join(folder, stem + ".embed.fp32.onnx")
-        meta = {**_metadata(desc), METADATA_PREFIX + "layers": json.dumps(names)}
+        maps_name = stem + FIRST_MAPS_SUFFIX
+        meta = {**_metadata(desc), METADATA_PREFIX + "layers": json.dumps(names),
+                METADATA_PREFIX + "first_maps": maps_name}
         try:
             _save(_Embeddings(model), (ids, types), ("input_ids", "token_type_ids"), ("hidden",),
                   {"input_ids": dict(axes), "token_type_ids": dict(axes)}, opset, meta, full)
@@ -154,15 +176,20 @@ def split_layers_for_web(model: BertEncoder, folder: Union[str, os.PathLike], st
         with torch.no_grad():
             hidden = model.embed(ids, types)  # (B, L, d_model): what the layers are traced on
         float16 = split["float16"]
-        for i, name in enumerate(names):
-            last = i == NL - 1
-            outputs = ("hidden_out", "attentions") + (("sentence_embedding",) if last else ())
-            meta = {METADATA_PREFIX + "kind": "bert-layer", METADATA_PREFIX + "layer": str(i),
+        parts = [(name, _Layer(model, i), i) for i, name in enumerate(names)] + [(maps_name, _FirstMaps(model), 0)]
+        for name, module, i in parts:
+            maps_only = isinstance(module, _FirstMaps)
+            outputs = ("attentions",) if maps_only else \
+                ("hidden_out", "attentions") + (("sentence_embedding",) if i == NL - 1 else ())
+            meta = {METADATA_PREFIX + "kind": "bert-maps" if maps_only else "bert-layer", METADATA_PREFIX + "layer": str(i),
                     METADATA_PREFIX + "num_layers": str(NL), METADATA_PREFIX + "num_heads": str(H)}
             path = os.path.join(folder, name)
-            _save(_Layer(model, i), (hidden, padding, torch.ones(H, device=device)),
-                  ("hidden", "key_padding_mask", "head_mask"), outputs,
-                  {"hidden": dict(axes), "key_padding_mask": dict(axes), "head_mask": None}, opset, meta, path)
+            if maps_only:
+                _save(module, (hidden, padding), ("hidden", "key_padding_mask"), outputs,
+                      {"hidden": dict(axes), "key_padding_mask": dict(axes)}, opset, meta, path)
+            else:
+                _save(module, (hidden, padding, torch.ones(H, device=device)), ("hidden", "key_padding_mask", "head_mask"),
+                      outputs, {"hidden": dict(axes), "key_padding_mask": dict(axes), "head_mask": None}, opset, meta, path)
             part = onnx.load(path)
             weights = _float16_candidates(part)
             _store_float16(part, weights)
@@ -172,7 +199,7 @@ def split_layers_for_web(model: BertEncoder, folder: Union[str, os.PathLike], st
             float16 += len(weights)
     finally:
         model.train(was_training)
-    files = [stem + EMBED_SUFFIX, *names]
-    return {"embed": files[0], "layers": names, "rows": stem + ".rows", "float16": float16, "num_layers": NL,
-            "num_heads": H, "max_length": desc["max_length"],
+    files = [stem + EMBED_SUFFIX, *names, maps_name]
+    return {"embed": files[0], "layers": names, "first_maps": maps_name, "rows": stem + ".rows", "float16": float16,
+            "num_layers": NL, "num_heads": H, "max_length": desc["max_length"],
             "bytes": {f: os.path.getsize(os.path.join(folder, f)) for f in files}}

@@ -90,6 +90,14 @@ async function runLayers(model, ids, mask, { onFetch, onLayer, maps, clock, stal
   for (let l = 0; l < Math.min(from, NL); l++) if (maps) onLayer(l, state.maps[l]); // unchanged: the kept maps
   const n = ids[0].length;
   state.upTo = from; // the layers from here on are recomputed: until each is, the kept ones are no longer valid
+  let drawn = -1; // a layer whose maps were given already (the first maps file, while layer 0 is still arriving)
+  if (from === 0 && maps && model.firstMaps && !model.layerReady(0)) {
+    const feeds = clock.time("feeds", () => ({ hidden: new Tensor("float32", state.hidden[0].slice(), [B, L, state.d]),
+      key_padding_mask: new Tensor("bool", padding.slice(), [B, L]) }));
+    const att = checkFinite(model.id, await clock.run(model.firstMaps, feeds)).attentions; // (B, H, L, L)
+    onLayer(0, clock.time("read", () => attentionsFromOutput(att.data, [1, ...att.dims], 0, n)[0]));
+    drawn = 0;
+  }
   for (let l = from; l < NL; l++) {
     if (stale()) return null;
     const session = await clock.timeAsync("load", () => model.layer(l, onWait)); // fetched when first needed
@@ -111,7 +119,7 @@ async function runLayers(model, ids, mask, { onFetch, onLayer, maps, clock, stal
       state.maps[l] = null;
     }
     state.upTo = l + 1;
-    if (maps) onLayer(l, state.maps[l]);
+    if (maps && l !== drawn) onLayer(l, state.maps[l]);
   }
   return state;
 }

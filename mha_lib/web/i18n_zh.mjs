@@ -100,10 +100,10 @@ export const ZH = {
   "the model ({size})": "模型（{size}）",
   "the {count} models ({size})": "全部 {count} 个模型（{size}）",
   "the runtime ({size})": "运行时（{size}）",
-  "the runtime ({runtime}) and the model's first layer ({first}), then its {others} other layers ({rest}) as they are computed":
-    "运行时（{runtime}）和模型的第一层（{first}），其余 {others} 层（{rest}）在计算到时再下载",
-  "the model's first layer ({first}), then its {others} other layers ({rest}) as they are computed":
-    "模型的第一层（{first}），其余 {others} 层（{rest}）在计算到时再下载",
+  "the runtime ({runtime}) and what the model's first maps need ({first}), then its other layers ({rest}) as they are computed":
+    "运行时（{runtime}）和模型画出第一批注意力图所需的部分（{first}），其余各层（{rest}）在计算到时再下载",
+  "what the model's first maps need ({first}), then its other layers ({rest}) as they are computed":
+    "模型画出第一批注意力图所需的部分（{first}），其余各层（{rest}）在计算到时再下载",
   "{models} and {runtime}": "{models}和{runtime}",
   "{n} layers": "{n} 层",
   "{n} layer": "{n} 层",

@@ -80,9 +80,11 @@ async function fetchVocab(info) {
 
 const modelPromises = new Map(); // model id -> Promise<Model>, shared by every view of the page
 
-/** Bytes of a model's first load: its file, or for a model split by layer its embeddings and first layer. */
+/** Bytes of a model's first load: its file, or for a model split by layer its embeddings and first maps file. */
 function firstBytes(info) {
-  return info.layers ? info.bytes - info.layers.slice(1).reduce((s, part) => s + part.bytes, 0) : info.bytes || 0;
+  if (!info.layers) return info.bytes || 0;
+  const rest = info.bytes - info.layers.reduce((s, part) => s + part.bytes, 0); // the embeddings and the first maps
+  return info.first_maps ? rest : rest + info.layers[0].bytes; // no first maps file: the first layer itself
 }
 
 const DONE = Promise.resolve(null); // a layer's fetch whose bytes became its session
@@ -122,7 +124,9 @@ function layerSession(model, i, onBytes, onWait = () => {}) {
         return createSession(bytes);
       })
       .then(({ session }) => Object.assign(session, { file: part.file }));
-    promise.catch(() => {
+    promise.then(() => {
+      promise.ready = true;
+    }, () => {
       if (model.layerPromises[i] !== promise) return;
       model.layerPromises[i] = null; // a later run asks again, for the file too
       if (model.layerFetches[i] === DONE) model.layerFetches[i] = null;
@@ -147,12 +151,16 @@ function loadModel(id, onBytes) {
       if (!info) throw new Error(`the site has no model "${id}" (models/manifest.json)`);
       const runtimeBytes = (n) => onBytes("runtime", n);
       const model = { id, info, tokenizer: null, queue: Promise.resolve(), layerPromises: [], layerFetches: [] };
+      const maps = info.layers && info.first_maps; // the first layer's weights alone: drawn before the rest arrives
       const [, bytes, vocab, first] = await Promise.all([
         loadRuntime(runtimeBytes), // fetched beside the model
         fetchBytes(URLS.models + info.file, { onBytes: (n) => onBytes(id, n), sha256: info.sha256, name: info.file,
           size: info.layers ? null : info.bytes }),
         info.vocab ? fetchVocab(info) : null,
-        info.layers ? layerSession(model, 0, (n) => onBytes(`${id}:0`, n)) : null, // the first layer with the rest
+        maps ? fetchBytes(URLS.models + maps.file, { onBytes: (n) => onBytes(`${id}:maps`, n), sha256: maps.sha256,
+          size: maps.bytes, name: maps.file }).then((b) => createSession(b))
+          .then(({ session }) => Object.assign(session, { file: maps.file }))
+          : info.layers ? layerSession(model, 0, (n) => onBytes(`${id}:0`, n)) : null, // else the first layer itself
       ]);
       const { session, ort } = await createSession(bytes, runtimeBytes);
       await nextTask(); // the vocabulary's tables are built in a task of their own
@@ -160,7 +168,9 @@ function loadModel(id, onBytes) {
       Object.assign(model, { session: Object.assign(session, { file: info.file }), ort, tokenizer });
       model.prepare = (ids, onFetch) => fetchTokenRows(model, ids, onFetch); // a split model's word vectors
       if (first) {
+        if (maps) model.firstMaps = first;
         model.layer = (i, onWait) => layerSession(model, i, () => {}, onWait);
+        model.layerReady = (i) => Boolean(model.layerPromises[i] && model.layerPromises[i].ready);
         model.stream = () => { // the later layers' files, one after another, from the first one not yet asked for
           if (model.streaming) return;
           model.streaming = true;
@@ -385,8 +395,7 @@ export const browserBackend = {
       const infos = fresh.map((id) => manifest.models[id] || {});
       const runtime = loaded.has("runtime") ? 0 : (await runtimeBinary()).bytes;
       const layered = infos.length === 1 && infos[0].layers;
-      what = layered ? layeredDownloadText(firstBytes(infos[0]), infos[0].layers.length - 1,
-        infos[0].bytes - firstBytes(infos[0]), runtime)
+      what = layered ? layeredDownloadText(firstBytes(infos[0]), infos[0].bytes - firstBytes(infos[0]), runtime)
         : downloadText(fresh.length, infos.reduce((sum, info) => sum + (info.bytes || 0), 0), runtime);
       const split = infos.find((m) => m.token_rows);
       if (split) what += note(split);

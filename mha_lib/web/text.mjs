@@ -26,14 +26,14 @@ export function downloadText(models, modelBytes, runtime) {
 }
 
 /**
- * What the first action downloads for a model split by layer, in words: "the runtime (14.2 MB) and the model's
- * first layer (4.0 MB), then its 5 other layers (17.9 MB) as they are computed" (no runtime: without it).
+ * What the first action downloads for a model split by layer, in words: "the runtime (14.2 MB) and what the model's
+ * first maps need (1.3 MB), then its other layers (21.4 MB) as they are computed" (no runtime: without it).
  */
-export function layeredDownloadText(firstBytes, others, otherBytes, runtime) {
-  const words = { first: formatMB(firstBytes), others, rest: formatMB(otherBytes), runtime: formatMB(runtime) };
-  return runtime ? t("the runtime ({runtime}) and the model's first layer ({first}), then its {others} other layers " +
+export function layeredDownloadText(firstBytes, otherBytes, runtime) {
+  const words = { first: formatMB(firstBytes), rest: formatMB(otherBytes), runtime: formatMB(runtime) };
+  return runtime ? t("the runtime ({runtime}) and what the model's first maps need ({first}), then its other layers " +
     "({rest}) as they are computed", words)
-    : t("the model's first layer ({first}), then its {others} other layers ({rest}) as they are computed", words);
+    : t("what the model's first maps need ({first}), then its other layers ({rest}) as they are computed", words);
 }
 
 /** How many layers, in words: "1 layer", "6 layers". */

@@ -49,7 +49,8 @@ export class SpeedView extends View {
         "the book's pages. The book's machine's times are shown."))];
     this.table = el("table", { class: "mha-live-table" });
     this.children = el("details", { class: "mha-live-speed-views" }, el("summary", {}, t("The views being timed")));
-    this.attach(controls, [this.table, this.children]);
+    // a phone's column is narrower than the table with two devices' columns: it scrolls in its own box
+    this.attach(controls, [el("div", { class: "mha-live-scroll" }, this.table), this.children]);
     this.bar.hidden = true; // no colour scale, no cell readout: a table
     this.result = { rows: null, provider: null, source: "config" };
     this.show();

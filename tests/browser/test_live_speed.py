@@ -4,8 +4,8 @@ Each view of :func:`mha_lib.live.speed_views` alone on a page of our own on the 
 ``mha_lib/web/speed.mjs`` (the code benchmarks/bench_live.py and the reader's speed table run). Checked:
 
 * no main-thread task over 50 ms of CPU while any view loads, runs and draws (Chromium's trace), for every view;
-* MiniLM's first maps come after the runtime, the embeddings and layer 0 only (on a throttled link: the later
-  layers' files arrive after them, and at most 10 MB gzip had arrived), and equal mha_lib within 0.01;
+* MiniLM's first maps come after the runtime, the embeddings and the first layer's maps file only (on a throttled
+  link: the layers' files arrive after them, and at most 10 MB gzip had arrived), and equal mha_lib within 0.01;
 * one frame per layer: a new sentence's maps arrive layer by layer, and a head toggled in layer 4 recomputes
   layers 4 and 5 only (the page's recorded session.run calls);
 * a second visit reads the models, the runtime's binary, the word vectors, the vocabulary and the manifest from
@@ -85,10 +85,10 @@ def test_no_main_thread_task_over_50_ms_while_a_view_loads_runs_and_draws(chromi
     assert min(longest) <= MAIN_THREAD_TASK_MS, f"{kind}: the longest main-thread task of each visit, ms of CPU: {longest}"
 
 
-def test_the_first_minilm_maps_wait_for_the_runtime_the_embeddings_and_one_layer(chromium_browser, book_url, views, bert):
-    """On a link of 40 Mbit/s: when layer 0's new maps are drawn, no later layer's file has arrived, and everything
-    that has weighs at most 10 MB gzip (what a compressing server sends), the page included. The maps of every
-    layer, once in, are mha_lib's."""
+def test_the_first_minilm_maps_wait_for_the_runtime_the_embeddings_and_the_first_maps_file(chromium_browser, book_url, views, bert):
+    """On a link of 40 Mbit/s: when layer 0's new maps are drawn (from the first maps file), no layer's file but
+    layer 0's (which streams next) has arrived, and everything that has weighs at most 10 MB gzip (what a compressing
+    server sends), the page included. The maps of every layer, once in, are mha_lib's."""
     _require_models()
     context, page, visit = _open(chromium_browser, book_url, _html(views["sentence"]))
     try:
@@ -110,8 +110,8 @@ def test_the_first_minilm_maps_wait_for_the_runtime_the_embeddings_and_one_layer
         assert page.evaluate("window.__first") == 0  # layer 0's maps came first
         names = [r.url.rsplit("/", 1)[-1] for r in arrived]
         layers = sorted(n for n in names if ".layer" in n)
-        assert layers == ["all-MiniLM-L6-v2.layer0.onnx"], names
-        assert "ort-wasm-simd-threaded.wasm" in names and "all-MiniLM-L6-v2.embed.onnx" in names
+        assert layers in ([], ["all-MiniLM-L6-v2.layer0.onnx"]), names  # at most layer 0, which streams next
+        assert {"ort-wasm-simd-threaded.wasm", "all-MiniLM-L6-v2.embed.onnx", "all-MiniLM-L6-v2.maps0.onnx"} <= set(names)
         assert not any("asyncify" in n or "webgpu" in n for n in names)  # only the WebAssembly build's files
         packed = sum(len(gzip.compress(r.response().body(), 6)) for r in arrived if r.response() is not None)
         assert packed <= FIRST_MAP_MB_GZIP * 1e6, f"{packed / 1e6:.2f} MB gzip before the first maps"

@@ -411,9 +411,8 @@ def test_download_notes_give_the_word_vectors_bytes_before_any_download(chromium
         assert f"{len(config['texts'])} texts ({len(files) * rows['file_bytes'] / 1e6:.1f} MB)" in prune, prune
         sentence = page.locator("[data-view=sentence] .mha-live-status").text_content()
         most = manifest["checked"]["row_files_per_text"]["max"] * rows["file_bytes"] / 1e6
-        layers = manifest["layers"]
-        first = manifest["bytes"] - sum(part["bytes"] for part in layers[1:])  # the embeddings and layer 0
-        assert f"the model's first layer ({first / 1e6:.1f} MB), then its {len(layers) - 1} other layers " \
+        first = manifest["bytes"] - sum(part["bytes"] for part in manifest["layers"])  # the embeddings, the first maps
+        assert f"what the model's first maps need ({first / 1e6:.1f} MB), then its other layers " \
             f"({(manifest['bytes'] - first) / 1e6:.1f} MB) as they are computed" in sentence, sentence
         assert f"at most {most:.1f} MB" in sentence
         assert not any(".onnx" in u or ".bin" in u for u in visit.requests), visit.requests  # nothing fetched yet
