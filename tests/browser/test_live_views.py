@@ -501,6 +501,11 @@ def test_chapter_live_views_mount_and_show_the_notebook_numbers(chromium_browser
             fallbackHidden: [...e.querySelectorAll('.mha-live-fallback')].every(i => i.hidden)}))""")
         assert views
         for v in views:
+            if v["view"] == "speed":  # a table of times: the book's until the reader times the views, none mounted yet
+                rows = page.evaluate("document.querySelectorAll('[data-view=speed] table tr').length")
+                mounted = page.evaluate("document.querySelectorAll('[data-view=speed] .mha-live-view').length")
+                assert rows == 1 + len(v["config"]["views"]) and v["result"]["rows"] is None and mounted == 0
+                continue
             assert v["fallbackHidden"] and v["canvases"] >= 1, v["view"]
             if v["view"] == "toy-compare":
                 first = v["config"]["models"][0]
