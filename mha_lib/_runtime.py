@@ -8,6 +8,8 @@ import sys
 import numpy as np
 import torch
 
+from . import checks
+
 __all__ = ["set_seed", "default_device"]
 
 _PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep  # mha_lib/, every subpackage included
@@ -17,17 +19,15 @@ def set_seed(seed: int = 0) -> None:
     """Seed Python's ``random``, NumPy and torch (CPU and every CUDA device).
 
     Args:
-        seed: a non-negative integer.
+        seed: an integer in [0, 2**64 - 1] (``checks.seed``: what torch's generators take).
 
     Raises:
-        ValueError: if ``seed`` is negative or not an integer.
+        ValueError: if ``seed`` is not an integer in that range (naming it).
 
     Bitwise-identical results also need the same torch version, device and thread
     count; the chapters print those next to every measured number.
     """
-    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
-        raise ValueError(f"seed must be a non-negative integer, got {seed!r}")
-    seed = int(seed)
+    seed = checks.seed(seed, "seed")
     random.seed(seed)
     np.random.seed(seed % 2**32)
     torch.manual_seed(seed)  # also seeds every CUDA device

@@ -7,6 +7,8 @@ the value in a canonical Python type. The policy:
   accepted and returned as ``int``. Bools (``True`` is not head 1), floats (even ``2.0``: a float
   index is usually a bug upstream), strings (``"12"`` is not heads 1 and 2) and None are refused,
   never truncated as ``int()`` would.
+* **Seeds**: an integer in [0, 2**64 - 1] (:func:`seed`), what torch's generators take; every public
+  function that seeds a generator checks its seed so, and names it.
 * **Probabilities** (dropout): a real number in [0, 1); bools and NaN are refused.
 * **Flags**: ``True`` or ``False`` only (``is_causal="no"`` is refused, not counted as True).
 * **Finite reals** (scales, epsilons): int or float, finite; bools refused. A value that becomes
@@ -35,7 +37,7 @@ import torch
 __all__ = [
     "as_int", "positive_int", "nonnegative_int", "int_at_least", "head_sizes", "head_indices", "probability", "flag",
     "finite_real", "learning_rate", "heads_by_layer", "attention_weights", "attention_rows", "padding_mask",
-    "has_values", "tracing",
+    "has_values", "tracing", "seed", "SEED_MAX",
 ]
 
 
@@ -112,6 +114,20 @@ def nonnegative_int(value: Any, name: str) -> int:
     out = _int_or_none(value)
     if out is None or out < 0:
         raise ValueError(f"{name} must be a non-negative integer, got {value!r}")
+    return out
+
+
+#: The seeds torch's generators take: ``torch.Generator().manual_seed`` and ``torch.manual_seed`` read an
+#: unsigned 64-bit integer (a larger one raises "Overflow when unpacking long").
+SEED_MAX = 2**64 - 1
+
+
+def seed(value: Any, name: str = "seed") -> int:
+    """A random seed: an integer in [0, 2**64 - 1] (:data:`SEED_MAX`, what torch's generators take).
+    Raises ValueError naming ``name``, the value and the range."""
+    out = _int_or_none(value)
+    if out is None or not 0 <= out <= SEED_MAX:
+        raise ValueError(f"{name} must be an integer in [0, 2**64 - 1] (torch's generator seeds), got {value!r}")
     return out
 
 
@@ -272,6 +288,11 @@ def attention_rows(weights: Any, name: str = "weights") -> "torch.Tensor":
     """One layer's (B, H, L, L) self-attention weights, checked: float, finite, >= 0, rows summing
     to 1 (or to 0: a query with no allowed key), B, H >= 1 and L >= 2.
 
+    "Summing to 1" follows the weights' dtype: within ``max(1e-3, finfo(dtype).eps)``. Rounding each
+    weight of a row to the dtype moves the row's sum by at most half an eps (the weights are >= 0 and
+    sum to 1), so a bf16 model's rows (eps 2^-7: sums 0.998 to 1.002 seen) pass and fp16's and
+    float32's keep the 1e-3 of before.
+
     Returns them detached, as float32. Raises ValueError naming ``name`` and what is wrong."""
     if not isinstance(weights, torch.Tensor) or weights.dim() != 4 or weights.shape[-1] != weights.shape[-2]:
         raise ValueError(f"{name} must be one layer's (B, H, L, L) tensor, got "
@@ -281,11 +302,13 @@ def attention_rows(weights: Any, name: str = "weights") -> "torch.Tensor":
         raise ValueError(f"{name} has no sequence or no head: shape {tuple(weights.shape)}")
     if weights.shape[-1] < 2:
         raise ValueError(f"{name} needs L >= 2 positions, got L = {weights.shape[-1]}")
+    tolerance = max(1e-3, torch.finfo(weights.dtype).eps)
     w = weights.detach().float()
     sums = w.sum(-1)
-    if not bool(((sums - 1).abs() < 1e-3).logical_or(sums.abs() < 1e-6).all()):
-        raise ValueError(f"{name} are not attention weights: rows must be >= 0 and sum to 1 (or 0), "
-                         f"got row sums from {float(sums.min()):.3g} to {float(sums.max()):.3g}")
+    if not bool(((sums - 1).abs() < tolerance).logical_or(sums.abs() < 1e-6).all()):
+        raise ValueError(f"{name} are not attention weights: rows must be >= 0 and sum to 1 (or 0) within "
+                         f"{tolerance:.3g} ({weights.dtype}), got row sums from {float(sums.min()):.4g} to "
+                         f"{float(sums.max()):.4g}")
     return w
 
 

@@ -26,7 +26,7 @@ import platform
 import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Dict, Iterable, List, Optional, Sequence, Union
+from typing import Dict, Optional, Sequence, Union
 
 import torch
 from safetensors.torch import save_file
@@ -37,7 +37,6 @@ from . import __version__, checks
 from ._runtime import default_device, set_seed
 from .model import build_checked, read_json
 from .tasks import (
-    IGNORE_INDEX,
     SHIPPED,
     TrainedSpec,
     accuracy,
@@ -185,7 +184,8 @@ def train(
             step lr / (1 - 0.9) must fit float32); schedule :func:`lr_at`.
         weight_decay: AdamW weight decay (>= 0, lr * weight_decay <= 3.4e38), applied to every parameter.
         warmup: fraction of the steps spent warming up, in [0, 1).
-        seed: seed of the training stream (``DATA_SEED_OFFSET + seed``).
+        seed: seed of the training stream (``DATA_SEED_OFFSET + seed``), an int in [0, 2**64 - 1 -
+            DATA_SEED_OFFSET].
         device: where to train; default :func:`mha_lib.default_device`.
         eval_every: steps between learning-curve points (>= 1).
         eval_sequences: size of the fixed set the curve is measured on.
@@ -217,6 +217,10 @@ def train(
         raise ValueError(f"weight_decay={weight_decay!r} times lr={lr!r} must fit float32 (<= 3.4e38): "
                          f"AdamW scales the weights by 1 - lr * weight_decay")
     checks.probability(warmup, "warmup")  # a fraction of the steps, in [0, 1)
+    seed = checks.seed(seed, "seed")
+    if seed > checks.SEED_MAX - DATA_SEED_OFFSET:  # the training stream's generator takes DATA_SEED_OFFSET + seed
+        raise ValueError(f"seed must be an integer in [0, 2**64 - 1 - DATA_SEED_OFFSET] (the training stream is "
+                         f"seeded with DATA_SEED_OFFSET={DATA_SEED_OFFSET:,} + seed), got {seed}")
     keep_at = set(checks.head_indices(checkpoint_steps, "checkpoint_steps", upper=steps + 1, upper_name="steps + 1"))
     if getattr(model, "num_classes", task.num_classes) != task.num_classes:
         raise ValueError(f"model has num_classes={model.num_classes}, the task has {task.num_classes}")

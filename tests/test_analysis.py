@@ -320,3 +320,27 @@ def test_holm_adjusted_known_values_and_refusals():
     for bad in ([], [0.1, 1.5], [float("nan")], [-0.01], ["0.1"]):
         with pytest.raises(ValueError):
             holm_adjusted(bad)
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+def test_analyses_read_mha_libs_own_16_bit_attention_weights(dtype):
+    """Issue 47: a bf16 model's weights, whose rows sum to 0.998-1.002 after rounding, were refused by a fixed
+    1e-3 tolerance; the tolerance follows the dtype (its eps), and the scores are those of the rows rescaled."""
+    from mha_lib.analysis import attention_rollout, induction_score, previous_token_score
+
+    torch.manual_seed(0)
+    model = Encoder(EncoderConfig(vocab_size=16, d_model=32, num_heads=4, num_layers=2, d_ff=0, max_len=64,
+                                  is_causal=True, pad_token_id=None)).eval().to(dtype)
+    ids = torch.randint(0, 16, (2, 64), generator=torch.Generator().manual_seed(1))
+    with torch.no_grad():
+        att = model(ids, output_attentions=True).attentions
+    assert att[0].dtype == dtype
+    sums = att[0].float().sum(-1)
+    if dtype == torch.bfloat16:
+        assert (sums - 1).abs().max() > 1e-3  # what the old check refused
+    exact = [a.float() / a.float().sum(-1, keepdim=True) for a in att]  # the rows rescaled to sum to 1
+    assert torch.allclose(attention_rollout(att), attention_rollout(exact), atol=1e-2)
+    assert torch.allclose(previous_token_score(att[0]), previous_token_score(exact[0]), atol=1e-2)
+    assert torch.allclose(induction_score(att[1], ids), induction_score(exact[1], ids), atol=1e-2, equal_nan=True)
+    with pytest.raises(ValueError, match="sum to 1"):
+        previous_token_score(att[0] * 1.05)  # beyond bf16's rounding: still refused

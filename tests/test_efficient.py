@@ -273,3 +273,57 @@ def test_latent_cache_bytes_match_the_module_and_deepseek_v2s_published_ratio():
         latent_kv_cache_bytes(num_layers=1, kv_rank=0, rope_dim=4, seq_len=1)
     with pytest.raises(ValueError, match="floating-point torch.dtype"):
         latent_kv_cache_bytes(num_layers=1, kv_rank=4, rope_dim=4, seq_len=1, dtype="float16")
+
+
+# ----------------------------------------------------------------------------- hostile inputs (issue 47)
+@pytest.mark.parametrize("base", [0, -2, 1, 0.5, float("nan"), float("inf"), True, "10000"])
+def test_rotary_refuses_a_base_that_is_not_a_finite_number_above_1(base):
+    x = torch.randn(2, 3, 4, 8)
+    with pytest.raises(ValueError, match=r"base"):
+        rotary(x, torch.arange(4), base=base)
+
+
+@pytest.mark.parametrize("call, message", [
+    (lambda: rotary(torch.arange(8).view(1, 8), torch.arange(1)), "floating-point"),
+    (lambda: rotary(torch.randn(2, 8), torch.tensor([0.5, 1.5])), "integer"),
+])
+def test_rotary_refuses_integer_features_and_fractional_positions_by_name(call, message):
+    with pytest.raises(ValueError, match=message):
+        call()
+
+
+def test_a_window_longer_than_the_keys_costs_what_the_keys_cost():
+    """Issue 47: window 4,096 over 8 queries scored 8 x (2 x 4,096 - 1) keys for the output of window 8."""
+    q, k, v = _qkv(B=1, H=2, L=8, d=4)
+    seen = []
+    original = torch.softmax
+
+    def spy(x, *args, **kwargs):
+        seen.append(x.numel())
+        return original(x, *args, **kwargs)
+
+    torch.softmax = spy
+    try:
+        long = sliding_window_attention(q, k, v, window=4096, sinks=2)
+    finally:
+        torch.softmax = original
+    assert torch.equal(long, sliding_window_attention(q, k, v, window=8, sinks=2))
+    ref, _ = attention(q, k, v, is_causal=True)
+    assert torch.allclose(long, ref, atol=1e-12)
+    assert seen and max(seen) <= 2 * 8 * (2 + 2 * 8)  # (B, H, blocks, w, sinks + 2w - 1) with w <= S
+
+
+@pytest.mark.parametrize("B, H, L, S", [(2, 3, 0, 0), (2, 3, 0, 5), (0, 3, 4, 4), (2, 0, 4, 4)])
+def test_sliding_window_attention_of_no_query_is_empty_like_sdpa(B, H, L, S):
+    q, k, v = _qkv(B=B, H=H, L=L, S=S, d=4)
+    v = v[..., :3]  # d_v may differ from d_k
+    out = sliding_window_attention(q, k, v, window=4, sinks=min(S, 1))
+    want = F.scaled_dot_product_attention(q, k, v)
+    assert out.shape == want.shape == (B, H, L, 3) and out.dtype == q.dtype
+
+
+@pytest.mark.parametrize("seed", [2**64, 2**70, -1])
+def test_block_sparse_mask_names_a_seed_out_of_the_generators_range(seed):
+    with pytest.raises(ValueError, match=r"seed"):
+        block_sparse_mask(8, block=4, seed=seed)
+    assert block_sparse_mask(8, block=4, seed=2**64 - 1).shape == (8, 8)  # the largest seed torch takes

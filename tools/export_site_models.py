@@ -2,7 +2,8 @@
 
 Usage: python tools/export_site_models.py OUTDIR [--cache DIR] [--force]
 
-``make book`` runs it with OUTDIR = ``_build/html/_static/models``. It writes:
+``make book`` runs it with OUTDIR = ``_build/site-models`` (while Sphinx builds the pages) and copies that
+folder to ``_build/html/_static/models``. It writes:
 
 * ``all-MiniLM-L6-v2.embed.onnx`` and ``all-MiniLM-L6-v2.layer0.onnx`` ... ``.layer5.onnx``: mha_lib's
   BertEncoder holding sentence-transformers/all-MiniLM-L6-v2, split by layer with

@@ -4,7 +4,8 @@ Key padding (B, S), ``attn_mask`` (bool True = blocked, or float added to the sc
 causal rule (bottom-right aligned: query i sees key j when j <= i + (S - L)) combine by OR over
 blocked positions. Both paths of :class:`~mha_lib.core.multi_head.MultiHeadAttention` and
 :func:`~mha_lib.core.functional.attention` use :func:`build_attention_mask`'s rule, and
-``_check_masks`` is their one mask check.
+``_check_masks`` is their one mask check. :func:`or_pattern` ORs a config's sparse pattern into a
+caller's ``attn_mask`` (the encoder's), with the same check of the mask's kind.
 """
 from __future__ import annotations
 
@@ -138,15 +139,56 @@ def _attn_mask_4d(attn_mask: Tensor, B: int, H: int, L: int, S: int) -> Tensor:
     return attn_mask
 
 
+def or_pattern(attn_mask: Optional[Tensor], pattern: Tensor) -> Tensor:
+    """A caller's ``attn_mask`` ORed with a sparse pattern (an :class:`~mha_lib.model.EncoderConfig`'s):
+    blocked where either blocks.
+
+    Args:
+        attn_mask: None, or a bool (True = blocked) or float (added; -inf blocks) mask whose shape
+            broadcasts against ``pattern``'s; checked first, with the words of every mask check
+            (``_check_mask_kind``), so that an integer mask is refused as it is without a pattern.
+        pattern: (L, S) bool, True = blocked.
+
+    Returns:
+        ``pattern`` when ``attn_mask`` is None; else bool ``attn_mask | pattern``, or the float mask with
+        -inf where ``pattern`` blocks; its shape is the two shapes broadcast.
+
+    Raises:
+        ValueError: ``attn_mask`` not a tensor, on the meta device, of a dtype neither bool nor floating,
+            or of a shape that does not broadcast against (L, S) (naming it).
+    """
+    if attn_mask is None:
+        return pattern
+    if not checks.tracing():
+        _check_mask_kind("attn_mask", attn_mask)
+        try:
+            torch.broadcast_shapes(attn_mask.shape, pattern.shape)
+        except RuntimeError:
+            raise ValueError(f"attn_mask has shape {tuple(attn_mask.shape)}; it must broadcast to (..., L, S) = "
+                             f"(..., {pattern.shape[0]}, {pattern.shape[1]})") from None
+    if attn_mask.dtype == torch.bool:
+        return attn_mask | pattern.to(attn_mask.device)
+    return torch.where(pattern.to(attn_mask.device), torch.tensor(-math.inf, dtype=attn_mask.dtype), attn_mask)
+
+
+def _check_mask_kind(name: str, mask) -> None:
+    """A mask is a bool or floating-point tensor with values (not on the meta device); ValueError naming it."""
+    if not isinstance(mask, Tensor):
+        raise ValueError(f"{name} must be a bool or float tensor, got {type(mask).__name__}")
+    checks.has_values(mask, name)
+    if mask.dtype != torch.bool and not mask.is_floating_point():
+        raise ValueError(
+            f"{name} has dtype {mask.dtype}; use bool (True = blocked) or a float mask (added to the scores)"
+        )
+
+
 def _check_masks(key_padding_mask, attn_mask, B: int, H: int, L: int, S: int, dtype: torch.dtype) -> None:
     """Shapes, dtypes and values of the two masks; ValueError naming the mask."""
     largest = 0.0  # the float masks' maxima add up to at most this (they are summed)
     for name, mask in (("key_padding_mask", key_padding_mask), ("attn_mask", attn_mask)):
         if mask is None:
             continue
-        if not isinstance(mask, Tensor):
-            raise ValueError(f"{name} must be a bool or float tensor, got {type(mask).__name__}")
-        checks.has_values(mask, name)
+        _check_mask_kind(name, mask)
         shape = tuple(mask.shape)
         if name == "key_padding_mask" and shape != (B, S):
             raise ValueError(f"key_padding_mask must have shape (B, S) = ({B}, {S}), got {shape}")
@@ -157,10 +199,6 @@ def _check_masks(key_padding_mask, attn_mask, B: int, H: int, L: int, S: int, dt
             )
         if mask.dtype == torch.bool:
             continue
-        if not mask.is_floating_point():
-            raise ValueError(
-                f"{name} has dtype {mask.dtype}; use bool (True = blocked) or a float mask (added to the scores)"
-            )
         if bool(torch.isnan(mask).any()):
             raise ValueError(f"{name} contains NaN; a float mask is added to the scores, use -inf to block")
         if bool(torch.isposinf(mask.to(dtype)).any()):

@@ -3,7 +3,8 @@
 Read in this order; each file imports only the ones before it (and :mod:`mha_lib.checks`; `latent.py` also :mod:`mha_lib.core`'s masks and teaching path):
 
 * ``patterns.py``: sparse patterns as explicit masks, the reference: :func:`sliding_window_mask`
-  (Mistral, Longformer; attention sinks, Xiao et al. 2023) and :func:`block_sparse_mask` (BigBird);
+  (Mistral, Longformer; attention sinks, Xiao et al. 2023) and :func:`block_sparse_mask` (BigBird; its
+  blocks: :func:`block_sparse_layout`);
 * ``windowed.py``: :func:`sliding_window_attention`, the same window without an L x S mask;
 * ``tiled.py``: :func:`tiled_attention`, FlashAttention's tiles and online softmax written to be read,
   and :func:`hbm_accesses`, the paper's count of slow-memory traffic (Dao et al. 2022);
@@ -15,10 +16,10 @@ Cache sizes: :func:`mha_lib.cost.kv_cache_bytes` (MHA, GQA, MQA) and :func:`late
 from __future__ import annotations
 
 from .latent import DEEPSEEK_V2_MLA, LatentCache, MultiHeadLatentAttention, latent_kv_cache_bytes, rotary
-from .patterns import block_sparse_mask, sliding_window_mask
+from .patterns import block_sparse_layout, block_sparse_mask, sliding_window_mask
 from .tiled import hbm_accesses, tiled_attention
 from .windowed import sliding_window_attention
 
-__all__ = ["sliding_window_mask", "block_sparse_mask", "sliding_window_attention", "tiled_attention",
+__all__ = ["sliding_window_mask", "block_sparse_layout", "block_sparse_mask", "sliding_window_attention", "tiled_attention",
            "hbm_accesses", "MultiHeadLatentAttention", "LatentCache", "rotary", "latent_kv_cache_bytes",
            "DEEPSEEK_V2_MLA"]

@@ -22,10 +22,9 @@ inference optimisation left out here). :func:`rotary` is the rotary position emb
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Optional, Tuple
+from typing import Optional
 
 import torch
-import torch.nn.functional as F
 from torch import Tensor, nn
 
 from .. import checks
@@ -42,19 +41,29 @@ def rotary(x: Tensor, positions: Tensor, base: float = 10000.0) -> Tensor:
     Args:
         x: (..., T, d) floating point, d even.
         positions: (T,) integer positions.
-        base: the frequency base, a finite number > 1.
+        base: the frequency base, a finite number > 1 (RoFormer's 10,000); at 1 or below every pair turns at
+            one speed (or grows past float range), and 0, a negative base or NaN gives NaN angles.
 
     Returns:
         a tensor shaped and typed like ``x``.
 
     Raises:
-        ValueError: an odd last dim, or ``positions`` not (T,).
+        ValueError: ``x`` not a floating-point tensor with an even last dim, ``positions`` not an integer
+            (T,) tensor, or a ``base`` that is not a finite number > 1 (naming it).
     """
+    if not isinstance(x, Tensor) or not x.is_floating_point() or x.dim() < 2:
+        raise ValueError(f"rotary rotates a floating-point (..., T, d) tensor, got "
+                         f"{getattr(x, 'dtype', type(x).__name__)} {tuple(getattr(x, 'shape', ()))}")
     d = x.shape[-1]
     if d % 2:
         raise ValueError(f"rotary needs an even feature size, got {d}")
-    if positions.dim() != 1 or positions.shape[0] != x.shape[-2]:
-        raise ValueError(f"positions must be ({x.shape[-2]},), got {tuple(positions.shape)}")
+    if not isinstance(positions, Tensor) or positions.dim() != 1 or positions.shape[0] != x.shape[-2] \
+            or positions.is_floating_point() or positions.is_complex() or positions.dtype == torch.bool:
+        raise ValueError(f"positions must be an integer ({x.shape[-2]},) tensor, got "
+                         f"{getattr(positions, 'dtype', type(positions).__name__)} "
+                         f"{tuple(getattr(positions, 'shape', ()))}")
+    if not (checks.finite_real(base, "base") > 1):
+        raise ValueError(f"base must be a finite number > 1 (the frequencies are base^(-2i/d)), got {base!r}")
     freqs = base ** (-torch.arange(0, d, 2, device=x.device, dtype=torch.float32) / d)   # (d/2,)
     angles = positions.to(torch.float32)[:, None] * freqs[None, :]                       # (T, d/2)
     cos, sin = angles.cos().to(x.dtype), angles.sin().to(x.dtype)

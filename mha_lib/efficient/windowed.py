@@ -33,6 +33,10 @@ def sliding_window_attention(q: Tensor, k: Tensor, v: Tensor, *, window: int, si
     j when ``p - window < j <= p``, or ``j < sinks`` and ``j <= p``, exactly as
     ``attention(q, k, v, attn_mask=sliding_window_mask(L, S, window=window, sinks=sinks))``.
 
+    A window longer than the S keys is the causal mask: it is cut to S (the same output, at the cost of S
+    keys per query, not of the window). No query (L = 0), batch or head gives an empty (B, H, L, d_v)
+    tensor, as ``F.scaled_dot_product_attention`` does.
+
     Args:
         q: (B, H, L, d_k), floating point.
         k: (B, H, S, d_k), S >= L, same dtype and heads (expand grouped K/V heads first).
@@ -56,6 +60,9 @@ def sliding_window_attention(q: Tensor, k: Tensor, v: Tensor, *, window: int, si
     if sinks > S:
         raise ValueError(f"sinks={sinks} is more than the S={S} keys")
     scale = d_k ** -0.5 if scale is None else checks.finite_real(scale, "scale", positive=True)
+    if 0 in (B, H, L):  # nothing to score (unfold and the reshapes below refuse empty blocks)
+        return q.new_empty(B, H, L, v.shape[-1])
+    window = min(window, S)  # every key is in reach already: a longer window sees nothing more
     in_dtype = q.dtype
     work = torch.float32 if in_dtype in (torch.float16, torch.bfloat16) else in_dtype
     q, k, v = q.to(work), k.to(work), v.to(work)
@@ -90,7 +97,7 @@ def sliding_window_attention(q: Tensor, k: Tensor, v: Tensor, *, window: int, si
     else:
         weights = torch.softmax(scores, -1)                                         # (B, H, nb, w, 2w - 1)
         out = weights @ v_chunk                                                     # (B, H, nb, w, d_v)
-    out = out.reshape(B, H, nb * w, -1)[:, :, :L]                                   # (B, H, L, d_v)
+    out = out.reshape(B, H, nb * w, v.shape[-1])[:, :, :L]                                 # (B, H, L, d_v)
     return out.to(in_dtype)
 
 

@@ -89,7 +89,7 @@ def sweep_heads(*, d_model: int, num_heads: Sequence[int], batch: int, seq_len: 
     checks.int_at_least(repeats, "repeats", 1)
     checks.int_at_least(warmup, "warmup", 0)
     dev, dt = _device_of(device), _to_dtype(dtype)
-    gen = torch.Generator().manual_seed(seed)
+    gen = torch.Generator().manual_seed(checks.seed(seed, "seed"))
     x = torch.randn(batch, seq_len, d_model, generator=gen).to(device=dev, dtype=dt)
 
     fns: Dict[tuple, Callable[[], object]] = {}
@@ -209,7 +209,7 @@ def sweep_decode(*, d_model: int, num_heads: int, num_kv_heads: Sequence[int], c
     checks.int_at_least(context_len, "context_len", 1)
     checks.int_at_least(batch, "batch", 1)
     dev, dt = _device_of(device), _to_dtype(dtype)
-    gen = torch.Generator().manual_seed(seed)
+    gen = torch.Generator().manual_seed(checks.seed(seed, "seed"))
     token = torch.randn(batch, 1, d_model, generator=gen).to(device=dev, dtype=dt)
     fns: Dict[tuple, Callable[[], object]] = {}
     for H_kv in kvs:
@@ -320,6 +320,7 @@ def measure_pruning_speedup(
         raise ValueError(f"keep_heads {list(keep_heads)} must lie in [0, num_heads={num_heads}]")
     if repeats < 1 or warmup < 0:
         raise ValueError(f"repeats must be >= 1 and warmup >= 0, got repeats={repeats}, warmup={warmup}")
+    seed = checks.seed(seed, "seed")
     d_ff = 4 * d_model if d_ff is None else d_ff
     device = torch.device(device)
     torch.manual_seed(seed)

@@ -11,7 +11,7 @@ import torch
 import torch.nn.functional as F
 
 from .. import checks
-from ..efficient import block_sparse_mask, sliding_window_mask
+from ..efficient import block_sparse_layout, sliding_window_mask
 
 
 _ACTIVATIONS = {
@@ -21,6 +21,10 @@ _ACTIVATIONS = {
     "silu": F.silu,
 }
 _POSITIONALS = ("learned", "sinusoidal", "none")
+#: The most blocks BigBird's pattern may cut ``max_len`` into: an encoder keeps the (n, n) block layout
+#: (:meth:`EncoderConfig.attention_pattern`), 16 MiB at 4,096 blocks, drawn once (one torch.randperm per
+#: row). BigBird itself (Zaheer et al. 2020) cuts 4,096 tokens into 64 blocks of 64.
+MAX_PATTERN_BLOCKS = 4096
 
 
 # ----------------------------------------------------------------------------- config
@@ -41,7 +45,9 @@ class EncoderConfig:
             pruned head index outside ``range(num_heads)`` or not an integer, ``pad_token_id``
             outside [0, vocab_size), a non-bool ``norm_first``, a ``layer_norm_eps`` that is
             not finite and > 0, a ``dropout`` that is not a number in [0, 1), two sparse patterns at once,
-            sinks without a window, ``kv_rank`` without an even ``rope_dim`` (or with ``is_causal=False``,
+            sinks without a window, an ``attention_window``, ``attention_sinks`` or ``sparse_block`` larger
+            than ``max_len`` or blocks that cut ``max_len`` into more than :data:`MAX_PATTERN_BLOCKS` (checked
+            before anything is built), ``kv_rank`` without an even ``rope_dim`` (or with ``is_causal=False``,
             ``num_kv_heads`` or pruned heads)).
     """
 
@@ -135,6 +141,15 @@ class EncoderConfig:
                              f"{self.sparse_block} are two patterns; choose one")
         if self.attention_sinks and not self.attention_window:
             raise ValueError(f"EncoderConfig.attention_sinks={self.attention_sinks} needs an attention_window")
+        for name in ("attention_window", "attention_sinks", "sparse_block"):  # sizes against max_len, first
+            if getattr(self, name) > self.max_len:
+                raise ValueError(f"EncoderConfig.{name}={getattr(self, name)} is more than max_len={self.max_len}: "
+                                 f"a pattern is cut from the max_len positions (0 turns it off)")
+        if self.sparse_block and -(-self.max_len // self.sparse_block) > MAX_PATTERN_BLOCKS:
+            raise ValueError(f"EncoderConfig.sparse_block={self.sparse_block} cuts max_len={self.max_len} into "
+                             f"{-(-self.max_len // self.sparse_block):,} blocks, more than MAX_PATTERN_BLOCKS="
+                             f"{MAX_PATTERN_BLOCKS:,} (the layout an encoder keeps is blocks x blocks); use blocks of "
+                             f"at least {-(-self.max_len // MAX_PATTERN_BLOCKS)}")
         if bool(self.kv_rank) != bool(self.rope_dim) or self.rope_dim % 2:
             raise ValueError(f"EncoderConfig: multi-head latent attention needs kv_rank >= 1 and an even rope_dim "
                              f">= 2 together; got kv_rank={self.kv_rank}, rope_dim={self.rope_dim}")
@@ -147,29 +162,58 @@ class EncoderConfig:
         """The configured sparse pattern for the last ``q_len`` of ``k_len`` positions, or None (every key).
 
         Returns an (L, S) bool mask, True = blocked: :func:`~mha_lib.efficient.sliding_window_mask` with
-        ``attention_window`` and ``attention_sinks`` (one-sided when ``causal``), or BigBird's
-        :func:`~mha_lib.efficient.block_sparse_mask` (one band block each side, one global block, one
-        random block, seed 0) built for ``max_len`` rounded up to whole blocks, so that every length
-        sees the same random blocks, and cut to rows ``S - L .. S - 1``, columns ``0 .. S - 1``.
+        ``attention_window`` and ``attention_sinks`` (one-sided when ``causal``; an input shorter than the
+        sinks has every key a sink), or BigBird's pattern (:func:`~mha_lib.efficient.block_sparse_layout`:
+        one band block each side, one global block, one random block, seed 0) drawn for ``max_len`` rounded
+        up to whole blocks, so that every length sees the same random blocks, and read at rows
+        ``S - L .. S - 1``, columns ``0 .. S - 1``: equal to
+        ``block_sparse_mask(blocks * sparse_block, ...)[S - L:S, :S]``. The block layout is drawn once
+        and kept with this config (an :class:`Encoder` keeps its own copy of its config), per device; each
+        call reads its (L, S) mask from it. A longer ``k_len`` (``positional="none"``) draws a layout for
+        its length each time.
 
         Args:
-            q_len: L, the positions queried (the last L); k_len: S >= L, the positions attended.
+            q_len: L, the positions queried (the last L), an int >= 0 (0: an empty (0, S) mask); k_len: S >= L,
+                the positions attended.
             causal: one-sided window (a decoder) or two-sided (an encoder); the causal mask itself is the
                 attention's own (``is_causal``).
             device: where to build the mask.
 
         Returns:
             an (L, S) bool tensor, or None when the config has no pattern.
+
+        Raises:
+            ValueError: ``q_len`` or ``k_len`` not an int >= 0, or ``k_len < q_len`` (naming them).
         """
+        if not (self.attention_window or self.sparse_block):
+            return None
+        L, S = checks.nonnegative_int(q_len, "q_len"), checks.nonnegative_int(k_len, "k_len")
+        if S < L:
+            raise ValueError(f"k_len={S} < q_len={L}: the queries are the last {L} of the {S} positions")
+        if L == 0:  # no query (an empty sequence): nothing to block
+            return torch.zeros(0, S, dtype=torch.bool, device=device)
         if self.attention_window:
-            return sliding_window_mask(q_len, k_len, window=self.attention_window, causal=causal,
-                                       sinks=self.attention_sinks, device=device)
-        if self.sparse_block:
-            blocks = -(-max(self.max_len, k_len) // self.sparse_block)
-            full = block_sparse_mask(blocks * self.sparse_block, block=self.sparse_block, local_blocks=1,
-                                     global_blocks=1, random_blocks=1, seed=0, device=device)
-            return full[k_len - q_len:k_len, :k_len]
-        return None
+            sinks = min(self.attention_sinks, S)  # an input shorter than the sinks: every key is one
+            return sliding_window_mask(L, S, window=self.attention_window, causal=causal, sinks=sinks, device=device)
+        b = self.sparse_block
+        seen = self._block_layout(-(-max(self.max_len, S) // b), device)   # (n, n) blocks, True = seen
+        rows = torch.arange(S - L, S, device=seen.device) // b              # (L,): each query's block
+        cols = torch.arange(S, device=seen.device) // b                     # (S,): each key's block
+        return ~seen[rows[:, None], cols[None, :]]                          # (L, S)
+
+    def _block_layout(self, n: int, device) -> torch.Tensor:
+        """BigBird's (n, n) block layout on ``device``, drawn once for max_len's n and kept (per device) in
+        this config's ``__dict__``, outside the dataclass fields (``to_dict``, ``==`` and ``repr`` ignore it)."""
+        kept = self.__dict__.setdefault("_block_layouts", {})
+        key = (n, self.sparse_block, str(torch.device("cpu") if device is None else torch.device(device)))
+        if key in kept:
+            return kept[key]
+        layout = block_sparse_layout(n, local_blocks=1, global_blocks=1, random_blocks=1, seed=0).to(device)
+        if n == -(-self.max_len // self.sparse_block):  # longer inputs (positional="none") are not kept
+            if any(k[:2] != key[:2] for k in kept):  # max_len or sparse_block changed on this config
+                kept.clear()
+            kept[key] = layout
+        return layout
 
     def _checked_heads_to_prune(self, pruned, where: str) -> dict:
         """Validate ``{layer: [heads]}`` completely (``checks.heads_by_layer``); change nothing."""

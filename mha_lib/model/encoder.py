@@ -16,6 +16,7 @@ import torch
 from torch import nn
 
 from .. import checks
+from ..core.masks import or_pattern
 from .config import EncoderConfig
 from .io import _SaveLoadMixin, saved_class
 from .layers import TransformerBlock, sinusoidal_positions
@@ -331,10 +332,8 @@ class Encoder(_SaveLoadMixin, nn.Module):
         is_causal = self.config.is_causal if is_causal is None else checks.flag(is_causal, "is_causal")
         L = x.shape[1]
         pattern = self.config.attention_pattern(L, cached + L, causal=is_causal, device=x.device)  # (L, S) or None
-        if pattern is not None:  # the config's sparse pattern, ORed with the caller's attn_mask
-            attn_mask = pattern if attn_mask is None else (
-                attn_mask | pattern if attn_mask.dtype == torch.bool
-                else torch.where(pattern, torch.tensor(float("-inf"), dtype=attn_mask.dtype), attn_mask))
+        if pattern is not None:  # the config's sparse pattern, ORed with the caller's attn_mask (checked there)
+            attn_mask = or_pattern(attn_mask, pattern)
         hidden_states = [x] if output_hidden_states else None
         attentions, cross_attentions = ([], []) if output_attentions else (None, None)
         for i, (block, hm, cross_hm) in enumerate(zip(self.blocks, layer_masks, cross_masks)):
@@ -383,10 +382,18 @@ class Encoder(_SaveLoadMixin, nn.Module):
         Raises:
             ValueError: a layer outside range(num_layers), a head outside
                 range(num_heads), a bool or non-integer index (e.g. ``1.5``), or a layer's
-                heads given as a single value instead of a list; the message names it.
+                heads given as a single value instead of a list; the message names it. A
+                latent-attention model (``kv_rank > 0``) has no head pruning: any head to prune
+                raises (naming ``kv_rank``); mask its heads with ``head_mask`` instead.
         """
         checked = self.config._checked_heads_to_prune(heads_to_prune, "prune_heads")
+        if self.config.kv_rank and any(checked.values()):
+            raise ValueError(f"prune_heads: this model's attention is multi-head latent attention (kv_rank="
+                             f"{self.config.kv_rank}), whose heads share one latent and cannot prune heads; got "
+                             f"{checked}. Switch heads off with head_mask instead")
         for layer_i, heads in checked.items():
+            if not heads:  # nothing to prune in this layer
+                continue
             attn = self.blocks[layer_i].attn
             attn.prune_heads(heads)
             pruned = sorted(int(h) for h in attn.pruned_heads)

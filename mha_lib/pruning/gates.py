@@ -235,7 +235,7 @@ def train_head_gates(
         raise ValueError(f"penalty must be >= 0, got {penalty!r}")
     steps = checks.positive_int(steps, "steps")
     lr = checks.learning_rate(lr, "lr")  # Adam below, beta1 = 0.9
-    seed = checks.nonnegative_int(seed, "seed")
+    seed = checks.seed(seed, "seed")
     n, H = num_heads_grid(model)
     param = next(model.parameters())
     gates = HardConcreteGates(n, H, temperature=temperature, limits=limits, init_log_alpha=init_log_alpha,
@@ -386,7 +386,7 @@ def gates_for_fractions(
         raise ValueError(f"penalty_range must have low < high, got {penalty_range!r}")
     max_trials = checks.positive_int(max_trials, "max_trials")
     tolerance = checks.nonnegative_int(tolerance, "tolerance")
-    seed = checks.nonnegative_int(seed, "seed")
+    seed = checks.seed(seed, "seed")
     n, H = num_heads_grid(model)
     N = n * H
     runs: List[Tuple[float, HardConcreteGates]] = []  # (penalty, gates), in the order they ran

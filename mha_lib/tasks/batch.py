@@ -72,5 +72,4 @@ class _SeededDataset:
         Raises:
             ValueError: on a bad size or a negative seed.
         """
-        checks.int_at_least(seed, "seed", 0)
-        return self.sample(num_sequences, torch.Generator().manual_seed(seed))
+        return self.sample(num_sequences, torch.Generator().manual_seed(checks.seed(seed, "seed")))

@@ -91,7 +91,7 @@ class DigitsTask:
             ValueError: on a bad size or a negative seed.
         """
         n = checks.int_at_least(num_sequences, "num_sequences", 1)
-        seed = checks.int_at_least(seed, "seed", 0)
+        seed = checks.seed(seed, "seed")
         images, labels = self.images("test")
         index = torch.randperm(len(labels), generator=torch.Generator().manual_seed(seed))[:n]
         return self._batch(images[index], labels[index], index)

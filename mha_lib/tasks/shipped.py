@@ -236,7 +236,7 @@ def trained_info(spec: Union[str, TrainedSpec], directory: Union[str, Path, None
     try:
         info = read_json(meta_path)  # the one guarded JSON reader: too deep, too big, not an object
         stored = TrainedSpec.from_dict(info["spec"])
-        info["seeds"] = [checks.nonnegative_int(s, "seed") for s in info["seeds"]]
+        info["seeds"] = [checks.seed(s, "seed") for s in info["seeds"]]
     except (json.JSONDecodeError, UnicodeDecodeError, KeyError, TypeError, ValueError) as err:
         raise ValueError(f"{meta_path} is not valid model metadata: {type(err).__name__}: {err}") from None
     if stored != spec:
@@ -274,7 +274,7 @@ def load_trained(
     """
     spec = _resolve(spec)
     info = trained_info(spec, directory)
-    seed = spec.seeds[0] if seed is None else checks.nonnegative_int(seed, "seed")
+    seed = spec.seeds[0] if seed is None else checks.seed(seed, "seed")
     if seed not in info["seeds"]:
         raise ValueError(f"{spec.name} has no seed {seed!r}; shipped seeds: {info['seeds']}")
     weights_path, _ = weight_files(spec, directory)

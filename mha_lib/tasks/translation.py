@@ -52,7 +52,7 @@ class TranslationTask(_SeededDataset):
         high = checks.int_at_least(self.max_words, "max_words", 1)
         if high < low:
             raise ValueError(f"max_words={high} < min_words={low}")
-        checks.nonnegative_int(self.dictionary_seed, "dictionary_seed")
+        checks.seed(self.dictionary_seed, "dictionary_seed")
 
     @property
     def num_classes(self) -> int:

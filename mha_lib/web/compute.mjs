@@ -5,8 +5,12 @@
 //   head mask   [layer][head]  1 = head on, 0 = off (its output is zeroed; its own weights are still computed)
 // A model is what a backend's load() gives (see view.mjs): its session runs one call at a time (queued).
 // Each run function takes an optional Clock (clock.mjs) that gets the update's feeds, run and read times.
+// Every output the page reads passes checkFinite (float numbers, finite, 16-bit ones decoded) and every stacked
+// map output checkMapDims (the layers and heads the model declares) before anything is drawn from it.
 
 import { NO_CLOCK, nextTask } from "./clock.mjs";
+import { t } from "./i18n.mjs";
+import { headsText, layersText } from "./text.mjs";
 
 /**
  * Per-layer, per-head maps of one batch row from onnxruntime's `attentions` output.
@@ -73,33 +77,165 @@ export function argmaxRows(logits, L, C) {
 }
 
 /**
+/** A float16 bit pattern as a number (IEEE 754 binary16: 1 sign, 5 exponent, 10 fraction bits). */
+function halfToNumber(h) {
+  const sign = h & 0x8000 ? -1 : 1;
+  const exponent = (h >> 10) & 0x1f;
+  const fraction = h & 0x3ff;
+  if (exponent === 0) return sign * fraction * 2 ** -24; // zero and subnormals
+  if (exponent === 0x1f) return fraction ? NaN : sign * Infinity;
+  return sign * (1 + fraction / 1024) * 2 ** (exponent - 15);
+}
+
+/**
+ * The numbers of a float output, whatever holds them, or null for an output that is not float (ids, masks).
+ * onnxruntime-web gives float16 as a Float16Array where the browser has one and as its raw bits in a
+ * Uint16Array where not, and bfloat16 always as raw bits: those are decoded into a Float32Array.
+ * @param {{type?: string, data}} tensor  an output of session.run (onnxruntime-web's or the kernel's)
+ * @returns {ArrayLike<number>|null}
+ */
+export function floatNumbers(tensor) {
+  const data = tensor && tensor.data;
+  const type = tensor && tensor.type;
+  const F16 = globalThis.Float16Array;
+  if ((type === "float16" || type === "bfloat16") && data instanceof Uint16Array) {
+    if (type === "float16") return Float32Array.from(data, halfToNumber);
+    const bits = new Uint32Array(data.length);
+    for (let i = 0; i < data.length; i++) bits[i] = data[i] << 16; // bfloat16 is float32's upper half
+    return new Float32Array(bits.buffer);
+  }
+  if (type === "float16" || type === "bfloat16" || type === "float32" || type === "float64") return data;
+  if (type === undefined && (data instanceof Float32Array || data instanceof Float64Array || (F16 && data instanceof F16))) {
+    return data;
+  }
+  return null;
+}
+
+/**
  * Refuse a backend's outputs holding NaN or ±Infinity, before anything is drawn from them (a damaged
- * weight would draw as dark cells and count as wrong predictions).
+ * weight would draw as dark cells and count as wrong predictions): every float output, whatever its type
+ * (float16, bfloat16, float32, float64; floatNumbers). Returns the outputs with each float output readable
+ * as numbers: a 16-bit one given as raw bits comes back as {type: "float32", dims, data: Float32Array};
+ * the same object when none is.
  * @param {string} modelId
- * @param {Object<string, {data, dims}>} outputs  session.run's outputs; float arrays are checked
+ * @param {Object<string, {type, data, dims}>} outputs  session.run's outputs
+ * @returns {Object<string, {type, data, dims}>}
  * @throws {Error} `the model ch1-h2 computed non-finite attentions: 2048 of 2048 values (2048 NaN), the first at index 0`
  */
 export function checkFinite(modelId, outputs) {
+  let readable = outputs;
   for (const [name, tensor] of Object.entries(outputs)) {
-    const data = tensor && tensor.data;
-    if (!(data instanceof Float32Array || data instanceof Float64Array)) continue;
-    let bad = 0;
+    const data = floatNumbers(tensor);
+    if (data === null) continue;
     let nan = 0;
+    let infinite = 0;
+    let other = 0;
     let first = -1;
     for (let i = 0; i < data.length; i++) {
-      if (Number.isFinite(data[i])) continue;
+      const v = data[i];
+      if (Number.isFinite(v)) continue;
       if (first < 0) first = i;
-      bad += 1;
-      if (Number.isNaN(data[i])) nan += 1;
+      if (Number.isNaN(v)) nan += 1;
+      else if (v === Infinity || v === -Infinity) infinite += 1;
+      else other += 1;
     }
+    const bad = nan + infinite + other;
     if (bad) {
-      const kinds = [nan ? `${nan} NaN` : "", bad > nan ? `${bad - nan} ±Infinity` : ""].filter((x) => x).join(", ");
+      const kinds = [nan ? `${nan} NaN` : "", infinite ? `${infinite} ±Infinity` : "", other ? `${other} not numbers` : ""]
+        .filter((x) => x).join(", ");
       throw new Error(`the model ${modelId} computed non-finite ${name}: ${bad} of ${data.length} values (${kinds}), ` +
         `the first at index ${first}`);
     }
+    if (data !== tensor.data) {
+      if (readable === outputs) readable = { ...outputs };
+      readable[name] = { type: "float32", dims: tensor.dims, data };
+    }
   }
-  return outputs;
+  return readable;
 }
+
+/**
+ * Check a stacked map output, before a map is read from it, against what the model declares (model.info's
+ * num_layers and num_heads, its head_mask's shape): dims [num_layers, rows, H, T, S], rows from 1 to the B
+ * sequences run (the page reads row 0; the kernel returns row 0 alone). An encoder-decoder's
+ * cross-attention stacks its decoder's layers only: `layers: "at most"` lets it have fewer.
+ * @param {object} model   a Model (view.mjs): model.id, model.info.num_layers, model.info.num_heads
+ * @param {string} name    the output ("attentions", "cross_attentions")
+ * @param {{type, dims, data}} tensor
+ * @param {number[]} shape [B, T, S] the run asked for
+ * @returns {{type, dims, data}} the tensor
+ * @throws {Error} naming the model, the output, its dims and what the model declares
+ */
+export function checkMapDims(model, name, tensor, [B, T, S], { layers = "all" } = {}) {
+  const { num_layers: NL, num_heads: H } = model.info;
+  const dims = tensor && tensor.dims ? Array.from(tensor.dims, Number) : null;
+  const fits = dims && dims.length === 5 && (layers === "all" ? dims[0] === NL : dims[0] >= 1 && dims[0] <= NL) &&
+    dims[1] >= 1 && dims[1] <= B && dims[2] === H && dims[3] === T && dims[4] === S;
+  if (!fits) {
+    throw new Error(t("the model {model} returned {output} of dims [{dims}]; it declares {layers} of {heads}, and " +
+      "the page ran {batch} × {tokens} tokens", { model: model.id, output: name, dims: dims ? dims.join(",") : "none",
+      layers: layersText(NL), heads: headsText(H), batch: B, tokens: T }));
+  }
+  return tensor;
+}
+
+/**
+ * Check a logits output, before a prediction is read from it: dims [B, T, C] of the run (C >= 1 classes) and
+ * as many values as they say.
+ * @returns {{type, dims, data}} the tensor
+ * @throws {Error} naming the model, its dims and the run's
+ */
+export function checkLogitsDims(model, tensor, [B, T]) {
+  const dims = tensor && tensor.dims ? Array.from(tensor.dims, Number) : null;
+  const fits = dims && dims.length === 3 && dims[0] === B && dims[1] === T && dims[2] >= 1 &&
+    tensor.data && tensor.data.length === B * T * dims[2];
+  if (!fits) {
+    throw new Error(t("the model {model} returned logits of dims [{dims}]; the page ran {batch} × {tokens} tokens",
+      { model: model.id, dims: dims ? dims.join(",") : "none", batch: B, tokens: T }));
+  }
+  return tensor;
+}
+
+/**
+ * The most a reader's own model may declare (its head_mask: num_layers x num_heads) for the page to run and draw
+ * it: every map is a canvas, and the toy view draws all of them at once (BERT-large has 24 layers of 16 heads,
+ * 384 maps). A run allocates the head mask before anything else, so the limit is checked first.
+ */
+export const OWN_MODEL_LIMITS = Object.freeze({ layers: 48, heads: 64, maps: 1024 });
+
+/**
+ * A reader's own model, checked before any view draws it: the size it declares (model.info: its head_mask's
+ * num_layers x num_heads) within OWN_MODEL_LIMITS, before it runs; then one run on `ids` (one sequence), whose
+ * float outputs must be finite (checkFinite), whose `expect` outputs must be float, and whose attentions must
+ * be (num_layers, 1, num_heads, L, L): what it declares.
+ * @param {object} model       a Model (view.mjs) whose info holds num_layers and num_heads
+ * @param {number[]} ids       a short sequence the model reads ([CLS] [SEP], a toy sequence)
+ * @param {number[]|null} types  its token types, or null
+ * @param {string[]} expect    the outputs the view reads as numbers
+ * @returns {Promise<object>}  the run's checked outputs
+ * @throws {Error} naming the file and the offending size, output or value
+ */
+export async function checkOwnModel(model, ids, types, expect = ["logits", "attentions"]) {
+  const { num_layers: NL, num_heads: H } = model.info;
+  const limits = OWN_MODEL_LIMITS;
+  if (!(NL <= limits.layers && H <= limits.heads && NL * H <= limits.maps)) {
+    throw new Error(t("“{name}” declares {layers} of {heads}; the page draws at most {most_layers} layers, {most_heads} " +
+      "heads a layer and {most_maps} maps", { name: model.id, layers: layersText(NL), heads: headsText(H),
+      most_layers: limits.layers, most_heads: limits.heads, most_maps: limits.maps }));
+  }
+  const raw = await runSession(model, feedsFor(model, [ids], types ? [types] : null, null));
+  for (const name of expect) {
+    if (!raw[name] || floatNumbers(raw[name]) === null) {
+      throw new Error(t("“{name}” returned its {output} as {type}, not as float numbers",
+        { name: model.id, output: name, type: raw[name] ? String(raw[name].type) : "nothing" }));
+    }
+  }
+  const out = checkFinite(model.id, raw);
+  checkMapDims(model, "attentions", out.attentions, [1, ids.length, ids.length]);
+  if (out.logits) checkLogitsDims(model, out.logits, [1, ids.length]);
+  return out;
+}
+
 /**
  * Run `task` (async) after every earlier task of the model, in call order: onnxruntime-web runs one
  * session call at a time, and a run that must first fetch word vectors may not be overtaken by a
@@ -187,12 +323,15 @@ export function feedsFor(model, rows, types, mask, attnMask = null) {
 export async function runToy(model, ids, types, clock = NO_CLOCK) {
   const feeds = clock.time("feeds", () => feedsFor(model, [ids], [types], null));
   const out = checkFinite(model.id, await runSession(model, feeds, clock));
-  const [, L, C] = out.logits.dims.map(Number);
-  return clock.time("read", () => ({
-    attentions: attentionsFromOutput(out.attentions.data, out.attentions.dims, 0, ids.length),
-    ...argmaxRows(out.logits.data, L, C),
-    classes: C,
-  }));
+  return clock.time("read", () => {
+    const [, L, C] = checkLogitsDims(model, out.logits, [1, ids.length]).dims.map(Number);
+    const att = checkMapDims(model, "attentions", out.attentions, [1, ids.length, ids.length]);
+    return {
+      attentions: attentionsFromOutput(att.data, att.dims, 0, ids.length),
+      ...argmaxRows(out.logits.data, L, C),
+      classes: C,
+    };
+  });
 }
 
 /**
@@ -262,7 +401,8 @@ export async function runDigit(model, pixels, side, clock = NO_CLOCK) {
   const out = checkFinite(model.id, await runSession(model, feeds, clock));
   return clock.time("read", () => {
     const C = Number(out.logits.dims[out.logits.dims.length - 1]);
-    const attentions = attentionsFromOutput(out.attentions.data, out.attentions.dims, 0, pixels.length + 1);
+    const att = checkMapDims(model, "attentions", out.attentions, [1, pixels.length + 1, pixels.length + 1]);
+    const attentions = attentionsFromOutput(att.data, att.dims, 0, pixels.length + 1);
     return digitReadings(attentions, out.logits.data.subarray(0, C), side);
   });
 }
@@ -339,8 +479,10 @@ export function inductionReadings(attentions, logits, ids) {
 export async function runInduction(model, ids, mask, clock = NO_CLOCK) {
   const feeds = clock.time("feeds", () => feedsFor(model, [ids], null, mask));
   const out = checkFinite(model.id, await runSession(model, feeds, clock));
-  return clock.time("read", () => inductionReadings(attentionsFromOutput(out.attentions.data, out.attentions.dims, 0,
-    ids.length), out.logits.data, ids));
+  return clock.time("read", () => {
+    const att = checkMapDims(model, "attentions", out.attentions, [1, ids.length, ids.length]);
+    return inductionReadings(attentionsFromOutput(att.data, att.dims, 0, ids.length), out.logits.data, ids);
+  });
 }
 
 /**
@@ -398,8 +540,10 @@ export async function runPatterns(model, ids, attnMask, clock = NO_CLOCK) {
   const reach = patternReach(ids, copyablePositions(ids), attnMask); // before the run: the worker takes the buffer
   const feeds = clock.time("feeds", () => feedsFor(model, [ids], null, null, attnMask.slice()));
   const out = checkFinite(model.id, await runSession(model, feeds, clock));
-  return clock.time("read", () => ({ ...inductionReadings(attentionsFromOutput(out.attentions.data, out.attentions.dims, 0,
-    ids.length), out.logits.data, ids), reach }));
+  return clock.time("read", () => {
+    const att = checkMapDims(model, "attentions", out.attentions, [1, ids.length, ids.length]);
+    return { ...inductionReadings(attentionsFromOutput(att.data, att.dims, 0, ids.length), out.logits.data, ids), reach };
+  });
 }
 
 /**
@@ -483,8 +627,11 @@ export async function runTranslate(model, words, task, dictionary, clock = NO_CL
   const T = tokens.length;
   const C = Number(out.logits.dims[2]);
   // the last run read [bos, ...tokens without its last]: T positions, one per token
-  return clock.time("read", () => translationReadings(words, tokens, out.logits.data.subarray(0, T * C),
-    stackedMaps(out.cross_attentions.data, out.cross_attentions.dims), task, dictionary));
+  return clock.time("read", () => {
+    const cross = checkMapDims(model, "cross_attentions", out.cross_attentions, [1, T, src.length], { layers: "at most" });
+    return translationReadings(words, tokens, out.logits.data.subarray(0, T * C),
+      stackedMaps(cross.data, cross.dims), task, dictionary);
+  });
 }
 
 /**

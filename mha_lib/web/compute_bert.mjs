@@ -10,7 +10,7 @@
 // own model) runs once, then gives its layers one by one.
 
 import { NO_CLOCK } from "./clock.mjs";
-import { attentionsFromOutput, checkFinite, feedsFor, queued } from "./compute.mjs";
+import { attentionsFromOutput, checkFinite, checkMapDims, feedsFor, queued } from "./compute.mjs";
 
 /**
  * Fidelity and paraphrase ranking, as mha_lib.live.paraphrase_scores (chapter 4's evaluation).
@@ -62,6 +62,15 @@ function idGrid(ids) {
 }
 
 /**
+ * One layer's `attentions` output (B, H, L, L) as a stack of one layer (1, B, H, L, L), checked (checkMapDims)
+ * against the heads the model declares and the (B, L) ids the page ran.
+ */
+function layerMaps(model, tensor, B, L) {
+  const dims = tensor && tensor.dims ? [1, ...Array.from(tensor.dims, Number)] : null;
+  return checkMapDims(model, "attentions", { data: tensor && tensor.data, dims }, [B, L, L], { layers: "at most" });
+}
+
+/**
  * Run a model split by layer on (B, L) ids, from the first layer whose head-mask row differs from the kept state's.
  * Inside the model's queue. Returns the state ({hidden, masks, maps, emb, d, upTo}), or null once `stale()` says
  * a newer run waits (the layers computed so far are kept).
@@ -94,8 +103,8 @@ async function runLayers(model, ids, mask, { onFetch, onLayer, maps, clock, stal
   if (from === 0 && maps && model.firstMaps && !model.layerReady(0)) {
     const feeds = clock.time("feeds", () => ({ hidden: new Tensor("float32", state.hidden[0].slice(), [B, L, state.d]),
       key_padding_mask: new Tensor("bool", padding.slice(), [B, L]) }));
-    const att = checkFinite(model.id, await clock.run(model.firstMaps, feeds)).attentions; // (B, H, L, L)
-    onLayer(0, clock.time("read", () => attentionsFromOutput(att.data, [1, ...att.dims], 0, n)[0]));
+    const att = layerMaps(model, checkFinite(model.id, await clock.run(model.firstMaps, feeds)).attentions, B, L);
+    onLayer(0, clock.time("read", () => attentionsFromOutput(att.data, att.dims, 0, n)[0]));
     drawn = 0;
   }
   for (let l = from; l < NL; l++) {
@@ -113,8 +122,8 @@ async function runLayers(model, ids, mask, { onFetch, onLayer, maps, clock, stal
     state.masks[l] = rows[l];
     if (last) state.emb = out.sentence_embedding.data;
     if (maps) {
-      const att = out.attentions; // (B, H, L, L): text 0's maps
-      state.maps[l] = clock.time("read", () => attentionsFromOutput(att.data, [1, ...att.dims], 0, n)[0]);
+      const att = layerMaps(model, out.attentions, B, L); // text 0's maps
+      state.maps[l] = clock.time("read", () => attentionsFromOutput(att.data, att.dims, 0, n)[0]);
     } else {
       state.maps[l] = null;
     }
@@ -152,7 +161,8 @@ export async function runBert(model, texts, mask, { onFetch = () => {}, onLayer 
     const feeds = clock.time("feeds", () => feedsFor(model, ids, null, mask));
     return checkFinite(model.id, await clock.run(model.session, feeds));
   });
-  const att = out.attentions;
+  const L = Math.max(...ids.map((row) => row.length));
+  const att = checkMapDims(model, "attentions", out.attentions, [ids.length, L, L]);
   const emb = out.sentence_embedding;
   const attentions = maps ? clock.time("read", () => attentionsFromOutput(att.data, att.dims, 0, encodings[0].ids.length)) : null;
   if (attentions) attentions.forEach((layer, l) => onLayer(l, layer));

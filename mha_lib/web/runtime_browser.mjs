@@ -11,7 +11,7 @@
 
 import { WordPieceTokenizer } from "./wordpiece.mjs";
 import { onnxMetadata } from "./onnx_file.mjs";
-import { rowFilesFor } from "./compute.mjs";
+import { checkOwnModel, rowFilesFor } from "./compute.mjs";
 import { nextTask } from "./clock.mjs";
 import { fetchBytes, fetchJsonFresh } from "./fetch_files.mjs";
 import { URLS, chooseProvider, createSession, loadRuntime, loaded, markLoaded, onLoad, providerName, releaseModel,
@@ -41,7 +41,7 @@ export function licenceParts(modelIds, manifest) {
   }
   const parts = [];
   for (const [file, { ids, info }] of groups) {
-    const name = (info && typeof info.license_name === "string" && info.license_name)
+    const name = (info && typeof info.license_name === "string" && (info.license_name === "mha_lib's code, no weights" ? t("mha_lib's code, no weights") : info.license_name))
       || (Object.hasOwn(LICENCE_NAMES, file) ? LICENCE_NAMES[file]() : "");
     parts.push({ label: ids.length > 1 ? t("Models: {ids}", { ids: modelsText(ids) }) : t("Model: {ids}", { ids: modelsText(ids) }),
       detail: name, href: file === "?" ? null : new URL(file, URLS.models).href });
@@ -269,20 +269,41 @@ async function openOwnSession(name, bytes, contract) {
 }
 
 /**
+ * compute.checkOwnModel on a reader's model just opened: the size its head_mask declares within
+ * OWN_MODEL_LIMITS, then one run on `ids` whose outputs are finite floats and whose attentions are the
+ * layers and heads it declares. A model that fails is released.
+ * @throws {Error} naming the file and what does not fit
+ */
+async function checkedOwnModel(model, ids, types, expect) {
+  try {
+    await checkOwnModel(model, ids, types, expect);
+  } catch (err) {
+    releaseModel(model);
+    throw err;
+  }
+  return model;
+}
+
+/**
  * A model file the reader picked on their own disk (read by the page, never uploaded), for the toy view:
  * an ONNX file that mha_lib.export.export_onnx wrote from a chapter-1 TokenClassifier. Checked against the
  * toy models' contract (OWN_CONTRACTS.toy: their inputs, a fixed head_mask, the outputs logits and
- * attentions); the view then checks their shapes on the reader's sequence.
+ * attentions), then (compute.checkOwnModel) its declared size against OWN_MODEL_LIMITS and one run on
+ * `sample`, before any view draws it; the view then checks the classes and map size on its sequence.
  * @param {string} name          the file's name: the model's id in the view
  * @param {ArrayBuffer} buffer   the file's bytes
+ * @param {{ids: number[], types: number[]}} sample  the sequence of the trial run (the view's)
  * @returns {Promise<{id, info, session, ort, tokenizer: null, queue, prepare}>}  a Model (see view.mjs)
- * @throws {Error} the file is not ONNX, or its inputs, outputs or head_mask do not fit; the message names them
+ * @throws {Error} the file is not ONNX, its inputs, outputs or head_mask do not fit, it declares more than
+ *   the page draws, or its outputs on `sample` are not finite floats of the declared layers and heads; the
+ *   message names them
  */
-async function loadOwnModel(name, buffer) {
+async function loadOwnModel(name, buffer, sample = { ids: [0, 0, 0], types: [1, 0, 0] }) {
   const { session, ort, NL, H } = await openOwnSession(name, new Uint8Array(buffer), OWN_CONTRACTS.toy);
-  return { id: name, info: { file: name, kind: "token-classifier", num_layers: NL, num_heads: H,
+  const model = { id: name, info: { file: name, kind: "token-classifier", num_layers: NL, num_heads: H,
     inputs: session.inputNames.slice(), outputs: session.outputNames.slice(), own: true },
   session, ort, tokenizer: null, queue: Promise.resolve(), prepare: async () => {} };
+  return checkedOwnModel(model, sample.ids, sample.types, OWN_CONTRACTS.toy.outputs);
 }
 
 /**
@@ -291,13 +312,14 @@ async function loadOwnModel(name, buffer) {
  * vocabulary is MiniLM's (the page tokenizes with it): MiniLM fine-tuned or with heads pruned evenly,
  * BERT-base uncased, ... Checked before it runs: the file's mha_lib metadata (kind "bert", vocab_size equal
  * to the tokenizer's), then OWN_CONTRACTS.bert (its inputs, a fixed (num_layers, num_heads) head_mask, its
- * outputs).
+ * outputs), then (compute.checkOwnModel) its declared size against OWN_MODEL_LIMITS and one run on "[CLS] [SEP]".
  * @param {string} name          the file's name: the model's id in the view
  * @param {ArrayBuffer} buffer   the file's bytes
  * @param {WordPieceTokenizer} tokenizer  MiniLM's (the book's model is loaded first)
  * @returns {Promise<object>}  a Model (see view.mjs) whose tokenizer cuts at the file's max_length
  * @throws {Error} not ONNX, not an mha_lib BertEncoder export, another vocabulary size, a max_length that is
- *   not an integer >= 3, other inputs or outputs; the message names what is wrong
+ *   not an integer >= 3, other inputs or outputs, more layers or heads than the page draws, outputs that are not
+ *   finite floats of the declared layers and heads; the message names what is wrong
  */
 async function loadOwnBert(name, buffer, tokenizer) {
   const bytes = new Uint8Array(buffer);
@@ -329,9 +351,10 @@ async function loadOwnBert(name, buffer, tokenizer) {
   const maxLength = Math.min(tokenizer.maxLength, fileLength || tokenizer.maxLength);
   const own = Object.create(tokenizer); // MiniLM's vocabulary and tables, cut at the file's length
   own.maxLength = maxLength;
-  return { id: name, info: { file: name, kind: "bert", num_layers: NL, num_heads: H, max_length: maxLength,
+  const model = { id: name, info: { file: name, kind: "bert", num_layers: NL, num_heads: H, max_length: maxLength,
     inputs: session.inputNames.slice(), outputs: session.outputNames.slice(), own: true },
   session, ort, tokenizer: own, queue: Promise.resolve(), prepare: async () => {} };
+  return checkedOwnModel(model, own.encode("").ids, null, OWN_CONTRACTS.bert.outputs);
 }
 
 /** Bytes that load() still downloads for `modelIds`: what no view of the page has asked for (a model split by layer:

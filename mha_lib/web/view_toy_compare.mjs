@@ -127,7 +127,7 @@ export class ToyCompareView extends View {
       if (this.modelIds.includes(file.name)) throw new Error(t("a model named “{name}” is already shown", { name: file.name }));
       await this.ensureModels();
       this.note(t("Reading “{name}” ({size}) in your browser…", { name: file.name, size: formatMB(file.size) }));
-      const model = await this.backend.loadOwnModel(file.name, await file.arrayBuffer());
+      const model = await this.backend.loadOwnModel(file.name, await file.arrayBuffer(), { ids: this.ids, types: this.types });
       const trial = await runToy(model, this.ids, this.types);
       const L = this.ids.length;
       if (trial.classes !== this.task.vocab_size || trial.attentions[0][0].length !== L) {

@@ -307,6 +307,106 @@ def test_a_reader_adds_their_own_exported_model_to_the_toy_view(chromium_browser
         context.close()
 
 
+def _edited(source: Path, dest: Path, change) -> Path:
+    """A copy of the ONNX file ``source`` with ``change(graph)`` applied: a hostile reader's file."""
+    import onnx
+
+    model = onnx.load(source)
+    change(model.graph)
+    onnx.save(model, dest)
+    return dest
+
+
+def _reroute(graph, name: str, node) -> str:
+    """Make ``node`` the producer of ``name``: the old producer now writes ``name + "_inner"``, which ``node``
+    reads (its first input), and every other reader of ``name`` reads the inner value too."""
+    inner = name + "_inner"
+    for n in graph.node:
+        n.output[:] = [inner if o == name else o for o in n.output]
+        n.input[:] = [inner if i == name else i for i in n.input]
+    node.input[0] = inner
+    graph.node.append(node)
+    return inner
+
+
+def _nan_weight_half_outputs(graph):
+    """Issue 47, item 2: a NaN weight, and logits and attentions in float16 (the page checked only 32- and
+    64-bit float outputs, and drew 512 NaN cells)."""
+    import numpy as np
+    from onnx import TensorProto, helper, numpy_helper
+
+    weight = max((t for t in graph.initializer if t.data_type == TensorProto.FLOAT), key=lambda t: int(np.prod(t.dims)))
+    values = numpy_helper.to_array(weight).copy()
+    values.flat[0] = np.nan
+    weight.CopyFrom(numpy_helper.from_array(values, weight.name))
+    for out in graph.output:
+        _reroute(graph, out.name, helper.make_node("Cast", ["?"], [out.name], to=TensorProto.FLOAT16))
+        out.type.tensor_type.elem_type = TensorProto.FLOAT16
+
+
+def _sixty_four_heads(graph):
+    """Issue 47, item 3: the head_mask says 2 heads; the attentions output repeats them 32 times (64 maps)."""
+    from onnx import helper
+
+    graph.node.append(helper.make_node("Constant", [], ["repeats"], value=helper.make_tensor(
+        "repeats", 7, [5], [1, 1, 32, 1, 1])))
+    _reroute(graph, "attentions", helper.make_node("Tile", ["?", "repeats"], ["attentions"]))
+    out = next(o for o in graph.output if o.name == "attentions")
+    out.type.tensor_type.shape.dim[2].dim_value = 64
+
+
+def _huge_head_mask(graph):
+    """Issue 47, item 3: a (4096, 4096) head_mask for a 2-head model ("4096 layers, 4096 heads" was announced);
+    the graph reads its first (1, 2) corner."""
+    from onnx import helper
+
+    mask = next(i for i in graph.input if i.name == "head_mask")
+    for dim, size in zip(mask.type.tensor_type.shape.dim, (4096, 4096)):
+        dim.dim_value = size
+    for name, values in (("cut_start", [0, 0]), ("cut_end", [1, 2])):
+        graph.node.append(helper.make_node("Constant", [], [name], value=helper.make_tensor(name, 7, [2], values)))
+    for n in graph.node:
+        n.input[:] = ["head_mask_cut" if i == "head_mask" else i for i in n.input]
+    graph.node.append(helper.make_node("Slice", ["head_mask", "cut_start", "cut_end"], ["head_mask_cut"]))
+
+
+def test_an_own_model_that_computes_nan_or_lies_about_its_heads_is_refused_before_drawing(
+        chromium_browser, book_url, page_html, tmp_path):
+    """Issue 47: the toy view drew a float16 file's NaN maps ("2 of 15 positions right"), 64 maps of a file
+    declaring 2 heads, and announced "4096 layers, 4096 heads" for a (4096, 4096) head_mask. Each file is
+    refused with the reason before anything is drawn: the view keeps its four models and their maps."""
+    _require_models()
+    source = HTML_ROOT / "_static" / "models" / "ch1-h2.onnx"
+    files = [(_edited(source, tmp_path / "nan-half.onnx", _nan_weight_half_outputs),
+              "the model nan-half.onnx computed non-finite"),
+             (_edited(source, tmp_path / "liar.onnx", _sixty_four_heads),
+              "the model liar.onnx returned attentions of dims [1,1,64,"),
+             (_edited(source, tmp_path / "huge.onnx", _huge_head_mask),
+              "“huge.onnx” declares 4096 layers of 4096 heads; the page draws at most 48 layers, 64 heads a layer "
+              "and 1024 maps")]
+    context, page, visit = _open(chromium_browser, book_url, page_html)
+    try:
+        view = VIEW % "toy-compare"
+        picker = page.locator("[data-view=toy-compare] input[type=file]")
+        status = page.locator("[data-view=toy-compare] .mha-live-status")
+        maps = page.locator("[data-view=toy-compare] .mha-live-head canvas")
+        before = maps.count()
+        for path, reason in files:
+            picker.set_input_files(str(path))
+            page.wait_for_function(f"{view}.querySelector('.mha-live-status').textContent.includes('not added')",
+                                   timeout=60_000)
+            text = status.text_content()
+            assert text.startswith("Your model was not added: ") and reason in text, text
+            assert page.locator("[data-view=toy-compare] .mha-live-model").count() == 4
+            assert maps.count() == before
+            assert set(page.evaluate(f"Object.keys({view}.mhaLive.lastResult.models)")) == {
+                "ch1-h1", "ch1-h2", "ch1-h4", "ch1-h8"}
+            page.evaluate(f"{view}.querySelector('.mha-live-status').textContent = ''")
+        assert visit.console_errors == [] and visit.off_site == []
+    finally:
+        context.close()
+
+
 @pytest.fixture(scope="module")
 def own_bert(bert, tmp_path_factory):
     """A small BertEncoder with MiniLM's vocabulary and tokenizer (2 layers of 3 heads, d_model 48, seeded

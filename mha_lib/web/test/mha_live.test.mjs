@@ -9,7 +9,7 @@ import { fixture } from "./fixture.mjs";
 import { KernelTensor, kernelBackend } from "../runtime_kernel.mjs";
 import { fetchTokenRows, getManifest, licenceParts } from "../runtime_browser.mjs";
 import { URLS } from "../ort_runtime.mjs";
-import { paraphraseScores } from "../compute_bert.mjs";
+import { paraphraseScores, runBert } from "../compute_bert.mjs";
 import { VIRIDIS, colourOf, greyOf, gridLayout, largestWeight, rowEnd, zoomLayout } from "../layout.mjs";
 import {
   argmaxRows, attentionsFromOutput, checkFinite, clsRollout, copyablePositions, digitReadings, inductionReadings,
@@ -28,6 +28,7 @@ import { setText } from "../dom.mjs";
 import { checkDigest, sha256Hex, sha256Of } from "../integrity.mjs";
 import { onnxMetadata } from "../onnx_file.mjs";
 import { headsOf, rolesOf } from "../layer_maps.mjs";
+import * as compute from "../compute.mjs";
 import { createHash } from "node:crypto";
 
 const sha = (bytes) => createHash("sha256").update(bytes).digest("hex");
@@ -721,4 +722,127 @@ test("speed inputs: each view's next input is valid for it and differs from the 
   assert.deepEqual(speedInput("induction", 13, { mask, steps: 12 }).checkpoint, 1);
   assert.equal(speedInput("digit", 0, { pixels: new Array(64).fill(0) }).length, 64);
   assert.equal(speedInput("timing", 0, {}), null);
+});
+
+// ---------------------------------------------------------------------------------------- hostile models (issue 47)
+
+test("backend results: NaN and ±Infinity are refused in every float type, 16-bit ones decoded to numbers", () => {
+  // float16 as onnxruntime-web gives it where the browser has no Float16Array: the raw bits in a Uint16Array
+  const half = { logits: { type: "float16", dims: [4], data: Uint16Array.from([0x3c00, 0x7e00, 0xc000, 0x7c00]) } };
+  assert.throws(() => checkFinite("mine.onnx", half),
+    /the model mine\.onnx computed non-finite logits: 2 of 4 values \(1 NaN, 1 ±Infinity\), the first at index 1/);
+  const bf16 = { attentions: { type: "bfloat16", dims: [2], data: Uint16Array.from([0x3f80, 0xffc0]) } };
+  assert.throws(() => checkFinite("m", bf16), /non-finite attentions: 1 of 2 values \(1 NaN\), the first at index 1/);
+  const plain = { logits: { type: "float32", dims: [2], data: [0.5, NaN] } }; // a float type whatever holds it
+  assert.throws(() => checkFinite("m", plain), /non-finite logits: 1 of 2/);
+  const ok = checkFinite("m", { logits: { type: "float16", dims: [3], data: Uint16Array.from([0x3c00, 0xc000, 0x0001]) },
+    ids: { type: "int64", dims: [1], data: BigInt64Array.from([7n]) } });
+  assert.ok(ok.logits.data instanceof Float32Array);
+  assert.deepEqual(Array.from(ok.logits.data), [1, -2, 2 ** -24]); // read as numbers, not as bit patterns
+  assert.equal(ok.logits.type, "float32");
+  assert.equal(ok.ids.data[0], 7n);
+  if (typeof globalThis.Float16Array === "function") { // onnxruntime-web's float16 where the browser has one
+    const f16 = { logits: { type: "float16", dims: [2], data: new globalThis.Float16Array([1, NaN]) } };
+    assert.throws(() => checkFinite("m", f16), /non-finite logits: 1 of 2/);
+  }
+});
+
+/** A model as a backend's load() gives it, its session answering `answer(feeds)`; `calls` counts the runs. */
+function fakeModel({ layers, heads, answer }) {
+  class Tensor {
+    constructor(type, data, dims) {
+      Object.assign(this, { type, data, dims });
+    }
+  }
+  const model = { id: "mine.onnx", info: { num_layers: layers, num_heads: heads, own: true }, ort: { Tensor },
+    queue: Promise.resolve(), prepare: async () => {}, calls: 0,
+    session: { inputNames: ["input_ids", "token_type_ids", "key_padding_mask", "head_mask"],
+      run: async (feeds) => { model.calls += 1; return answer(feeds); } } };
+  return model;
+}
+
+/** What a toy model returns on (1, L) ids: logits (1, L, C), attentions (NL, 1, H, L, L) of uniform causal rows. */
+function toyOutputs(NL, H, L, C = 5) {
+  const att = new Float32Array(NL * H * L * L);
+  for (let m = 0; m < NL * H; m++) for (let q = 0; q < L; q++) for (let k = 0; k <= q; k++) att[(m * L + q) * L + k] = 1 / (q + 1);
+  return { logits: { type: "float32", dims: [1, L, C], data: new Float32Array(L * C) },
+    attentions: { type: "float32", dims: [NL, 1, H, L, L], data: att } };
+}
+
+test("a model's attentions are read only when their layers and heads are the ones it declares", async () => {
+  // issue 47: a file declaring 2 heads (its head_mask) but returning 64 drew 64 maps
+  const liar = fakeModel({ layers: 1, heads: 2, answer: (f) => toyOutputs(1, 64, Number(f.input_ids.dims[1])) });
+  await assert.rejects(compute.runToy(liar, [1, 2, 3], [1, 0, 0]),
+    /the model mine\.onnx returned attentions of dims \[1,1,64,3,3\]; it declares 1 layer of 2 heads/);
+  const honest = fakeModel({ layers: 2, heads: 2, answer: (f) => toyOutputs(2, 2, Number(f.input_ids.dims[1])) });
+  const r = await compute.runToy(honest, [1, 2, 3], [1, 0, 0]);
+  assert.equal(r.attentions.length, 2);
+  assert.equal(r.attentions[0].length, 2);
+});
+
+test("a reader's own model: its size is refused past OWN_MODEL_LIMITS before it runs, its outputs checked after", async () => {
+  const { OWN_MODEL_LIMITS, checkOwnModel } = compute;
+  assert.deepEqual({ ...OWN_MODEL_LIMITS }, { layers: 48, heads: 64, maps: 1024 });
+  // a (4096, 4096) head_mask: refused before any run (a run would first allocate its 16.8 M gates)
+  const huge = fakeModel({ layers: 4096, heads: 4096, answer: () => assert.fail("ran") });
+  await assert.rejects(checkOwnModel(huge, [0, 0, 0], [1, 0, 0]),
+    /“mine\.onnx” declares 4096 layers of 4096 heads; the page draws at most 48 layers, 64 heads a layer and 1024 maps/);
+  const wide = fakeModel({ layers: 1, heads: 3000, answer: () => assert.fail("ran") });
+  await assert.rejects(checkOwnModel(wide, [0, 0, 0], [1, 0, 0]), /declares 1 layer of 3000 heads/);
+  const many = fakeModel({ layers: 40, heads: 40, answer: () => assert.fail("ran") }); // 1600 maps
+  await assert.rejects(checkOwnModel(many, [0, 0, 0], [1, 0, 0]), /declares 40 layers of 40 heads/);
+  assert.equal(huge.calls + wide.calls + many.calls, 0);
+  // declared 2 heads, returns 64: refused on the trial run, before any view draws
+  const liar = fakeModel({ layers: 1, heads: 2, answer: (f) => toyOutputs(1, 64, Number(f.input_ids.dims[1])) });
+  await assert.rejects(checkOwnModel(liar, [0, 0, 0], [1, 0, 0]), /returned attentions of dims \[1,1,64,3,3\]; it declares 1 layer of 2 heads/);
+  // attentions of another length, integer logits, a NaN: refused naming them
+  const short = fakeModel({ layers: 1, heads: 2, answer: () => toyOutputs(1, 2, 2) });
+  await assert.rejects(checkOwnModel(short, [0, 0, 0], [1, 0, 0]), /attentions of dims \[1,1,2,2,2\]; .*3 tokens/);
+  const ints = fakeModel({ layers: 1, heads: 2, answer: () => ({ ...toyOutputs(1, 2, 3),
+    logits: { type: "int64", dims: [1, 3, 5], data: new BigInt64Array(15) } }) });
+  await assert.rejects(checkOwnModel(ints, [0, 0, 0], [1, 0, 0]), /returned its logits as int64, not as float numbers/);
+  const nan = fakeModel({ layers: 1, heads: 2, answer: () => {
+    const out = toyOutputs(1, 2, 3);
+    out.logits = { type: "float16", dims: [1, 3, 5], data: new Uint16Array(15).fill(0x7e00) };
+    return out;
+  } });
+  await assert.rejects(checkOwnModel(nan, [0, 0, 0], [1, 0, 0]), /computed non-finite logits: 15 of 15 values \(15 NaN\)/);
+  const fine = fakeModel({ layers: 2, heads: 4, answer: (f) => toyOutputs(2, 4, Number(f.input_ids.dims[1])) });
+  const out = await checkOwnModel(fine, [0, 0, 0], [1, 0, 0]);
+  assert.deepEqual(out.attentions.dims, [2, 1, 4, 3, 3]);
+});
+
+test("a toy model's logits are read only when they are (1, L, classes) of the sequence run", async () => {
+  // an own model whose logits hold one position: the other positions' predictions were read past its end
+  const short = fakeModel({ layers: 1, heads: 2, answer: (f) => ({ ...toyOutputs(1, 2, Number(f.input_ids.dims[1])),
+    logits: { type: "float32", dims: [1, 1, 5], data: new Float32Array(5) } }) });
+  await assert.rejects(compute.runToy(short, [1, 2, 3], [1, 0, 0]),
+    /the model mine\.onnx returned logits of dims \[1,1,5\]; the page ran 1 × 3 tokens/);
+  await assert.rejects(compute.checkOwnModel(short, [1, 2, 3], [1, 0, 0]), /returned logits of dims \[1,1,5\]/);
+  const none = fakeModel({ layers: 1, heads: 2, answer: (f) => ({ ...toyOutputs(1, 2, Number(f.input_ids.dims[1])),
+    logits: { type: "float32", dims: [1, 3, 0], data: new Float32Array(0) } }) });
+  await assert.rejects(compute.runToy(none, [1, 2, 3], [1, 0, 0]), /returned logits of dims \[1,3,0\]/);
+});
+
+test("a sentence model's maps: row 0 of the texts run, from all B rows (the browser) or row 0 alone (the kernel)", async () => {
+  const tokenizer = { encode: (text) => ({ ids: [101, ...text.split(" ").map((w) => 1000 + w.length), 102] }) };
+  const texts = ["a bb", "ccc d eeee", "f"]; // 4, 5 and 3 tokens: padded to 5
+  for (const rows of [3, 1]) {
+    const model = fakeModel({ layers: 2, heads: 3, answer: (f) => {
+      const L = Number(f.input_ids.dims[1]);
+      return { attentions: { type: "float32", dims: [2, rows, 3, L, L], data: new Float32Array(2 * rows * 3 * L * L).fill(1 / L) },
+        sentence_embedding: { type: "float32", dims: [3, 4], data: new Float32Array(12) } };
+    } });
+    model.tokenizer = tokenizer;
+    const r = await runBert(model, texts, null);
+    assert.equal(r.attentions.length, 2);
+    assert.equal(r.attentions[0].length, 3);
+    assert.equal(r.attentions[0][0].length, 4); // text 0's tokens, padding cut
+  }
+  const wrong = fakeModel({ layers: 2, heads: 3, answer: (f) => {
+    const L = Number(f.input_ids.dims[1]);
+    return { attentions: { type: "float32", dims: [2, 4, 3, L, L], data: new Float32Array(2 * 4 * 3 * L * L) } };
+  } });
+  wrong.tokenizer = tokenizer;
+  await assert.rejects(runBert(wrong, texts, null), /returned attentions of dims \[2,4,3,5,5\]/);
 });
