@@ -12,6 +12,7 @@ from torch import nn
 from .. import checks
 from .common import METADATA_PREFIX, _checked_path, _read_metadata, _require
 from .feeds import _as_array, _checked_feeds
+from .chain import layered
 from .rows import TokenRows
 from .trace import _describe, _metadata
 
@@ -69,7 +70,9 @@ def onnx_session(path: Union[str, os.PathLike], *, threads: Optional[int] = None
 
     A file from :func:`split_for_web` reads its token rows from files: the session gets them as
     ``session.mha_lib_token_rows`` (a :class:`TokenRows`), so that :func:`run_onnx` takes
-    ``input_ids`` for it as for any other file.
+    ``input_ids`` for it as for any other file. The embeddings file of :func:`split_layers_for_web`
+    (it lists its layer files) opens with every layer's file beside it, as one
+    :class:`~mha_lib.export.chain.LayeredSession` that answers as the whole model's session.
 
     Args:
         path: the ``.onnx`` file.
@@ -80,7 +83,7 @@ def onnx_session(path: Union[str, os.PathLike], *, threads: Optional[int] = None
     Raises:
         ValueError: no such file (or a folder), a file onnxruntime cannot load, a bad ``threads``,
             or a split file whose row folder has no ``index.json`` or holds another model's rows
-            (see :class:`TokenRows`).
+            (see :class:`TokenRows`); an embeddings file whose layer files are missing or do not fit.
         ImportError: onnxruntime missing (names ``pip install "mha_lib[export]"``).
     """
     path = _checked_path(path, "path", must_exist=True)
@@ -89,10 +92,16 @@ def onnx_session(path: Union[str, os.PathLike], *, threads: Optional[int] = None
     options.log_severity_level = 3  # errors only
     if threads is not None:
         options.intra_op_num_threads = checks.positive_int(threads, "threads")
-    try:
-        session = ort.InferenceSession(path, options, providers=["CPUExecutionProvider"])
-    except Exception as err:  # onnxruntime's InvalidProtobuf, Fail, ...
-        raise ValueError(f"path={path!r}: onnxruntime cannot load it as an ONNX model ({err})") from None
+
+    def open_one(file):
+        try:
+            return ort.InferenceSession(file, options, providers=["CPUExecutionProvider"])
+        except Exception as err:  # onnxruntime's InvalidProtobuf, Fail, ...
+            raise ValueError(f"path={file!r}: onnxruntime cannot load it as an ONNX model ({err})") from None
+
+    session = open_one(path)
+    if "layers" in _read_metadata(session):  # split_layers_for_web's embeddings: every layer's file runs after it
+        session = layered(path, session, open_one)
     inputs = {i.name: i for i in session.get_inputs()}
     if "token_rows" in inputs:
         meta = _read_metadata(session)
@@ -110,7 +119,7 @@ def _session(session):
     if isinstance(session, (str, os.PathLike)):
         return onnx_session(session)
     ort = _require("onnxruntime")
-    if not isinstance(session, ort.InferenceSession):
+    if not isinstance(session, ort.InferenceSession) and not getattr(type(session), "_mha_lib_session", False):
         raise ValueError(f"session must be an onnxruntime.InferenceSession (onnx_session(path)) or a path, got "
                          f"{type(session).__name__}: {session!r:.60}")
     return session

@@ -12,7 +12,7 @@ from .values import _rounded
 from .widget import _in_kernel, _widget_class
 
 #: The kinds of live view that ``mha_lib/web/mha_live.mjs`` draws.
-VIEWS = ("sentence", "toy-compare", "prune", "timing", "induction", "translate", "digit", "patterns")
+VIEWS = ("sentence", "toy-compare", "prune", "timing", "induction", "translate", "digit", "patterns", "speed")
 
 _MODEL_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,99}")  # a file stem under _static/models/
 

@@ -73,7 +73,7 @@ class KernelRunner:
 
     def __init__(self, view: str, model: str, config: Mapping[str, Any]):
         self.view = view
-        many = ("toy-compare", "induction", "translate", "digit", "patterns")
+        many = ("toy-compare", "induction", "translate", "digit", "patterns", "speed")
         self.models = list(config["models"]) if view in many else [model]
 
     def answer(self, content: Any) -> Tuple[dict, List[bytes]]:

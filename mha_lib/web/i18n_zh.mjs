@@ -107,6 +107,10 @@ export const ZH = {
   "the model ({size})": "模型（{size}）",
   "the {count} models ({size})": "全部 {count} 个模型（{size}）",
   "the runtime ({size})": "运行时（{size}）",
+  "the runtime ({runtime}) and what the model's first maps need ({first}), then its other layers ({rest}) as they are computed":
+    "运行时（{runtime}）和模型画出第一批注意力图所需的部分（{first}），其余各层（{rest}）在计算到时再下载",
+  "what the model's first maps need ({first}), then its other layers ({rest}) as they are computed":
+    "模型画出第一批注意力图所需的部分（{first}），其余各层（{rest}）在计算到时再下载",
   "{models} and {runtime}": "{models}和{runtime}",
   "{n} layers": "{n} 层",
   "{n} layer": "{n} 层",
@@ -126,6 +130,7 @@ export const ZH = {
   // view.mjs
   "download progress": "下载进度",
   "Fetching word vectors ({files} files, {size}), then computing {where}…": "正在获取词向量（{files} 个文件，{size}），然后{where}计算…",
+  "Fetching layer {layer} of the model ({size}), then computing {where}…": "正在获取模型的第 {layer} 层（{size}），然后{where}计算…",
   "licence": "许可证",
   "mha_lib's code, no weights": "mha_lib 的代码，没有权重",
   " (": "（",
@@ -314,17 +319,46 @@ export const ZH = {
     "折线图：单次调用耗时随头数的变化，以单头耗时的倍数表示；H = {most} 时，本书的机器达到 {book}×，这台设备为 {mine}×。",
   "Line chart: time of one call against the number of heads, as a multiple of one head's; the book's machine reaches {book}× at H = {most}; this device not timed yet.":
     "折线图：单次调用耗时随头数的变化，以单头耗时的倍数表示；H = {most} 时，本书的机器达到 {book}×；这台设备尚未计时。",
+  "Line chart: time of one call against the number of heads, as a multiple of one head's; the book's machine reaches {book}× at H = {most}; this device was too busy for its curve to mean anything.":
+    "折线图：单次调用耗时随头数的变化，以单头耗时的倍数表示；H = {most} 时，本书的机器达到 {book}×；这台设备太忙，它的曲线没有意义。",
   "attention map": "注意力图",
   "book's machine": "本书的机器",
   "this device": "这台设备",
-  "Median time of one call (and as a multiple of H = 1). The book's machine: {machine}.":
-    "单次调用的中位耗时（括号内为相对 H = 1 的倍数）。本书的机器：{machine}。",
+  "Median time of one call (and as a multiple of H = 1; on this device, the fastest and slowest call). The book's machine: {machine}.":
+    "单次调用的中位耗时（括号内为相对 H = 1 的倍数；这台设备另列最快和最慢的一次调用）。本书的机器：{machine}。",
   "Timing H = {H} on this device: call {done} of {total}…": "正在这台设备上为 H = {H} 计时：第 {done} 次调用，共 {total} 次…",
-  "Timed on this device ({provider}): {heads} heads took {ratio}× one head's time (median of {repeats}; the book's machine: {book}×). A laptop on battery, a busy tab or another window can slow single calls: time it again to see the spread.":
-    "已在这台设备上计时（{provider}）：{heads} 个头的耗时是单头的 {ratio}×（{repeats} 次的中位数；本书的机器：{book}×）。使用电池的 笔记本电脑、繁忙的标签页或其他窗口都可能拖慢单次调用：再计时一次可以看到波动范围。",
-  "Timed on this device: {heads} heads took {ratio}× one head's time (median of {repeats}; the book's machine: {book}×). A laptop on battery, a busy tab or another window can slow single calls: time it again to see the spread.":
-    "已在这台设备上计时：{heads} 个头的耗时是单头的 {ratio}×（{repeats} 次的中位数；本书的机器：{book}×）。使用电池的 笔记本电脑、繁忙的标签页或其他窗口都可能拖慢单次调用：再计时一次可以看到波动范围。",
+  "Timed on this device ({provider}): {heads} heads took {ratio}× one head's time (median of {repeats}, the bars the fastest and slowest call; the book's machine: {book}×). A laptop on battery, a busy tab or another window can slow single calls: time it again to see the spread.":
+    "已在这台设备上计时（{provider}）：{heads} 个头的耗时是单头的 {ratio}×（{repeats} 次的中位数，竖线为最快和最慢的一次调用；本书的机器：{book}×）。使用电池的笔记本电脑、繁忙的标签页或其他窗口都可能拖慢单次调用：再计时一次可以看到波动范围。",
+  "Timed on this device: {heads} heads took {ratio}× one head's time (median of {repeats}, the bars the fastest and slowest call; the book's machine: {book}×). A laptop on battery, a busy tab or another window can slow single calls: time it again to see the spread.":
+    "已在这台设备上计时：{heads} 个头的耗时是单头的 {ratio}×（{repeats} 次的中位数，竖线为最快和最慢的一次调用；本书的机器：{book}×）。使用电池的笔记本电脑、繁忙的标签页或其他窗口都可能拖慢单次调用：再计时一次可以看到波动范围。",
+  "This device was too busy to time the heads: {later} heads came out faster than {earlier} in every one of {repeats} rounds, which the same FLOPs and a larger map of weights cannot explain. The curve means nothing; close other tabs or windows and time it again.":
+    "这台设备太忙，无法为各头数计时：在全部 {repeats} 轮中，{later} 个头都比 {earlier} 个头更快，而相同的浮点运算量和更大的权重图无法解释这一点。这条曲线没有意义；请关闭其他标签页或窗口后再计时一次。",
   "The timing stopped ({error}).": "计时中止（{error}）。",
+  // view_speed.mjs
+  "Press the button to time every live view on this device; the views being timed show below the table.":
+    "按下按钮，在这台设备上为每个实时视图计时；被计时的视图显示在表格下方。",
+  "How fast the live views answer on this device and on the book's machine": "实时视图在这台设备和本书的机器上的响应速度",
+  "Time the views on this device": "在这台设备上为各视图计时",
+  "Each view is timed as benchmarks/bench_live.py times it on the book's machine: its first update (the runtime and its models downloaded, or read from your browser's cache, compiled and run) and the median of {warm} more, with new inputs as a reader gives them. Times vary with what else the device does.":
+    "每个视图的计时方式与 benchmarks/bench_live.py 在本书的机器上相同：第一次更新（下载运行时和模型，或从浏览器缓存读取，再编译并运行），以及之后 {warm} 次更新的中位数，每次都换上读者会给的新输入。耗时随设备同时在做的其他事情而变化。",
+  "In a notebook the kernel computes the views: this table times them in the book's pages. The book's machine's times are shown.":
+    "在 notebook 中由内核计算各视图：这个表格为本书网页中的视图计时。下面显示的是本书机器上的耗时。",
+  "The views being timed": "被计时的视图",
+  "the table of times": "耗时表",
+  "time them with WebGPU": "用 WebGPU 计时",
+  "time them with WebAssembly": "用 WebAssembly 计时",
+  " (a software adapter: a CPU emulating a GPU, so its times say nothing of a GPU)": "（软件适配器：用 CPU 模拟 GPU，所以它的耗时说明不了 GPU 的情况）",
+  "Here the views run on WebGPU{software}.": "这里的视图在 WebGPU{software}上运行。",
+  "Here the views run on WebAssembly.": "这里的视图在 WebAssembly 上运行。",
+  "This browser also has WebGPU{software}: ": "这个浏览器也有 WebGPU{software}：",
+  "view": "视图",
+  "book's machine: first": "本书的机器：首次",
+  "then": "之后",
+  "this device ({provider}): first": "这台设备（{provider}）：首次",
+  "Time to the maps of a first update and (then) the median of later ones. The book's machine: {machine}, load average {load} while timed.":
+    "首次更新到画出图的耗时，以及（之后）后续更新的中位数。本书的机器：{machine}，计时期间的负载均值为 {load}。",
+  "Timing the {view} view ({n} of {count})…": "正在为 {view} 视图计时（第 {n} 个，共 {count} 个）…",
+  "Timed every view on this device.": "已在这台设备上为每个视图计时。",
   // view_toy_compare.mjs
   "Change a token or move the mark: every model reruns.": "修改一个词元或移动标记：每个模型都会重新运行。",
   "Live attention maps and predictions of the toy models on a sequence you edit": "玩具模型在你编辑的序列上的实时注意力图和预测",

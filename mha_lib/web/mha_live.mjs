@@ -1,6 +1,6 @@
 // mha_live.mjs -- the book's live attention views: the page imports this module, which mounts them.
 //
-// One component, eight views, chosen by the element's data-view:
+// One component, nine views, chosen by the element's data-view:
 //   "sentence"    MiniLM (all-MiniLM-L6-v2) on a sentence the reader types (view_sentence.mjs);
 //   "toy-compare" chapter 1's task read by the 1-, 2-, 4- and 8-head models side by side (view_toy_compare.mjs);
 //   "prune"       MiniLM with a 6 x 12 grid of head toggles, embedding fidelity and paraphrase ranking
@@ -15,6 +15,8 @@
 //                 head's [CLS] attention over the pixels, the rollout (view_digit.mjs);
 //   "patterns"    chapter 9: a sparse pattern the reader picks (every key, a window with sinks, BigBird's
 //                 blocks) on chapter 5's or 9's weights: the mask, the maps, the cache bytes (view_patterns.mjs).
+//   "speed"       "How to use the interactive figures": every view above timed on the reader's device, beside
+//                 the book's machine (view_speed.mjs, speed.mjs: the code benchmarks/bench_live.py runs).
 //
 // The element is written by mha_lib.live (Python) in a notebook cell:
 //   <div class="mha-live-view" data-view="sentence" data-model="all-MiniLM-L6-v2"
@@ -42,7 +44,7 @@
 //   layer_maps.mjs       MiniLM's maps by layer (sentence and prune)
 //   head_toggles.mjs     the grid of head toggles (prune, induction)
 //   view_sentence.mjs, view_toy_compare.mjs, view_prune.mjs, view_timing.mjs, view_induction.mjs, view_translate.mjs,
-//   view_digit.mjs, view_patterns.mjs  the views
+//   view_digit.mjs, view_patterns.mjs, view_speed.mjs  the views
 //   mha_live.mjs         mounting, and anywidget's render (this file)
 //
 // Contract for tests (issue 17): element.mhaLive = {view, model, models, backend, run(input) ->
@@ -65,9 +67,10 @@ import { InductionView } from "./view_induction.mjs";
 import { TranslateView } from "./view_translate.mjs";
 import { DigitView } from "./view_digit.mjs";
 import { PatternsView } from "./view_patterns.mjs";
+import { SpeedView } from "./view_speed.mjs";
 
 const VIEWS = { sentence: SentenceView, "toy-compare": ToyCompareView, prune: PruneView, timing: TimingView,
-  induction: InductionView, translate: TranslateView, digit: DigitView, patterns: PatternsView };
+  induction: InductionView, translate: TranslateView, digit: DigitView, patterns: PatternsView, speed: SpeedView };
 
 /**
  * Turn one .mha-live-view element into a live view (once). Returns element.mhaLive.
@@ -81,7 +84,8 @@ export function mount(element, { backend = browserBackend } = {}) {
   const view = element.dataset.view;
   try {
     const config = checkConfig(view, JSON.parse(element.dataset.config || "null"), element.dataset.model);
-    const instance = new VIEWS[view](element, config, backend);
+    // the speed view mounts the views it times (with the same backend)
+    const instance = new VIEWS[view](element, config, backend, (node) => mount(node, { backend }));
     element.mhaLive = instance.api(view, instance.primary || instance.modelIds[0]);
   } catch (err) {
     const message = el("p", { class: "mha-live-status mha-live-error", role: "status" });

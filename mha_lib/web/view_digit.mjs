@@ -383,7 +383,7 @@ export class DigitView extends View {
     const request = (this.requests += 1);
     let result;
     try {
-      result = await this.compute(() => this.runModels(pixels, label, request));
+      result = await this.compute((clock) => this.runModels(pixels, label, request, clock));
     } catch (err) {
       if (request === this.requests) this.root.classList.remove("mha-live-stale"); // the status says why
       throw err;
@@ -395,15 +395,15 @@ export class DigitView extends View {
   }
 
   /** Every model on `pixels`; the result is drawn when `request` is still the latest. */
-  async runModels(pixels, label, request) {
+  async runModels(pixels, label, request, clock) {
     const t0 = performance.now();
     const models = {};
-    for (const model of this.models) models[model.id] = await runDigit(model, pixels, this.side);
+    for (const model of this.models) models[model.id] = await runDigit(model, pixels, this.side, clock);
     const t1 = performance.now();
     this.timings.infer_ms = t1 - t0;
     const out = { pixels, label, models, source: this.backend.kind };
-    if (request === this.requests) this.show(out);
-    this.timings.draw_ms = performance.now() - t1;
+    if (request === this.requests) clock.time("draw", () => this.show(out));
+    this.timings.draw_ms = clock.parts.draw_ms;
     return { ...out, tokens: this.labels, attentions: models[this.primary].cls, primary: this.primary };
   }
 }
