@@ -175,7 +175,8 @@ class Citations:
     def __init__(self, bib: Path = ROOT / "references.bib"):
         from pybtex.database import parse_file
 
-        sys.path.insert(0, str(ROOT / "_ext"))
+        # the book's own extension folder (not ROOT's: a test may point ROOT at a copy of a chapter)
+        sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "_ext"))
         from mha_book_bibstyle import AuthorYearLabelStyle  # the bibliography's own labels
 
         entries = parse_file(str(bib)).entries
