@@ -19,6 +19,7 @@ import html
 import io
 import math
 import numbers
+import re
 from typing import Any, Optional, Sequence
 
 from . import checks
@@ -83,17 +84,20 @@ def sig(x: float, digits: int = 3) -> float:
     return float(f"{x:.{digits}g}")
 
 
+_NUMBER = re.compile(r"[-+]?(\d[\d,]*)?\.?\d+([eE][-+]?\d+)?%?")  # "1,050,624", "0.92", "-1.5e-07", "12%"
+
+
 def _cell_text(value: Any, digits: int, where: str) -> tuple:
-    """(text, numeric) of one table cell: str as given, bool as "yes"/"no", int as is, float to
-    ``digits`` significant digits, None as an empty cell."""
+    """(text, numeric) of one table cell: str as given (numeric when it reads as a number), bool as
+    "yes"/"no", int with thousands separators, float to ``digits`` significant digits, None empty."""
     if value is None:
         return "", True
     if isinstance(value, str):
-        return value, False
+        return value, not value.strip() or bool(_NUMBER.fullmatch(value.strip()))  # "" takes no side
     if isinstance(value, (bool,)) or type(value).__name__ == "bool_":
         return ("yes" if value else "no"), False
     if isinstance(value, numbers.Integral):
-        return str(int(value)), True
+        return f"{int(value):,}", True
     if isinstance(value, numbers.Real):
         x = float(value)
         return (f"{sig(x, digits):g}" if math.isfinite(x) else str(x)), True
@@ -149,8 +153,9 @@ def table(rows: Sequence[Sequence[Any]], columns: Sequence[str], *, caption: Opt
 
     Args:
         rows: one sequence per row, each as long as ``columns``; a cell is a str (shown as given),
-            an int, a float (shown to ``digits`` significant digits; NaN and inf as such), a bool
-            ("yes"/"no") or None (empty).
+            an int (with thousands separators), a float (to ``digits`` significant digits; NaN and
+            inf as such), a bool ("yes"/"no") or None (empty). A column whose cells are all numbers,
+            or strings that read as numbers ("0.92", "1,024", "12%"), is right-aligned.
         columns: the header, one non-empty str per column.
         caption: an optional line above the table.
         digits: significant digits of the float cells (positive).

@@ -60,6 +60,8 @@ def test_table_shows_html_and_aligned_text():
     assert "MQA &lt;b&gt;" in page and "<b>" not in page  # escaped: no text becomes HTML
     assert '<td class="mha-num">0.123</td>' in page and "<td>yes</td>" in page  # bools are no numbers
     assert t.numeric == (False, True, True, False)
+    counts = table([["1,024", 1050624, "0.92"], ["12%", 3, "-1.5e-07"], ["[0.1, 0.2]", 4, ""]], ["a", "b", "c"])
+    assert counts.rows[0][1] == "1,050,624" and counts.numeric == (False, True, True)
 
 
 @pytest.mark.parametrize("rows, columns, kwargs, match", [
