@@ -237,10 +237,14 @@
 
   /* Display equations, tables and printed outputs wider than their box scroll inside it (mha_book.css);
    * the box then gets the class mha-scrolls, which adds a "scroll the equation" / "scroll the table" /
-   * "scroll the output" label. Checked after MathJax has typeset the page and again whenever a box
-   * changes width (a folded output, opened, gets its label then). */
+   * "scroll the output" label. Checked after MathJax has typeset the page, again whenever a box
+   * changes width (a folded output, opened, gets its label then), and whenever fonts finish loading
+   * (a font changes how wide a box's text is without changing the box). */
   function markScrollingBoxes() {
     function mark(box) {
+      // measured without the label: the label changes the box's scroll width (a line that overflows
+      // only into the right padding stops overflowing once the label's block comes first)
+      box.classList.remove("mha-scrolls");
       box.classList.toggle("mha-scrolls", box.scrollWidth > box.clientWidth + 1);
     }
     function start() {
@@ -253,6 +257,13 @@
       for (var i = 0; i < boxes.length; i++) {
         resized.observe(boxes[i]);
         mark(boxes[i]);
+      }
+      function markAll() {
+        for (var j = 0; j < boxes.length; j++) mark(boxes[j]);
+      }
+      if (document.fonts) {
+        document.fonts.ready.then(markAll);
+        document.fonts.addEventListener("loadingdone", markAll);
       }
     }
     // MathJax loads after this script: by the window's load event it exists and has started

@@ -84,7 +84,10 @@ def sig(x: float, digits: int = 3) -> float:
     return float(f"{x:.{digits}g}")
 
 
-_NUMBER = re.compile(r"[-+]?(\d[\d,]*)?\.?\d+([eE][-+]?\d+)?%?")  # "1,050,624", "0.92", "-1.5e-07", "12%"
+# a number, with an optional short unit: "1,050,624", "0.92", "-1.5e-07", "12%", "4.5 MiB", "1.92x"
+_NUMBER = re.compile(r"[-+]?(\d[\d,]*)?\.?\d+([eE][-+]?\d+)?(%|\s?[A-Za-z\u00d7]{1,5})?")
+# short text made mostly of figures, kept on one line: "11 of 15", "[0.48, 0.89]", "0.918 [0.897, 0.940]"
+_SHORT_FIGURES = re.compile(r"(?=.*\d)(?!(?:.*[A-Za-z]){5})[^\n]{1,28}")
 
 
 def _cell_text(value: Any, digits: int, where: str) -> tuple:
@@ -131,10 +134,13 @@ class Table:
         return "\n".join(out)
 
     def _repr_html_(self) -> str:
-        def cells(tag, values):
-            return "".join(f"<{tag}{NUM if num else ''}>{html.escape(v)}</{tag}>" for v, num in zip(values, self.numeric))
+        def cell(tag, value, num):
+            # numbers right-aligned and whole; short number-like text ("11 of 15", "[0.48, 0.89]") whole
+            kind = ' class="mha-num"' if num else ' class="mha-nowrap"' if _SHORT_FIGURES.fullmatch(value) else ""
+            return f"<{tag}{kind}>{html.escape(value)}</{tag}>"
 
-        NUM = ' class="mha-num"'
+        def cells(tag, values):
+            return "".join(cell(tag, v, num) for v, num in zip(values, self.numeric))
 
         caption = f"<caption>{html.escape(self.caption)}</caption>" if self.caption else ""
         body = "".join(f"<tr>{cells('td', r)}</tr>" for r in self.rows)
@@ -155,7 +161,8 @@ def table(rows: Sequence[Sequence[Any]], columns: Sequence[str], *, caption: Opt
         rows: one sequence per row, each as long as ``columns``; a cell is a str (shown as given),
             an int (with thousands separators), a float (to ``digits`` significant digits; NaN and
             inf as such), a bool ("yes"/"no") or None (empty). A column whose cells are all numbers,
-            or strings that read as numbers ("0.92", "1,024", "12%"), is right-aligned.
+            or strings that read as numbers ("0.92", "1,024", "12%", "4.5 MiB", "1.92x"), is
+            right-aligned and never broken across lines.
         columns: the header, one non-empty str per column.
         caption: an optional line above the table.
         digits: significant digits of the float cells (positive).

@@ -62,6 +62,11 @@ def test_table_shows_html_and_aligned_text():
     assert t.numeric == (False, True, True, False)
     counts = table([["1,024", 1050624, "0.92"], ["12%", 3, "-1.5e-07"], ["[0.1, 0.2]", 4, ""]], ["a", "b", "c"])
     assert counts.rows[0][1] == "1,050,624" and counts.numeric == (False, True, True)
+    units = table([["4.5 MiB", "1.92x", "5 of 5"], ["512 B", "100%", "all"]], ["a", "b", "c"])
+    assert units.numeric == (True, True, False)
+    page = units._repr_html_()
+    assert '<td class="mha-num">4.5 MiB</td>' in page and '<td class="mha-nowrap">5 of 5</td>' in page
+    assert "<td>all</td>" in page  # words may wrap
 
 
 @pytest.mark.parametrize("rows, columns, kwargs, match", [
