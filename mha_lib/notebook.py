@@ -97,7 +97,7 @@ def _cell_text(value: Any, digits: int, where: str) -> tuple:
         return "", True
     if isinstance(value, str):
         return value, not value.strip() or bool(_NUMBER.fullmatch(value.strip()))  # "" takes no side
-    if isinstance(value, (bool,)) or type(value).__name__ == "bool_":
+    if isinstance(value, bool) or type(value).__name__ == "bool_":  # numpy.bool_ too
         return ("yes" if value else "no"), False
     if isinstance(value, numbers.Integral):
         return f"{int(value):,}", True
