@@ -212,7 +212,7 @@ export class HeadLines {
   exportFigure(model, input, source, view) {
     const heads = this.shownHeads();
     const layer = this.heads[0] ? this.heads[0].layer : 0;
-    const query = this.focus && this.focus.side === "query" ? this.focus.i : null;
+    const query = this.pinned && this.focus && this.focus.side === "query" ? this.focus.i : null; // a pinned token
     const title = [t("{model}: lines of layer {layer} ({count} heads)", { model, layer, count: heads.length }),
       t("Input: “{input}”", { input: shortLabel(input, 120) }),
       query === null ? t("A line per query and key; opacity = weight, colour = head.")
