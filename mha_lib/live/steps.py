@@ -16,7 +16,7 @@ from .. import checks
 from .. import tasks as T
 from ..analysis.steps import layer_steps
 from ..model import TokenClassifier
-from ..pretrained import BertEncoder
+from ..pretrained import BertEncoder, load_bert
 from .configs import _check_bert, _check_text
 
 MINILM_ID = "all-MiniLM-L6-v2"
@@ -132,8 +132,6 @@ def steps_config(name: str, sequence, *, layer: int = 0, head: int = 0, causal: 
     """
     if name == MINILM_ID:
         if model is None:
-            from ..pretrained import load_bert
-
             model, _ = load_bert(verbose=False)
         _check_bert(model)
         extra = {"kind": "bert", "text": _check_text(sequence, "sequence"), "max_tokens": model.tokenizer.max_length}
