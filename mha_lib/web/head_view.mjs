@@ -299,6 +299,7 @@ export function linesMode(view) {
     }
     maps.node.hidden = value === "lines";
     lines.node.hidden = value !== "lines";
+    view.legend.node.hidden = value === "lines"; // the maps' colour scale: the lines' opacity is their own
     if (value === "lines") view.zoom.node.hidden = true;
     view.clearReadout();
     show();

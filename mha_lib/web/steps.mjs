@@ -28,7 +28,7 @@ export const STEPS = [
   { id: "softmax", chip: "softmax" },
   { id: "values", chip: "· V" },
   { id: "concat", chip: "concat" },
-  { id: "output", chip: "· W_O" },
+  { id: "output", chip: "· W^O" },
 ];
 
 /** The id of layer `layer`'s steps file of `model` (mha_lib.live.steps_id). */

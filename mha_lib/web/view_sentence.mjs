@@ -27,7 +27,7 @@ export class SentenceView extends View {
     this.shown = el("p", { class: "mha-live-shown" }); // whose maps these are (dimmed while they are an older text's)
     this.lines = linesMode(this); // the heads as lines between the tokens (BertViz's head view), or as maps
     this.attach([el("div", {}, label, this.text, ...this.englishModelNote(), privacy, ...this.ownModelInput()),
-      this.maps.control.node, this.lines.control],
+      this.lines.control, this.maps.control.node],
       [this.shown, this.maps.node, this.lines.node]);
     this.result = { tokens: config.tokens, attentions: config.attentions, text: config.text, source: "config" };
     this.describeShown();

@@ -75,11 +75,13 @@ class MatrixCanvas {
     const labelW = (labels) => Math.ceil(Math.max(...labels.map((x) => probe.measureText(shortLabel(x, 10)).width)));
     const left = m.rows === "tokens" ? labelW(rows) + 6 : 20;
     const top = m.colsAre === "tokens" ? labelW(cols) + 6 : 4;
-    const fit = Math.max(1, (width - left - 2) / cols.length);
-    const cw = Math.min(m.placeholder ? 1 : 22, fit);
-    const ch = m.placeholder ? cw : Math.min(22, Math.max(cw, m.rows === "tokens" ? 12 : 4));
+    const fit = Math.max(0.25, (width - left - 12) / cols.length); // a wide matrix fits the column (cells under 1 px)
+    // W^O is drawn as its shape, at most 160 px a side; a matrix of features (K^T) keeps rows of at most 8 px
+    const side = Math.min(160, width - left - 8);
+    const cw = m.placeholder ? side / cols.length : Math.min(22, fit);
+    const ch = m.placeholder ? side / n : m.rows === "tokens" ? Math.min(22, Math.max(cw, 12)) : Math.min(8, Math.max(cw, 3));
     this.layout = { left, top, cw, ch, n, m: cols.length };
-    const w = Math.ceil(left + cw * cols.length + 2);
+    const w = Math.ceil(left + cw * cols.length + (m.colsAre === "tokens" ? 10 : 2)); // room for the last label
     const h = Math.ceil(top + ch * n + 2);
     const ctx = sizeCanvas(this.canvas, w, h);
     const shown = reveal === null ? n : Math.max(0, Math.min(n, reveal));
@@ -297,8 +299,8 @@ export class StepsView extends View {
     if (this.step === STEPS.length - 1) this.setStep(0);
     else this.drawStep(true);
     this.timer = setInterval(() => {
-      if (this.step >= STEPS.length - 1) this.stopPlay();
-      else this.setStep(this.step + 1);
+      this.setStep(this.step + 1);
+      if (this.step >= STEPS.length - 1) this.stopPlay(); // the last step stays shown
     }, STEP_PLAY_MS);
   }
 
@@ -379,9 +381,14 @@ export class StepsView extends View {
     list.forEach((m, i) => {
       const mc = this.canvases[i];
       mc.cursor = null;
-      const wide = m.cols > 64 || list.length === 1;
-      mc.width = wide ? width : Math.min(width, Math.max(160, Math.floor(width / Math.min(list.length, 3)) - 24));
+      // a step's result takes the whole width on a phone; the other narrow matrices share a row, with room for the
+      // operators between them
+      const phone = width < 480;
+      const wide = m.cols > 64 || list.length === 1 || (phone && m.result);
+      const narrow = list.filter((x) => !(x.cols > 64 || (phone && x.result))).length || 1;
+      mc.width = wide ? width : Math.min(width, Math.max(160, Math.floor((width - 48 * (narrow - 1)) / narrow)));
       mc.node.classList.toggle("mha-live-matrix-wide", wide);
+      mc.node.style.width = wide ? "" : `${mc.width}px`; // its caption wraps inside, the row keeps its matrices
       mc.draw(m, mc.width, animate && m.result && !reducedMotion() ? 0 : null);
       parts.push(mc.node);
       if (m.op) parts.push(el("span", { class: "mha-live-op", "aria-hidden": "true" }, m.op));

@@ -32,7 +32,7 @@ STAGES = ("x", "q", "k", "v", "scores", "scaled", "blocked", "weights", "head_ou
 # mha_lib's): the weights within 0.01, every other stage within 2% of its largest |value|. The toy models are exact.
 MINILM_WEIGHTS_TOLERANCE = 0.01
 MINILM_RELATIVE_TOLERANCE = 0.02
-TOY_TOLERANCE = 1e-5
+TOY_TOLERANCE = 1e-5  # of the stage's largest |value| where it is above 1 (the scores reach about 50)
 MAIN_THREAD_TASK_MS = 50
 TEXT = "Anna lost her keys, so she looked for them everywhere."
 TOY_SEQUENCE = {"ids": [3, 1, 4, 1, 5, 2, 6, 5, 3, 5], "types": [0, 0, 1, 0, 0, 0, 0, 0, 0, 0]}
@@ -163,7 +163,8 @@ def test_every_stage_equals_mha_lib_on_the_toy_models(shared, toys, name):
         assert r["source"] == "browser" and r["ids"] == sequence["ids"] and r["head"] == head
         want = live.steps_readings(toys[name], sequence, layer=0, head=head, causal=causal)
         worst = worst_by_stage(r["stages"], want)
-        assert max(worst[s] for s in STAGES) <= TOY_TOLERANCE, worst
+        off = {s: worst[s] for s in STAGES if worst[s] > TOY_TOLERANCE * max(1.0, worst[s + "_scale"])}
+        assert not off, off
     assert visit.console_errors == [] and visit.off_site == []
 
 
@@ -178,9 +179,9 @@ def test_typing_the_steps_play_and_the_readout(shared, bert):
     chips.nth(5).click()  # softmax
     assert chips.nth(5).get_attribute("aria-pressed") == "true"
     assert "softmax" in page.locator(f"{sel} .mha-live-step-title").text_content()
-    canvas = page.locator(f"{sel} .mha-live-matrix canvas").first
+    canvas = page.locator(f"{sel} .mha-live-matrix-scroll canvas").first
     box = canvas.bounding_box()
-    layout = page.evaluate(f"""() => {{ const c = {BERT_VIEW}.querySelector('.mha-live-matrix canvas');
+    layout = page.evaluate(f"""() => {{ const c = {BERT_VIEW}.querySelector('.mha-live-matrix-scroll canvas');
         const s = c.getBoundingClientRect(); return {{w: s.width, h: s.height}}; }}""")
     assert layout["w"] > 0
     # the last cell of the map: its value in the readout, as the page computed it
@@ -207,7 +208,7 @@ def _last_row_painted(page, view) -> bool:
     return page.evaluate(f"""() => {{
         const v = {view};
         v.querySelectorAll('.mha-live-step-chip')[5].click();
-        const c = v.querySelector('.mha-live-matrix canvas');
+        const c = v.querySelector('.mha-live-matrix-scroll canvas');
         const ctx = c.getContext('2d');
         const row = ctx.getImageData(Math.floor(c.width * 0.9), c.height - 6, 1, 1).data;
         return row[3] > 0;
@@ -222,7 +223,7 @@ def test_a_step_is_drawn_row_by_row_unless_motion_is_reduced(chromium_browser, b
         painted = _last_row_painted(page, BERT_VIEW)
         assert painted == (motion == "reduce")
         page.wait_for_timeout(800)  # the rows drawn in the meantime
-        assert page.evaluate(f"""() => {{ const c = {BERT_VIEW}.querySelector('.mha-live-matrix canvas');
+        assert page.evaluate(f"""() => {{ const c = {BERT_VIEW}.querySelector('.mha-live-matrix-scroll canvas');
             return c.getContext('2d').getImageData(Math.floor(c.width * 0.9), c.height - 6, 1, 1).data[3] > 0; }}""")
         assert visit.console_errors == []
     finally:
@@ -257,18 +258,20 @@ def test_bad_input_is_refused_and_the_state_stays(chromium_browser, book_url, pa
 def test_on_a_phone_targets_are_44_px_and_nothing_scrolls_sideways(chromium_browser, book_url, page_html):
     context, page, visit = _open(chromium_browser, book_url, page_html, width=390, height=844, touch=True)
     try:
-        for view in (BERT_VIEW, TOY_VIEW % "ch1-h8"):
-            assert _small_targets(page, view) == []
+        for view in (BERT_VIEW, TOY_VIEW % "ch1-h8"):  # a check box's target is its label (counted itself)
+            assert [t for t in _small_targets(page, view) if t != "INPUT 24x24"] == []
+            assert page.evaluate(f"[...{view}.querySelectorAll('input[type=checkbox]')].every(i => "
+                                 "i.closest('label.mha-live-check'))")
         run_view(page, BERT_VIEW, {"text": "The keys that the man who lives next door lost yesterday were found under "
                                            "the sofa, and nobody knew why.", "layer": 1})
         for i in range(9):
             page.evaluate(f"{BERT_VIEW}.querySelectorAll('.mha-live-step-chip')[{i}].click()")
             assert page.evaluate("document.documentElement.scrollWidth - document.documentElement.clientWidth") <= 0, i
         # a tap on a cell reads it
-        canvas = page.locator("[data-view=steps][data-model='all-MiniLM-L6-v2'] .mha-live-matrix canvas").last
+        canvas = page.locator("[data-view=steps][data-model='all-MiniLM-L6-v2'] .mha-live-matrix-scroll canvas").last
         canvas.scroll_into_view_if_needed()
         box = canvas.bounding_box()
-        page.touchscreen.tap(box["x"] + 30, box["y"] + 10)
+        page.touchscreen.tap(box["x"] + box["width"] - 4, box["y"] + box["height"] - 4)  # the last cell
         assert ": row " in page.evaluate(f"{BERT_VIEW}.querySelector('.mha-live-readout').textContent")
         assert visit.console_errors == [] and visit.off_site == []
     finally:
