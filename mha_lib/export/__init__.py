@@ -21,6 +21,8 @@ name                     type, shape                     meaning
 ``last_hidden_state``    float32 (B, L, d_model)         BertEncoder, Encoder
 ``sentence_embedding``   float32 (B, d_model)            BertEncoder: ``pool`` (mean over real
                                                          tokens, L2-normalised for MiniLM)
+``layer_inputs``         float32 (num_layers, 1, L,      only with ``layer_inputs=True``: every block's
+                         d_model)                        input, of the first sequence
 =======================  ==============================  =========================================
 
 Every file also records its sizes in the model's ``metadata_props`` (``mha_lib.vocab_size``,
@@ -51,7 +53,8 @@ The files, each importing only those before it: ``common.py`` (the extra's impor
 keys :data:`METADATA_PREFIX`, path checks, files replaced only once complete), ``trace.py``
 (:func:`export_onnx`, :func:`export_attention_core`, :class:`ExportInfo`), ``quantize.py`` (:func:`quantize_for_web`), ``feeds.py``
 (the inputs checked before onnxruntime runs), ``rows.py`` (:class:`TokenRows`), ``split.py``
-(:func:`split_for_web`), ``run.py`` (:func:`onnx_session`, :func:`run_onnx`, :func:`compare_onnx`,
+(:func:`split_for_web`), ``steps.py`` (:func:`export_attention_steps`: one layer's self-attention,
+every stage an output, for the live ``"steps"`` view), ``run.py`` (:func:`onnx_session`, :func:`run_onnx`, :func:`compare_onnx`,
 :func:`compare_on_sentences`, :data:`CHECK_SENTENCES`). This module re-exports them.
 
 Sources: the ONNX operator set (https://onnx.ai/onnx/operators/); onnxruntime's ``MatMulNBits``
@@ -64,6 +67,7 @@ from .quantize import QUANT_BLOCK_SIZES, quantize_for_web
 from .rows import ROWS_INDEX, TokenRows
 from .run import CHECK_SENTENCES, compare_on_sentences, compare_onnx, onnx_session, run_onnx
 from .split import split_for_web
+from .steps import export_attention_steps
 from .trace import MAX_OPSET, MIN_OPSET, ExportInfo, export_attention_core, export_onnx
 from . import common as _common, quantize as _quantize, run as _run
 
@@ -80,6 +84,7 @@ CHECK_SENTENCES = _run.CHECK_SENTENCES
 
 __all__ = [
     "export_attention_core",
+    "export_attention_steps",
     "ExportInfo",
     "export_onnx",
     "quantize_for_web",

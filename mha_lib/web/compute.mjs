@@ -269,7 +269,7 @@ export async function checkOwnModel(model, ids, types, expect = ["logits", "atte
  * session call at a time, and a run that must first fetch word vectors may not be overtaken by a
  * later one that needs none (the maps of an older text would land last).
  */
-function queued(model, task) {
+export function queued(model, task) {
   const next = model.queue.then(task);
   model.queue = next.catch(() => {});
   return next;
@@ -317,7 +317,7 @@ export function tokenRowFeeds(spec, rowFiles, ids, B, L, Tensor) {
 }
 
 /** The feeds the model's file asks for (its inputs), from (B, L) token rows. */
-function feedsFor(model, rows, types, mask, attnMask = null) {
+export function feedsFor(model, rows, types, mask, attnMask = null) {
   const B = rows.length;
   const L = Math.max(...rows.map((r) => r.length));
   const ids = new BigInt64Array(B * L);

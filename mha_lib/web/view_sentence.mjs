@@ -8,6 +8,7 @@ import { errorText, formatMB, headsText, layersText, shortLabel, truncationText,
 import { t } from "./i18n.mjs";
 import { hasWords } from "./wordpiece.mjs";
 import { LayerMaps } from "./layer_maps.mjs";
+import { linesMode } from "./head_view.mjs";
 import { MINILM, TYPING_DELAY_MS, View } from "./view.mjs";
 
 /** "sentence": MiniLM on the reader's text. */
@@ -24,9 +25,10 @@ export class SentenceView extends View {
     this.maps = new LayerMaps(this, config.attentions.length, config.layer || 0, config.roles);
     this.root.setAttribute("aria-label", t("Live attention maps of all-MiniLM-L6-v2 for a sentence you type"));
     this.shown = el("p", { class: "mha-live-shown" }); // whose maps these are (dimmed while they are an older text's)
+    this.lines = linesMode(this); // the heads as lines between the tokens (BertViz's head view), or as maps
     this.attach([el("div", {}, label, this.text, ...this.englishModelNote(), privacy, ...this.ownModelInput()),
-      this.maps.control.node],
-      [this.shown, this.maps.node]);
+      this.lines.control, this.maps.control.node],
+      [this.shown, this.maps.node, this.lines.node]);
     this.result = { tokens: config.tokens, attentions: config.attentions, text: config.text, source: "config" };
     this.describeShown();
     this.maps.control.update();
@@ -150,6 +152,12 @@ export class SentenceView extends View {
   redraw() {
     this.maps.draw();
     this.zoom.draw();
+    this.lines.draw();
+  }
+
+  /** The export: the lines where they are shown, else the maps (View's). */
+  exportFigure() {
+    return this.lines.active ? this.lines.exportFigure() : super.exportFigure();
   }
 
   /**
@@ -177,6 +185,7 @@ export class SentenceView extends View {
         this.maps.setLayerCount(r.attentions.length); // the reader's own model may have more or fewer layers
         this.maps.useBookRoles(!model.info.own); // the measured roles are the book model's heads'
         await this.maps.show(enc.tokens, r.attentions, null, text);
+        this.lines.show();
         this.timings.infer_ms = t1 - t0;
         this.timings.draw_ms = performance.now() - t1;
         return { tokens: enc.tokens, attentions: r.attentions, text, truncated: enc.truncated,
