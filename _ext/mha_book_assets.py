@@ -62,6 +62,10 @@ VENDOR = {
 # written from the package's 400.css and 700.css: the Chinese subsets only, without their WOFF
 # (not WOFF2) fallbacks.
 CJK_FONT = ("@fontsource/noto-sans-sc/", ("400.css", "700.css"), "noto-sans-sc/")
+# The same font as one TrueType file (@expo-google-fonts/noto-sans-sc, SIL OFL 1.1), which the Chinese edition's
+# figures are drawn with: matplotlib reads TTF, not WOFF2 (mha_lib.viz.bilingual, tools/execute_notebooks.py), and
+# tools/diagrams.py embeds the glyphs its Chinese diagrams use. Not served.
+DRAWING_FONT = "@expo-google-fonts/noto-sans-sc/400Regular/NotoSansSC_400Regular.ttf"
 # The npm package of onnxruntime-web has no LICENSE file; its files say "Licensed under the MIT
 # License", and this is the LICENSE of github.com/microsoft/onnxruntime ({version}: from its
 # package.json at build time).
@@ -137,7 +141,7 @@ def check_vendor(app: Sphinx) -> None:
     if app.builder.format != "html":
         return
     root = _node_modules(app)
-    missing = [src for src in (*VENDOR.values(), CJK_FONT[0]) if not (root / src).exists()]
+    missing = [src for src in (*VENDOR.values(), CJK_FONT[0], DRAWING_FONT) if not (root / src).exists()]
     if missing:
         raise ExtensionError(
             f"the book's vendored scripts are missing from {root} ({', '.join(missing[:3])}...): "

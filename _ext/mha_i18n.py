@@ -28,7 +28,13 @@
    ``{{ ... }}`` (Jinja) or ``:::{raw} html`` would otherwise reach the page as markup. ``make book`` runs the
    same check before the build; this one also covers a build started by hand.
 
-4. Computed English in the Chinese pages. Some glued values are phrases ("4 of 5", "better than")
+4. Chinese outputs where the notebook has them. A chapter run for the book stores, beside each matplotlib figure,
+   its Chinese copy (``mha_lib.viz.bilingual``: ``output.metadata[mime]["mha_zh_CN"]["png"]``), and glues each
+   phrase it composes for both languages twice (``mha_lib.notebook.glue_text``: ``key`` and ``key__zh``). The
+   Chinese build reads each notebook with these in place (:func:`chinese_notebook`): the figures' Chinese
+   images, and each ``{glue:text}`key``` pasting ``key__zh``. The English build reads the notebook as it is.
+
+5. Computed English in the Chinese pages. Some glued values are phrases ("4 of 5", "better than")
    and the live views' and figures' HTML holds computed alt text and a note; no catalog can hold
    them. ``locale/zh_CN/computed_text.yml`` lists rules (regular expression, replacement) that
    the Chinese build applies to exactly that text: the pasted glue text, and the alt text and
@@ -38,6 +44,7 @@
 from __future__ import annotations
 
 import html
+import json
 import re
 import sys
 from functools import lru_cache
@@ -56,7 +63,12 @@ from sphinx.util.i18n import docname_to_domain
 ROOT = Path(__file__).resolve().parent.parent
 RULES = ROOT / "locale" / "zh_CN" / "computed_text.yml"
 sys.path.insert(0, str(ROOT / "tools"))
+sys.path.insert(1, str(ROOT))
 from i18n import problems  # noqa: E402  (the one markup rule: tools/i18n.py)
+from mha_lib.notebook import ZH_FIGURE_KEY, ZH_SUFFIX  # noqa: E402  (what the chapters store for the Chinese edition)
+
+GLUED = "application/papermill.record/"  # myst-nb's prefix of a value glued with display=False
+PNG_URL = re.compile(r"data:image/png;base64,[A-Za-z0-9+/=\s]+")
 
 RENDERERS: dict[str, Any] = {}  # docname -> the notebook renderer of the page being read
 
@@ -121,6 +133,7 @@ def computed_rules(path: str = str(RULES)) -> dict:
     return rules
 
 
+CJK = re.compile(r"[\u4e00-\u9fff]")
 STRAIGHT = str.maketrans({"\u2018": "'", "\u2019": "'", "\u201c": '"', "\u201d": '"'})
 
 
@@ -129,8 +142,10 @@ def translate_computed(text: str, part: str) -> str:
 
     The rules are written with straight quotes; Sphinx's smartquotes have curled a glued phrase's
     quotes by the time the Chinese build sees it, so the rules see it straightened. A text that no
-    rule changes comes back as it was.
+    rule changes comes back as it was, and so does a glued text already in Chinese.
     """
+    if part == "glued" and CJK.search(text):
+        return text  # written in Chinese (glue_text's key__zh): no rule for English applies
     straight = text.translate(STRAIGHT)
     new = straight
     for pattern, replacement in computed_rules()[part]:
@@ -150,6 +165,43 @@ def translate_figure_html(text: str) -> str:
                                                  quote=True) + m[3], text)
     return _NOTE.sub(lambda m: m[1] + html.escape(translate_computed(html.unescape(m[2]), "figures"),
                                                   quote=False) + m[3], text)
+
+
+def chinese_notebook(text: str) -> str:
+    """A notebook's JSON as the Chinese edition reads it: each figure's Chinese copy in place of its image, and
+    each value glued in Chinese (``key__zh``) in place of ``key``'s; ``text`` itself when it has neither.
+
+    Raises:
+        ValueError: a Chinese glue key whose English key the notebook does not glue (naming it).
+    """
+    nb = json.loads(text)
+    outputs = [o for cell in nb.get("cells", []) for o in cell.get("outputs", [])]
+
+    def glued_name(output) -> str:
+        return ((output.get("metadata") or {}).get("scrapbook") or {}).get("name", "")
+
+    chinese = {glued_name(o)[:-len(ZH_SUFFIX)]: o for o in outputs if glued_name(o).endswith(ZH_SUFFIX)}
+    unknown = sorted(set(chinese) - {glued_name(o) for o in outputs})
+    if unknown:
+        raise ValueError(f"glued in Chinese but not in English: {[k + ZH_SUFFIX for k in unknown]}")
+    changed = False
+    for output in outputs:
+        metadata = output.get("metadata") or {}
+        data = output.get("data") or {}
+        for key in list(data):
+            copy = metadata.get(key.removeprefix(GLUED))
+            png = copy.get(ZH_FIGURE_KEY, {}).get("png") if isinstance(copy, dict) else None
+            if png and key.endswith("html"):  # a figure's HTML (mha_lib.viz.HeadsFigure): its one PNG swapped
+                text = "".join(data[key])
+                if len(PNG_URL.findall(text)) != 1:
+                    raise ValueError(f"a Chinese figure copy for HTML with {len(PNG_URL.findall(text))} PNG images")
+                start, end = PNG_URL.search(text).span()
+                data[key], changed = text[:start] + "data:image/png;base64," + png + text[end:], True
+            elif png:
+                data[key], changed = png, True
+        if glued_name(output) in chinese:
+            output["data"], changed = dict(chinese[glued_name(output)]["data"]), True
+    return json.dumps(nb, ensure_ascii=False) if changed else text
 
 
 def translate_computed_text(app: Sphinx, doctree, docname: str) -> None:
@@ -233,6 +285,8 @@ def setup(app: Sphinx) -> dict:
 
     def parse_with_glue(self, inputstring: str, document) -> None:
         if not document.current_source.endswith("<translated>"):
+            if app.config.language == "zh_CN" and str(document.current_source).endswith(".ipynb"):
+                inputstring = chinese_notebook(inputstring)
             return parse(self, inputstring, document)
         renderer = RENDERERS.get(app.env.docname)
         if renderer is not None:

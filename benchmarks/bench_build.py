@@ -12,7 +12,8 @@ Phases (``--phases``, comma-separated; default: all but ``venv``):
   pip's cache is whatever this machine has (``pip cache dir``);
 * ``check``: ``make check-notebooks``; ``book-en``: the English book (jupyter-book); ``models``: the
   live views' models (``tools/export_site_models.py``), with ``--cold`` from an empty export cache, else
-  from ``_build/models-cache`` as a second build finds it; ``book-zh``: the Chinese edition;
+  from ``_build/models-cache`` as a second build finds it; ``book-zh``: the Chinese edition (``make book``
+  exports the models while Sphinx builds the two editions: its time is less than the sum of these three);
 * ``test-fast``: ``make test-fast``; ``unit-slow``: the unit tests marked slow; ``nbval``: every chapter
   once; ``browser``: the browser tests (needs the book). ``make test`` runs the last four at once, on two
   workers: their sum here is an upper bound of its pytest time.
@@ -39,7 +40,7 @@ PHASES = {
     "venv": ["make", "venv"],
     "check": ["make", "check-notebooks"],
     "book-en": [str(ROOT / ".venv/bin/jupyter-book"), "build", ".", "--warningiserror", "--keep-going"],
-    "models": [str(PY), "tools/export_site_models.py", "_build/html/_static/models"],
+    "models": [str(PY), "tools/export_site_models.py", "_build/site-models"],
     "book-zh": ["bash", "-c", f"{PY} tools/i18n.py check && {PY} tools/build_zh.py"],
     "test-fast": ["make", "test-fast"],
     "unit-slow": [str(PY), "-m", "pytest", "tests", "-m", "slow and not browser", "-n", "2", "-q", "-p", "no:cacheprovider"],

@@ -25,7 +25,7 @@ from pathlib import Path
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a checkout without installing
-from mha_lib import cost, measure  # noqa: E402
+from mha_lib import measure  # noqa: E402
 from mha_lib.core import MultiHeadAttention  # noqa: E402
 
 B, D_MODEL, H = 4, 512, 8

@@ -106,14 +106,14 @@ def decode_steps(cache_lengths, repeats: int) -> None:
                 mha = MultiHeadAttention(d_model, heads, num_kv_heads=kv).eval()
                 _, _, past = mha(past_x, past_x, use_cache=True, is_causal=True)
 
-                def step(mha=mha, past=past):
+                def step(mha=mha, past=past, new=new, S=S):
                     out = mha(new, new, past_kv=past, use_cache=True, is_causal=True)
                     past.length = S  # rewind: the next step sees S cached tokens again
                     return out
                 steps[name], per_token[name] = step, 2 * kv * (d_model // heads) * 2
             mla = MultiHeadLatentAttention(d_model, heads, d_model // heads, kv_rank=64, rope_dim=32).eval()
             _, _, latent = mla(past_x, use_cache=True)
-            steps["MLA (64+32)"] = lambda mla=mla, latent=latent: mla(new, past_kv=latent)
+            steps["MLA (64+32)"] = lambda mla=mla, latent=latent, new=new: mla(new, past_kv=latent)
             per_token["MLA (64+32)"] = mla.cache_bytes_per_token()
             times = measure.compare_times(steps, repeats=repeats, warmup=1)
             print(f"   S={S:6d}  " + "  ".join(f"{n} {per_token[n]:4d} B {times[n] / times['MHA']:5.2f}x" for n in steps))

@@ -241,7 +241,7 @@ def _page_weights(browser, base: str) -> list:
         context = browser.new_context(viewport={"width": 1280, "height": 900}, service_workers="block")
         page = context.new_page()
         bodies = []
-        page.on("requestfinished", lambda req: bodies.append(req))
+        page.on("requestfinished", bodies.append)
         page.goto(base + rel, wait_until="load")
         page.wait_for_timeout(1500)  # late scripts (MathJax fonts, widget manager)
         raw = packed = 0

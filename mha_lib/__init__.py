@@ -2,7 +2,7 @@
 
 The library behind the book "Multi-Head Attention, Interactively". ``import mha_lib``
 needs only torch and numpy. The submodules that need extras (``mha_lib.viz`` needs
-matplotlib and ipywidgets; ``mha_lib.pretrained`` needs transformers' tokenizers) are
+matplotlib and ipywidgets; ``mha_lib.pretrained`` needs Hugging Face's tokenizers) are
 imported lazily, on first attribute access, and name the pip extra to install when
 something is missing.
 

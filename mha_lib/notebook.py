@@ -5,6 +5,8 @@
   printed by its cell.
 * :func:`glue_html`: glue only an object's HTML (``_repr_html_``), e.g. a live view to paste
   earlier in a chapter with ``{glue:}``: no widget view, whose ids change at every run.
+* :func:`glue_text`: glue a computed phrase in English and, as a second key ``name + "__zh"``, in
+  Chinese written for Chinese (``mha_lib.prose`` composes both); the Chinese edition pastes the second.
 * :func:`sig`: a number rounded to a few significant digits, for printing and for the prose
   (nbval compares printed numbers, so they carry no more digits than are stable).
 * :func:`table`: a result table that the book shows as an HTML table (it fits a phone's column, or
@@ -24,7 +26,12 @@ from typing import Any, Optional, Sequence
 
 from . import checks
 
-__all__ = ["glue", "glue_html", "sig", "table", "Table", "figure_pair", "FigurePair"]
+__all__ = ["glue", "glue_html", "glue_text", "sig", "table", "Table", "figure_pair", "FigurePair",
+           "ZH_SUFFIX", "ZH_FIGURE_KEY"]
+
+ZH_SUFFIX = "__zh"  # glue_text's Chinese key: name + ZH_SUFFIX (_ext/mha_i18n.py pastes it in the Chinese edition)
+# output.metadata[mime][ZH_FIGURE_KEY]: a figure's Chinese copy (mha_lib.viz.bilingual), which the Chinese edition shows
+ZH_FIGURE_KEY = "mha_zh_CN"
 
 
 def glue(name: str, value: Any, display: bool = True) -> None:
@@ -64,6 +71,26 @@ def glue_html(name: str, value: Any) -> None:
         return None
     glue(name, HTML(html()), display=False)
     return None
+
+
+def glue_text(name: str, en: str, zh: str) -> None:
+    """Glue a phrase the cell computed, in English as ``name`` and in Chinese as ``name + "__zh"``.
+
+    A phrase such as "better than importance at 60% and 81%" cannot be translated word by word: Chinese puts
+    the place first and builds the clause another way. The cell composes it in both languages (the functions
+    of :mod:`mha_lib.prose`); the English page pastes ``name``, the Chinese edition pastes the Chinese one in
+    its place (``_ext/mha_i18n.py``), so the catalogs keep ``{glue:text}`name``` as it is.
+
+    Raises:
+        ValueError: ``name`` not a non-empty string, or ``en`` or ``zh`` not a non-empty string.
+    """
+    if not isinstance(name, str) or not name:
+        raise ValueError(f"glue name must be a non-empty str, got {name!r}")
+    for language, text in (("en", en), ("zh", zh)):
+        if not isinstance(text, str) or not text.strip():
+            raise ValueError(f"glue_text({name!r}) needs a non-empty {language} string, got {text!r}")
+    glue(name, en, display=False)
+    glue(name + ZH_SUFFIX, zh, display=False)
 
 
 def sig(x: float, digits: int = 3) -> float:

@@ -26,7 +26,7 @@ import platform
 import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Dict, Iterable, List, Optional, Sequence, Union
+from typing import Dict, Optional, Sequence, Union
 
 import torch
 from safetensors.torch import save_file
@@ -37,7 +37,6 @@ from . import __version__, checks
 from ._runtime import default_device, set_seed
 from .model import build_checked, read_json
 from .tasks import (
-    IGNORE_INDEX,
     SHIPPED,
     TrainedSpec,
     accuracy,

@@ -55,7 +55,7 @@ def main():
         for f in FRACTIONS:
             k = round(f * n)
 
-            def acc(scores):  # the k lowest-scored heads pruned, as chapter 4's cut() does
+            def acc(scores, n=n, k=k, model=model):  # the k lowest-scored heads pruned, as chapter 4's cut() does
                 mask = P.pruning_schedule(scores, fraction_per_step=1 / n, max_fraction=k / n)[-1].mask
                 return tasks.accuracy(model, test, P.layer_head_masks(model, mask))
 

@@ -72,7 +72,8 @@ def _cluster(backend: str, scheduler: Optional[str], workers: int):
 
 def run_jobs(fn: Callable[[Any], Any], jobs: Iterable[Any], *, workers: int, backend: str = "loky",
              scheduler: Optional[str] = None) -> Iterator[Any]:
-    """Yield ``fn(job)`` for every job, in the order they finish, computed on ``backend``.
+    """Yield ``fn(job)`` for every job, in the order they finish, computed on ``backend`` (on ``ray``,
+    all at once when the last one finishes: joblib's Ray backend does not stream results).
 
     Args:
         fn: a module-level function (processes and clusters import it by name).
@@ -86,6 +87,7 @@ def run_jobs(fn: Callable[[Any], Any], jobs: Iterable[Any], *, workers: int, bac
         ValueError: an unknown backend or ``workers`` < 1. A job's exception propagates as raised.
     """
     from joblib import Parallel, delayed, parallel_config
+    from joblib.parallel import get_active_backend
 
     if backend not in BACKENDS:
         raise ValueError(f"backend must be one of {BACKENDS}, got {backend!r}")
@@ -94,7 +96,10 @@ def run_jobs(fn: Callable[[Any], Any], jobs: Iterable[Any], *, workers: int, bac
     jobs = list(jobs)
     with _cluster(backend, scheduler, workers), \
             parallel_config(backend=backend, n_jobs=workers, inner_max_num_threads=1 if backend == "loky" else None):
-        yield from Parallel(return_as="generator_unordered")(delayed(fn)(job) for job in jobs)
+        # Ray's joblib backend (a multiprocessing pool) cannot hand results over as they finish: there
+        # they come all at once, at the end.
+        streams = get_active_backend()[0].supports_return_generator
+        yield from Parallel(return_as="generator_unordered" if streams else "list")(delayed(fn)(job) for job in jobs)
 
 
 def write_runs(fn: Callable[[Any], dict], jobs: Iterable[Any], out, *, key: Callable[[dict], Any],

@@ -31,16 +31,18 @@ from sweep import add_arguments, run_jobs  # noqa: E402
 
 def _run(job):
     """Train one (family, seed) in a worker; the weights travel back through a safetensors
-    file in the scratch folder (train_spec's checkpoint cache), never through pickle."""
-    name, seed, device, scratch = job
+    file in the scratch folder (train_spec's checkpoint cache), never through pickle. The job
+    carries the family's recipe itself (a ``TrainedSpec``), so a worker trains what the caller
+    asked for whatever its own copy of ``tasks.SHIPPED`` holds."""
+    spec, seed, device, scratch = job
     import torch
 
     if device == "cpu":
         torch.set_num_threads(1)  # tiny models: threads only add synchronisation cost
     from mha_lib.train import train_spec
 
-    r = train_spec(name, seed, device=device, progress=False, cache_dir=scratch)
-    return name, seed, r.accuracy, r.seconds, r.cpu_seconds
+    r = train_spec(spec, seed, device=device, progress=False, cache_dir=scratch)
+    return spec.name, seed, r.accuracy, r.seconds, r.cpu_seconds
 
 
 def main(argv=None) -> int:
@@ -65,9 +67,9 @@ def main(argv=None) -> int:
     cpu = 0.0
     with tempfile.TemporaryDirectory(prefix="mha_lib_train_") as tmp:
         scratch = str(args.scratch or tmp)
-        jobs = [(n, s, args.device, scratch) for n in names for s in SHIPPED[n].seeds]
+        jobs = [(SHIPPED[n], s, args.device, scratch) for n in names for s in SHIPPED[n].seeds]
         # longest jobs first, so that the workers finish together
-        jobs.sort(key=lambda j: -SHIPPED[j[0]].model["num_layers"] * SHIPPED[j[0]].steps)
+        jobs.sort(key=lambda j: -j[0].model["num_layers"] * j[0].steps)
         for name, seed, acc, seconds, cpu_seconds in run_jobs(_run, jobs, workers=workers, backend=args.backend,
                                                               scheduler=args.scheduler):
             cpu += cpu_seconds

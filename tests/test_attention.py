@@ -149,6 +149,50 @@ def test_from_torch_rejects_what_it_cannot_copy(kwargs, word):
         MultiHeadAttention.from_torch(torch.nn.Linear(2, 2))
 
 
+def test_the_docstrings_differences_from_torch_hold_for_the_installed_torch():
+    """Each difference the class docstring lists, checked against torch's real module."""
+    import inspect
+
+    doc = MultiHeadAttention.__doc__
+    assert ":meth:`from_torch`" in doc and "batch_first=False" in doc and "bottom-right" in doc
+    ref = torch.nn.MultiheadAttention(8, 2, dropout=0.5)
+    assert ref.batch_first is False  # torch: (L, B, E) by default
+    defaults = inspect.signature(ref.forward).parameters
+    assert defaults["need_weights"].default is True and defaults["average_attn_weights"].default is True
+    assert inspect.signature(MultiHeadAttention.forward).parameters["need_weights"].default is False
+    m = MultiHeadAttention.from_torch(ref)
+    x = randn(1, 3, 8)  # (B, L, E) for us; torch gets x.transpose(0, 1)
+    xt = x.transpose(0, 1)
+    # polarity: True = ignored, in both (and F.scaled_dot_product_attention's bool mask is the opposite)
+    ref.eval(), m.eval()
+    kpm = torch.tensor([[False, False, True]])
+    blocked = torch.tensor([[False, True, False]] * 3)
+    _, w_ref = ref(xt, xt, xt, key_padding_mask=kpm, attn_mask=blocked, average_attn_weights=False)
+    _, w = m(x, key_padding_mask=kpm, attn_mask=blocked, need_weights=True)
+    assert w.shape == w_ref.shape == (1, 2, 3, 3)  # per head; torch's default averages them
+    assert (w_ref[..., 1:] == 0).all() and (w[..., 1:] == 0).all()
+    torch.testing.assert_close(w, w_ref, atol=2e-6, rtol=1e-5)
+    # is_causal: a hint torch's module refuses alone; here a bottom-right mask (L=2 queries, S=4 keys)
+    with pytest.raises(RuntimeError, match="Need attn_mask"):
+        ref(xt, xt, xt, is_causal=True)
+    q, kv = randn(1, 2, 8, seed=3), randn(1, 4, 8, seed=4)
+    _, w = m(q, kv, need_weights=True, is_causal=True)
+    assert (w[0, 0, 0] > 0).tolist() == [True, True, True, False]  # SDPA's top-left would allow key 0 only
+    # a query with every key blocked: NaN in torch, zeros here
+    all_blocked = torch.zeros(3, 3, dtype=torch.bool)
+    all_blocked[0] = True
+    assert torch.isnan(ref(xt, xt, xt, attn_mask=all_blocked)[0][0]).all()
+    out, w = m(x, attn_mask=all_blocked, need_weights=True)
+    assert not out.isnan().any() and (w[0, :, 0] == 0).all()
+    # in training, torch returns weights after dropout; ours are before it (rows sum to 1)
+    ref.train(), m.train()
+    torch.manual_seed(0)
+    _, w_ref = ref(xt, xt, xt, average_attn_weights=False)
+    _, w = m(x, need_weights=True)
+    assert not torch.allclose(w_ref.sum(-1), torch.ones(1, 2, 3))
+    torch.testing.assert_close(w.sum(-1), torch.ones(1, 2, 3))
+
+
 # ------------------------------------------------------------------------------------------
 # The functional form
 # ------------------------------------------------------------------------------------------

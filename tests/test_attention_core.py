@@ -11,9 +11,10 @@ import torch.nn.functional as F
 
 import importlib
 
-multi_head_module = importlib.import_module("mha_lib.core.multi_head")  # where the warning threshold lives
-from mha_lib import checks, cost, measure
+from mha_lib import checks, measure
 from mha_lib.core import KVCache, MultiHeadAttention, attention
+
+multi_head_module = importlib.import_module("mha_lib.core.multi_head")  # where the warning threshold lives
 
 pytestmark = pytest.mark.usefixtures("single_thread")
 BOTH_PATHS = pytest.mark.parametrize("need_weights", [False, True], ids=["sdpa", "explicit"])

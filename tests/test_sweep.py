@@ -38,10 +38,11 @@ def test_bad_backend_or_workers_are_named(kwargs, match):
         list(sweep.run_jobs(abs, [1], **{"workers": 1, **kwargs}))
 
 
-@pytest.mark.skipif(__import__("importlib").util.find_spec("distributed") is not None, reason="dask is installed")
-def test_a_cluster_backend_without_its_package_says_what_to_install():
-    with pytest.raises(SystemExit, match=r"mha_lib\[dask\]"):
-        list(sweep.run_jobs(abs, [1], workers=1, backend="dask"))
+@pytest.mark.parametrize("backend, module", [("dask", "dask.distributed"), ("ray", "ray")])
+def test_a_cluster_backend_without_its_package_says_what_to_install(backend, module, monkeypatch):
+    monkeypatch.setitem(sys.modules, module, None)  # as if not installed: importing it raises ImportError
+    with pytest.raises(SystemExit, match=rf"mha_lib\[{backend}\]"):
+        list(sweep.run_jobs(abs, [1], workers=1, backend=backend))
 
 
 @pytest.mark.slow

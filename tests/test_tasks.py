@@ -266,7 +266,7 @@ def test_checkpoints_load_and_differ_from_the_final_weights():
     first = tasks.load_trained(spec, step=0)
     last = tasks.load_trained(spec, step=spec.steps)
     final = tasks.load_trained(spec)
-    for (name, a), b, c in zip(first.state_dict().items(), last.state_dict().values(), final.state_dict().values()):
+    for name, b, c in zip(first.state_dict(), last.state_dict().values(), final.state_dict().values()):
         assert torch.equal(b, c), name  # the last checkpoint is the final model of the first seed
     assert not torch.equal(first.readout.weight, final.readout.weight)
     with pytest.raises(ValueError, match="steps"):

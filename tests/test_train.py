@@ -178,7 +178,7 @@ def test_make_train_has_one_target_per_family_covering_the_registry():
 
     makefile = (Path(__file__).resolve().parents[1] / "Makefile").read_text()
     families = set()
-    for target, names in re.findall(r"^(train-ch\d)+: venv\n\t\$\(TRAIN\) (.+)$", makefile, re.M):
+    for _target, names in re.findall(r"^(train-ch\d)+: venv\n\t\$\(TRAIN\) (.+)$", makefile, re.M):
         families |= set(names.split())
     assert families == set(SHIPPED)
     assert "train-ch1-budget" in makefile and "scripts/train_ch1_budget.py" in makefile
@@ -192,7 +192,7 @@ def test_make_train_reruns_every_shipped_record():
 
     makefile = (Path(__file__).resolve().parents[1] / "Makefile").read_text()
     train_line = re.search(r"^train: (.+?)(?<!\\)\n", makefile, re.M | re.S).group(1)
-    for name, script in RECORDS.items():  # the script exists, a target runs it, and `make train` runs the target
+    for script in RECORDS.values():  # the script exists, a target runs it, and `make train` runs the target
         assert (Path(__file__).resolve().parents[1] / script).is_file(), script
         target = re.search(r"^(train-[\w-]+): venv\n\t\$\(BIN\)/python " + re.escape(script) + "$", makefile, re.M)
         assert target, f"no make target runs {script}"

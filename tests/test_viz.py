@@ -385,6 +385,13 @@ def test_bertviz_view_rejects_bad_weights(weights, message):
         viz.bertviz_view(weights, TOKENS)
 
 
+def test_bertviz_view_without_bertviz_names_its_own_extra(monkeypatch):
+    """bertviz is not in the viz extra (it brings transformers): the error names the bertviz extra."""
+    monkeypatch.setitem(sys.modules, "bertviz", None)
+    with pytest.raises(ImportError, match=re.escape('pip install "mha_lib[bertviz]"')):
+        viz.bertviz_view(per_layer(), TOKENS)
+
+
 def test_bertviz_view_rejects_a_token_count_mismatch_and_bad_kind():
     with pytest.raises(ValueError, match=r"tokens has 4 entries but the attention covers 5 positions"):
         viz.bertviz_view(per_layer(), TOKENS[:4])

@@ -4,8 +4,8 @@ The Chinese edition is the same Jupyter Book build with Sphinx's ``language`` se
 Sphinx reads the translations from ``locale/zh_CN/LC_MESSAGES/`` (``make locale``,
 ``tools/i18n.py``) and shows the English of any sentence not (or no longer) translated. Its
 configuration is ``_config.yml`` with a few changes, written to ``_build/_config_zh.yml`` so that
-the two editions cannot drift apart: the language, the title, the author line, the labels of
-MyST-NB's buttons on hidden cells and the search's dictionary of the book's terms (Sphinx's
+the two editions cannot drift apart: the language, the title, the author line, the citation style
+("Vaswani 等人（2017）"), the labels of MyST-NB's buttons on hidden cells and the search's dictionary of the book's terms (Sphinx's
 Chinese search segments the text with jieba, installed by requirements.txt).
 
 The pages are then copied under the English site, in ``zh/``. Both editions load one copy of
@@ -45,12 +45,14 @@ SHARED_REF = re.compile(r'((?:src|href)=")((?:\.\./)*)_static/(' +
 
 
 GLOSSARY = ROOT / "chapters" / "glossary.md"
+TERMS = ROOT / "locale" / "zh_CN" / "terms.yml"  # the one Chinese term of each English term (tools/i18n.py terms)
 # A glossary row: | English | <span lang="zh-CN">中文</span> | explained in |
 GLOSSARY_ROW = re.compile(r'^\|[^|]+\|\s*<span lang="zh-CN">([^<]+)</span>\s*\|', re.MULTILINE)
 
 
 def search_terms(glossary: Path = GLOSSARY) -> list[str]:
-    """The book's Chinese terms, from the glossary's Chinese column, as whole words for the search index.
+    """The book's Chinese terms, from the glossary's Chinese column and the term table (locale/zh_CN/terms.yml),
+    as whole words for the search index.
 
     Sphinx's Chinese search splits the text with jieba (``jieba.cut_for_search``), which knows general
     Chinese but cuts the book's terms apart (多头注意力 into 多头, 注意, 注意力), so a reader searching for
@@ -60,7 +62,8 @@ def search_terms(glossary: Path = GLOSSARY) -> list[str]:
     Latin words apart: KV 缓存 is indexed as "kv" and 缓存).
     """
     terms = []
-    for cell in GLOSSARY_ROW.findall(glossary.read_text(encoding="utf-8")):
+    table = [row["zh"] for row in yaml.safe_load(TERMS.read_text(encoding="utf-8"))["terms"]]  # the term table's too
+    for cell in GLOSSARY_ROW.findall(glossary.read_text(encoding="utf-8")) + table:
         for variant in cell.split("、"):
             variant = re.sub(r"（[^）]*）|\([^)]*\)", "", variant)
             for word in re.split(r"[\sA-Za-z0-9_-]+", variant):
@@ -80,6 +83,9 @@ def zh_config(english: Path, out: Path) -> Path:
     config["author"] = AUTHOR
     sphinx = config.setdefault("sphinx", {}).setdefault("config", {})
     sphinx["language"] = "zh_CN"
+    # citations as Chinese text writes them: "Vaswani 等人（2017）" (_ext/mha_book_bibstyle.py)
+    sphinx["bibtex_reference_style"] = "author_year_zh"
+    sphinx["bibtex_default_style"] = "authoryear_zh"
     terms = out.with_name("zh_search_terms.txt")
     out.parent.mkdir(parents=True, exist_ok=True)
     terms.write_text("".join(f"{word} 100000\n" for word in search_terms()), encoding="utf-8")

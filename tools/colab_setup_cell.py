@@ -20,7 +20,7 @@ if "google.colab" in sys.modules:
 
     subprocess.run(
         [sys.executable, "-m", "pip", "install", "-q",
-         "mha_lib[viz,pretrained] @ git+{url}@{branch}"],
+         "mha_lib[chapters] @ git+{url}@{branch}"],
         check=True,
     )'''
 

@@ -11,6 +11,11 @@ request and a console error) and draw nothing. Their models, the models only the
 layouts), and the widget view in their outputs are dropped; the outputs keep their text/html,
 which the book shows (mha_lib.live.live_view writes both).
 
+Figures in two languages: the kernel's environment names the figure label catalog and the Chinese font
+(``MHA_FIGURE_LABELS``, ``MHA_ZH_FONT``), so that a chapter's ``viz.bilingual_figures()`` stores a Chinese
+copy with every figure (``mha_lib.viz.bilingual``); the font is the TTF ``npm ci --prefix tests/browser``
+installs (``make execute`` runs it first).
+
 Usage: python tools/execute_notebooks.py [--timeout SECONDS] [NOTEBOOK ...]
        (no notebook given: every chapters/*.ipynb)
 """
@@ -28,6 +33,11 @@ import nbformat
 from nbclient import NotebookClient
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "_ext"))
+from mha_book_assets import DRAWING_FONT  # noqa: E402  (the TTF the Chinese figures are drawn with)
+
+LABELS = ROOT / "locale" / "zh_CN" / "figure_labels.yml"
+FONT = ROOT / "tests" / "browser" / "node_modules" / DRAWING_FONT
 WIDGET_STATE = "application/vnd.jupyter.widget-state+json"
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
 KERNEL_ONLY_MODULES = {"anywidget"}  # widget modules whose views need a running kernel
@@ -84,6 +94,20 @@ def execute(path: Path, timeout: int) -> float:
     return elapsed
 
 
+def figure_environment(env) -> None:
+    """Name the figure label catalog and the Chinese font in ``env`` (the kernel inherits it), unless set.
+
+    Raises:
+        SystemExit: the font is missing (with the command that installs it).
+    """
+    from mha_lib.viz.bilingual import FONT_ENV, LABELS_ENV  # the names the chapters read
+
+    env.setdefault(LABELS_ENV, str(LABELS))
+    env.setdefault(FONT_ENV, str(FONT))
+    if not Path(env[FONT_ENV]).is_file():
+        raise SystemExit(f"the Chinese figures' font is missing ({env[FONT_ENV]}): run  npm ci --prefix tests/browser")
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("notebooks", nargs="*", type=Path)
@@ -93,6 +117,7 @@ def main() -> int:
     # Deterministic, offline runs: no hub access, no progress bars in outputs.
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TQDM_DISABLE", "1")
+    figure_environment(os.environ)
     for path in notebooks:
         elapsed = execute(path, args.timeout)
         print(f"executed {path} in {elapsed:.1f} s")

@@ -2,7 +2,8 @@
 
 Usage: python tools/export_site_models.py OUTDIR [--cache DIR] [--force]
 
-``make book`` runs it with OUTDIR = ``_build/html/_static/models``. It writes:
+``make book`` runs it with OUTDIR = ``_build/site-models`` (while Sphinx builds the pages) and copies that
+folder to ``_build/html/_static/models``. It writes:
 
 * ``all-MiniLM-L6-v2.onnx``: mha_lib's BertEncoder holding sentence-transformers/all-MiniLM-L6-v2,
   exported with :func:`mha_lib.export.export_onnx` and split with

@@ -8,6 +8,8 @@ untranslated, a changed one is marked fuzzy and shows in English until a transla
     python tools/i18n.py fill PO JSON           # write translations {msgid: msgstr}, clear fuzzy
     python tools/i18n.py check [PO ...]         # every translation keeps its sentence's markup
     python tools/i18n.py coverage [PO ...]      # translated share of each page's prose
+    python tools/i18n.py figures [--out JSON]   # the chapters' figure texts left English, glyphs missing
+    python tools/i18n.py terms                  # one Chinese term per English term (locale/zh_CN/terms.yml)
 
 ``check`` is what keeps glued numbers computed in Chinese: a translation must keep every
 ``{glue:text}`key``` (and every other role, inline code, inline math and link target) of its
@@ -26,7 +28,17 @@ from pathlib import Path
 
 from babel.messages.pofile import read_po, write_po
 
-LOCALE = Path(__file__).resolve().parent.parent / "locale" / "zh_CN" / "LC_MESSAGES"
+ROOT = Path(__file__).resolve().parent.parent
+LOCALE = ROOT / "locale" / "zh_CN" / "LC_MESSAGES"
+CHAPTERS = ROOT / "chapters"
+ZH_FIGURE_KEY = "mha_zh_CN"  # mha_lib.notebook.ZH_FIGURE_KEY: a figure's Chinese copy and its report
+TERMS = ROOT / "locale" / "zh_CN" / "terms.yml"
+# Chinese text outside the catalogs that the term table covers too
+COMPUTED = ROOT / "locale" / "zh_CN" / "computed_text.yml"
+FIGURE_LABELS = ROOT / "locale" / "zh_CN" / "figure_labels.yml"
+LIVE_ZH = ROOT / "mha_lib" / "web" / "i18n_zh.mjs"
+GLOSSARY = ROOT / "chapters" / "glossary.md"
+CJK = re.compile(r"[\u4e00-\u9fff]")
 
 # What a translation must keep verbatim: MyST roles ({glue:text}`k`, {cite:t}`k`, {numref}`k`), inline code,
 # math, and everything that could make markup of a translator's text -- any tag-like text (HTML tags in any
@@ -147,6 +159,90 @@ def coverage(path: Path) -> tuple[int, int]:
     return done, total
 
 
+def figure_reports(notebooks: list[Path] | None = None) -> list[tuple[str, int, dict]]:
+    """(notebook, cell index, report) of every output that carries a Chinese figure copy
+    (``mha_lib.viz.bilingual``: ``output.metadata[mime]["mha_zh_CN"]``, with ``untranslated`` and ``missing_glyphs``)."""
+    found = []
+    for path in notebooks if notebooks is not None else sorted(CHAPTERS.glob("*.ipynb")):
+        for index, cell in enumerate(json.loads(path.read_text(encoding="utf-8")).get("cells", [])):
+            for output in cell.get("outputs", []):
+                for value in (output.get("metadata") or {}).values():
+                    if isinstance(value, dict) and isinstance(value.get(ZH_FIGURE_KEY), dict):
+                        found.append((path.stem, index, value[ZH_FIGURE_KEY]))
+    return found
+
+
+class Term:
+    """One row of ``terms.yml``: the English term (a regular expression, whole words, any case), its one Chinese
+    term, the other renderings that are right in some sentences (``also``) and the variants never allowed (``not``)."""
+
+    def __init__(self, row: dict):
+        if not isinstance(row, dict) or not isinstance(row.get("en"), str) or not isinstance(row.get("zh"), str):
+            raise ValueError(f"{TERMS.name}: a term needs en and zh, got {row!r}")
+        self.en, self.zh = row["en"], row["zh"]
+        self.also, self.never = list(row.get("also") or []), list(row.get("not") or [])
+        try:
+            self.pattern = re.compile(rf"(?<![\w-])(?:{self.en})(?![\w-])", re.I)
+        except re.error as err:
+            raise ValueError(f"{TERMS.name}: bad pattern {self.en!r}: {err}") from err
+
+
+def load_terms(path: Path = TERMS) -> list[Term]:
+    """The term table (``locale/zh_CN/terms.yml``).
+
+    Raises:
+        ValueError: a row without en or zh, or an en that does not compile (naming it).
+    """
+    import yaml
+
+    return [Term(row) for row in yaml.safe_load(path.read_text(encoding="utf-8"))["terms"]]
+
+
+JS_PAIR = re.compile(r'"((?:[^"\\]|\\.)*)":\s*"((?:[^"\\]|\\.)*)"')
+GLOSSARY_ROW = re.compile(r'^\|([^|]+)\|\s*<span lang="zh-CN">([^<]+)</span>\s*\|', re.M)
+
+
+def term_texts(pos: list[Path] | None = None) -> list[tuple[str, str, str]]:
+    """(where, English, Chinese) of every Chinese text the term table covers: each translated catalog entry (its
+    English without code, math and roles), the live views' catalog (i18n_zh.mjs), the figure labels, the computed
+    text rules (their Chinese only: English "") and the glossary's rows (its English and Chinese columns)."""
+    import yaml
+
+    found = []
+    for path in catalogs(pos or []):
+        for message in load(path):
+            if message.id and message.string and not message.fuzzy:
+                where = str(path.relative_to(LOCALE)) if path.is_relative_to(LOCALE) else path.name
+                found.append((where, text_without_markup(message.id), message.string))
+    if pos:
+        return found
+    found += [(LIVE_ZH.name, en, zh) for en, zh in JS_PAIR.findall(LIVE_ZH.read_text(encoding="utf-8"))]
+    labels = yaml.safe_load(FIGURE_LABELS.read_text(encoding="utf-8"))
+    found += [(FIGURE_LABELS.name, en, zh) for en, zh in (labels.get("exact") or {}).items()]
+    found += [(FIGURE_LABELS.name, "", zh) for _, zh in labels.get("rules") or []]
+    rules = yaml.safe_load(COMPUTED.read_text(encoding="utf-8"))
+    found += [(COMPUTED.name, "", zh) for part in ("glued", "figures") for _, zh in rules[part]]
+    found += [(GLOSSARY.relative_to(ROOT).as_posix(), en.strip(), zh)
+              for en, zh in GLOSSARY_ROW.findall(GLOSSARY.read_text(encoding="utf-8"))]
+    return found
+
+
+def term_problems(texts: list[tuple[str, str, str]] | None = None, terms: list[Term] | None = None) -> list[str]:
+    """Every Chinese text that uses a variant a term forbids, or whose English names a term its Chinese lacks."""
+    terms = load_terms() if terms is None else terms
+    found = []
+    for where, english, chinese in term_texts() if texts is None else texts:
+        for term in terms:
+            for variant in term.never:
+                if variant in chinese:
+                    found.append(f"{where}: {variant!r} where the term is {term.zh!r} ({term.en}): {chinese[:70]!r}")
+            if english and CJK.search(chinese) and term.pattern.search(english) \
+                    and not any(word in chinese for word in [term.zh, *term.also]):
+                found.append(f"{where}: {english[:70]!r} names {term.en!r}, its Chinese lacks {term.zh!r}: "
+                             f"{chinese[:70]!r}")
+    return found
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)
@@ -158,8 +254,29 @@ def main(argv: list[str] | None = None) -> int:
     fill.add_argument("json")
     for name in ("check", "coverage"):
         sub.add_parser(name).add_argument("po", nargs="*")
+    sub.add_parser("figures").add_argument("--out")
+    sub.add_parser("terms")
     args = parser.parse_args(argv)
 
+    if args.command == "terms":
+        texts = term_texts()
+        bad = term_problems(texts)
+        print("\n".join(bad) or f"{len(texts)} Chinese texts use the {len(load_terms())} terms of {TERMS.name}")
+        return 1 if bad else 0
+    if args.command == "figures":
+        reports = figure_reports()
+        left = {text: "" for _, _, r in reports for text in r.get("untranslated", [])}
+        glyphs = sorted({g for _, _, r in reports for g in r.get("missing_glyphs", [])})
+        text = json.dumps(left, ensure_ascii=False, indent=1)
+        if args.out:
+            Path(args.out).write_text(text + "\n", encoding="utf-8")
+        elif left:
+            print(text)
+        print(f"{len(reports)} figures with a Chinese copy; {len(left)} texts left English "
+              f"(add them to locale/zh_CN/figure_labels.yml); {len(glyphs)} glyphs missing", file=sys.stderr)
+        if glyphs:
+            print("\n".join(glyphs), file=sys.stderr)
+        return 1 if left or glyphs else 0
     if args.command == "todo":
         catalog = load(Path(args.po))
         left = {m.id: "" for m in catalog

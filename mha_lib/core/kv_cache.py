@@ -113,7 +113,7 @@ class KVCache:
                     f"KVCache.append: {name} must be ({B}, {H_kv}, S_new, {hd}) {self._k.dtype} on {self._k.device} "
                     f"like the cache, got {tuple(getattr(t, 'shape', ()))} {getattr(t, 'dtype', type(t).__name__)}"
                 )
-        n, end = k.shape[2], self.length + k.shape[2]
+        end = self.length + k.shape[2]
         if torch.is_grad_enabled() and (k.requires_grad or v.requires_grad or self._k.requires_grad):
             self._k, self._v = torch.cat([self.keys, k], 2), torch.cat([self.values, v], 2)
         else:

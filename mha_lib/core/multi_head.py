@@ -86,6 +86,24 @@ class MultiHeadAttention(nn.Module):
     tensor, so memory stays O(L) and CUDA may choose its flash kernel); ``need_weights=True``
     runs the explicit softmax(Q K^T / sqrt(hd)) V of :func:`attention` and returns the weights.
 
+    Compared with ``torch.nn.MultiheadAttention`` (:meth:`from_torch` copies one, weights and all):
+
+    * **batch first, always**: inputs (B, L, d_model), where torch's default is ``batch_first=False``,
+      (L, B, E); ``key`` and ``value`` default to ``query`` and the other arguments are keywords;
+    * **need_weights=False by default** (torch: True), and the weights are **per head**,
+      (B, H, L, S), never averaged (torch's ``average_attn_weights=True`` gives (B, L, S)), taken
+      **before dropout** (torch returns them after dropout, so its rows need not sum to 1 in training);
+    * **masks: the same polarity as torch's module**: a bool ``key_padding_mask`` or ``attn_mask`` is
+      True where a key is ignored, a float one is added (the opposite of
+      ``F.scaled_dot_product_attention``, whose bool mask is True where attention is allowed);
+    * **is_causal is a mask, not a hint**: torch's module raises without an ``attn_mask`` to go with
+      it; here it builds the causal pattern itself, **aligned bottom-right** (query i sees keys
+      j <= i + S - L, so a decode step sees its whole cache; SDPA aligns top-left when L != S);
+    * a query whose keys are all blocked gets **zeros**, where torch gives NaN;
+    * no ``kdim``/``vdim``, ``add_bias_kv`` or ``add_zero_attn`` (:meth:`from_torch` refuses them);
+      in their place: grouped-query heads (``num_kv_heads``), ``head_mask``, a KV cache and
+      structural pruning.
+
     Raises:
         ValueError: ``d_model``, ``num_heads`` or ``num_kv_heads`` not a positive integer (Python
             and numpy integers are accepted, bools and floats are not), ``d_model`` not divisible

@@ -22,10 +22,9 @@ inference optimisation left out here). :func:`rotary` is the rotary position emb
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Optional, Tuple
+from typing import Optional
 
 import torch
-import torch.nn.functional as F
 from torch import Tensor, nn
 
 from .. import checks

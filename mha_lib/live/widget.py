@@ -43,7 +43,7 @@ def _widget_class():
         live_alt = traitlets.Unicode().tag(sync=True)
         live_caption = traitlets.Unicode().tag(sync=True)
 
-        def __init__(self, view: LiveView):
+        def __init__(self, view):  # a LiveView (element.py, which imports this module)
             super().__init__(live_view=view.view, live_model=view.model, live_config=view.config,
                              live_fallback=view.fallback_src, live_alt=view.alt, live_caption=view.caption)
             self.runner = KernelRunner(view.view, view.model, view.config)

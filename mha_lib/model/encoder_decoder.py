@@ -232,7 +232,7 @@ class EncoderDecoder(nn.Module):
         caches = [{} for _ in self.decoder.blocks] if use_cache else None
         done = torch.zeros(B, dtype=torch.bool, device=src_ids.device)
         record = []
-        for t in range(steps):
+        for _ in range(steps):
             new = tokens[:, -1:] if use_cache else tokens  # (B, 1) or (B, 1 + t)
             out = self.decoder(new, memory=memory, memory_key_padding_mask=src_key_padding_mask, caches=caches,
                                output_attentions=output_attentions)  # positions follow the caches

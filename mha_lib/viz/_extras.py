@@ -1,10 +1,13 @@
 """The ``viz`` extra (matplotlib, ipywidgets, Pillow), imported once for every file of :mod:`mha_lib.viz`.
 
-Missing, it raises an ImportError that names the pip extra to install.
+Missing, it raises an ImportError that names the pip extra to install. bertviz is not part of it:
+it brings transformers (and with it an AWS SDK and sentencepiece), so it has its own extra,
+``bertviz``, imported only by :func:`mha_lib.viz.bertviz_view` when it is called.
 """
 from __future__ import annotations
 
 _EXTRA_HINT = 'pip install "mha_lib[viz]"'
+_BERTVIZ_HINT = 'pip install "mha_lib[bertviz]"'
 
 try:
     import ipywidgets as widgets

@@ -16,7 +16,7 @@ import numpy as np
 import torch
 
 from .. import checks
-from ._extras import _EXTRA_HINT
+from ._extras import _BERTVIZ_HINT
 from .panels import _check_finite, _to_numpy
 
 
@@ -179,7 +179,7 @@ def bertviz_view(
         ValueError: no attentions, a batch above 1, L != S, a token count that is not L,
             ragged head counts, non-finite weights, an unknown ``kind``, or a ``layer``,
             ``heads`` or ``include_layers`` entry out of range (naming it).
-        ImportError: bertviz missing (``pip install "mha_lib[viz]"``).
+        ImportError: bertviz missing (``pip install "mha_lib[bertviz]"``, its own extra).
     """
     if kind not in ("head", "model"):
         raise ValueError(f"kind must be 'head' or 'model', got {kind!r}")
@@ -187,7 +187,7 @@ def bertviz_view(
     try:
         from bertviz import head_view, model_view
     except ImportError as err:
-        raise ImportError(f"bertviz_view needs bertviz: {_EXTRA_HINT}") from err
+        raise ImportError(f"bertviz_view needs bertviz: {_BERTVIZ_HINT}") from err
     from IPython.display import HTML
     from IPython.display import display as ipy_display
 

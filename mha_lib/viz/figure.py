@@ -10,6 +10,7 @@ from typing import Any, Optional, Sequence
 import numpy as np
 
 from ._extras import Figure
+from .bilingual import METADATA_KEY, chinese_copy, keep_text
 from .panels import DEFAULT_CMAP, _alt_text, _panels, _value_range
 
 
@@ -44,7 +45,11 @@ class HeadsFigure(Figure):
         alt = html.escape(self.alt_text, quote=True)
         img = (f'<img class="mha-heads-figure" src="data:image/png;base64,{png}" alt="{alt}" '
                f'style="max-width:100%;height:auto">')
-        return {"text/html": img, "image/png": png, "text/plain": self.alt_text}
+        bundle = {"text/html": img, "image/png": png, "text/plain": self.alt_text}
+        copy = chinese_copy(self, HeadsFigure.to_png)  # the book's build: its Chinese labels too
+        if copy is None:
+            return bundle
+        return bundle, {"text/html": {METADATA_KEY: copy}, "image/png": {METADATA_KEY: copy}}
 
 
 def plot_heads(
@@ -135,6 +140,7 @@ def plot_heads(
             else:
                 ax.set_yticks([])
             ax.tick_params(length=0, pad=1)
+            keep_text(ax.xaxis, ax.yaxis)  # tokens a model reads: the same in both editions
     grid_top, grid_bottom = top_in + title_in, height - bottom_in
     cb_h = min(grid_bottom - grid_top, max(1.5, 0.6 * (grid_bottom - grid_top)))
     cax = fig.add_axes(((width - cbar_in + 0.12) / width, 1 - (grid_top + cb_h) / height, 0.15 / width, cb_h / height))

@@ -23,8 +23,11 @@ export function pageLanguage() {
  * @returns {string}
  */
 export function t(english, values = {}) {
-  const text = pageLanguage() === "zh" && Object.hasOwn(ZH, english) ? ZH[english] : english;
-  return text.replace(/\{(\w+)\}/g, (whole, name) => (values && Object.hasOwn(values, name) ? String(values[name]) : whole));
+  const zh = pageLanguage() === "zh";
+  const text = zh && Object.hasOwn(ZH, english) ? ZH[english] : english;
+  // a value quoted "like this" (checks.mjs's describeValue) is quoted “like this” in Chinese
+  const fill = (v) => (zh && /^"[^"]*"$/.test(v) ? `“${v.slice(1, -1)}”` : v);
+  return text.replace(/\{(\w+)\}/g, (whole, name) => (values && Object.hasOwn(values, name) ? fill(String(values[name])) : whole));
 }
 
 /** Sentences joined as the language writes them: a space between them in English, none in Chinese (they end in "。"). */

@@ -117,9 +117,9 @@ export const ZH = {
   "Your text ({chars} characters) has {tokens} tokens; the model reads at most {kept}, so the maps are of its first {kept} tokens only. The box keeps your whole text.":
     "你的文本（{chars} 个字符）有 {tokens} 个词元；模型最多读取 {kept} 个，所以图中只是前 {kept} 个词元。文本框保留你的全部文本。",
   "{unknown} of its {pieces} word pieces is [UNK]: the model's vocabulary is English, so it cannot tell those characters apart (they all become the same unknown token).":
-    "其中 {unknown} 个词片（共 {pieces} 个）是 [UNK]：模型的词表是英文的，无法区分这些字符（它们都变成同一个未知词元）。",
+    "其中 {unknown} 个子词（共 {pieces} 个）是 [UNK]：模型的词表是英文的，无法区分这些字符（它们都变成同一个未知词元）。",
   "{unknown} of its {pieces} word pieces are [UNK]: the model's vocabulary is English, so it cannot tell those characters apart (they all become the same unknown token).":
-    "其中 {unknown} 个词片（共 {pieces} 个）是 [UNK]：模型的词表是英文的，无法区分这些字符（它们都变成同一个未知词元）。",
+    "其中 {unknown} 个子词（共 {pieces} 个）是 [UNK]：模型的词表是英文的，无法区分这些字符（它们都变成同一个未知词元）。",
   "{name} at {count} training checkpoints (steps {first} to {last})": "{name}，共 {count} 个训练检查点（第 {first} 到 {last} 步）",
   "{name} after {steps} steps": "{name}（训练 {steps} 步后）",
   ", ": "、",
@@ -127,6 +127,7 @@ export const ZH = {
   "download progress": "下载进度",
   "Fetching word vectors ({files} files, {size}), then computing {where}…": "正在获取词向量（{files} 个文件，{size}），然后{where}计算…",
   "licence": "许可证",
+  "mha_lib's code, no weights": "mha_lib 的代码，没有权重",
   " (": "（",
   "; ": "；",
   ")": "）",
@@ -295,7 +296,7 @@ export const ZH = {
   "BigBird's blocks": "BigBird 的块",
   "{n} key": "{n} 个键",
   "{n} keys": "{n} 个键",
-  "a window of {keys} and the first {sinks} as sinks": "大小为 {keys}的窗口，并以前 {sinks} 个键为注意力汇聚点",
+  "a window of {keys} and the first {sinks} as sinks": "大小为 {keys}的窗口，并以前 {sinks} 个键为注意力汇点",
   "a window of {keys}": "大小为 {keys}的窗口",
   "BigBird's pattern on blocks of {block}": "BigBird 的块模式，块大小为 {block}",
   "trained on every earlier key (chapter 5's model)": "用前面的全部键训练（第 5 章的模型）",
@@ -307,7 +308,7 @@ export const ZH = {
   "Use the pattern these weights learned with": "使用这组权重训练时的模式",
   "{n} tokens": "{n} 个词元",
   "Window": "窗口",
-  "Sinks": "汇聚点",
+  "Sinks": "汇点",
   "Block": "块",
   "Weights": "权重",
   "Each query sees": "每个查询可见",
@@ -322,7 +323,7 @@ export const ZH = {
     "权重：{weights}；每个查询可见：{pattern}。在能靠复制预测的 {count} 个位置中，{right} 个正确；其中 {reach} 个位置上，复制所需的键在可见范围内。",
   "Weights {weights}, each query seeing {pattern}: no position of this sequence can be predicted by copying (no pair of tokens occurs twice).":
     "权重：{weights}；每个查询可见：{pattern}。这个序列中没有能靠复制预测的位置（没有哪对词元出现两次）。",
-  "this pattern (the window and its sinks)": "此模式（窗口及其汇聚点）",
+  "this pattern (the window and its sinks)": "此模式（窗口及其汇点）",
   "this pattern (BigBird keeps every key: a global or random block may need it)": "此模式（BigBird 需保留全部键：全局块或随机块可能用到它们）",
   "this pattern (every key)": "此模式（全部键）",
   "every key, 4 key/value heads (MHA)": "全部键，4 个键/值头（MHA）",
@@ -430,6 +431,7 @@ export const ZH = {
     "指向一个格子，可读出某一步关注的是哪个源词；点击一张图可将其放大。在触摸屏上，先点一张图将其放大，再点其中的格子。",
   "New sentence": "新句子",
   "Play the decoding": "播放解码过程",
+  "aligned {weight}": "对齐词上的权重 {weight}",
   "Words s0 … s{last}, separated by spaces, 1 to {hi} of them (the model was trained on {lo} to {hi}). The task's translation swaps each word for its dictionary word and reverses the order.":
     "词为 s0 … s{last}，以空格分隔，共 1 到 {hi} 个（模型训练时用的是 {lo} 到 {hi} 个）。任务的翻译把每个词换成它在词典中对应的词，并把词序倒过来。",
   "Decoding": "解码",

@@ -130,7 +130,7 @@ export function licenceParts(modelIds, manifest) {
   }
   const parts = [];
   for (const [file, { ids, info }] of groups) {
-    const name = (info && typeof info.license_name === "string" && info.license_name)
+    const name = (info && typeof info.license_name === "string" && (info.license_name === "mha_lib's code, no weights" ? t("mha_lib's code, no weights") : info.license_name))
       || (Object.hasOwn(LICENCE_NAMES, file) ? LICENCE_NAMES[file]() : "");
     parts.push({ label: ids.length > 1 ? t("Models: {ids}", { ids: modelsText(ids) }) : t("Model: {ids}", { ids: modelsText(ids) }),
       detail: name, href: file === "?" ? null : new URL(file, URLS.models).href });

@@ -185,7 +185,7 @@ export class TranslateView extends View {
         this.layers.append(title, grid.node);
         this.grids[l] = grid;
       }
-      const heads = layer.map((map, h) => ({ key: `L${l}.H${h}`, label: `L${l}.H${h} · aligned ${r.aligned[l][h].toFixed(2)}`,
+      const heads = layer.map((map, h) => ({ key: `L${l}.H${h}`, label: `L${l}.H${h} · ${t("aligned {weight}", { weight: r.aligned[l][h].toFixed(2) })}`,
         map, off: false, keyTokens: keys }));
       this.grids[l].show(heads, rows, vmax, width);
     });

@@ -253,7 +253,7 @@ def test_no_broken_internal_link_or_image(rel):
             target_rel = rel
         if fragment and target_rel.endswith(".html") and fragment not in _refs(target_rel).ids:
             problems.append(f"link to a missing anchor: {href}")
-    for src, alt in refs.images:
+    for src, _alt in refs.images:
         if src.startswith("data:"):
             try:
                 Image.open(io.BytesIO(base64.b64decode(src.split(",", 1)[1]))).verify()

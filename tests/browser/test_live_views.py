@@ -808,7 +808,7 @@ def test_toy_predictions_line_up_with_the_tokens_and_tap_targets_are_big_enough(
             page.wait_for_function(f"document.querySelector('{view} .mha-live-status').textContent.includes('MB')")
             status = page.locator(f"{view} .mha-live-status").text_content()
             assert "the four models (" in status and "the model (" not in status, status
-            lefts = lambda sel, m=0: page.evaluate(  # noqa: E731
+            lefts = lambda sel, m=0, page=page: page.evaluate(
                 "([s, m]) => [...[...document.querySelectorAll(s)][m].children]"
                 ".map(e => Math.round(e.getBoundingClientRect().left))", [sel, m])
             columns = lefts(f"{view} .mha-live-sequence")

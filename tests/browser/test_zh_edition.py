@@ -239,8 +239,77 @@ def test_chinese_search_finds_the_chapter_that_explains_a_term(open_page, query)
                            timeout=30_000)
     page.wait_for_timeout(500)  # the list fills in as Sphinx scores each page
     links = page.eval_on_selector_all("#search-results ul.search li a", "as => as.map(a => a.href)")
-    chapters = [re.search(r"/zh/chapters/([\w-]+)\.html", h).group(1) for h in links if "/zh/chapters/" in h]
+    chapters = [re.search(r"/zh/chapters/([\w/-]+)\.html", h).group(1) for h in links if "/zh/chapters/" in h]
     assert chapters, f"{query!r}: no page found on the Chinese site"
     assert SEARCHES[query] & set(chapters[:3]), f"{query!r}: {chapters[:6]}"
     assert all("/zh/" in h for h in links), "a Chinese search must stay in the Chinese edition"
     assert visit.console_errors == [], visit.console_errors
+
+
+# --- issue 52: diagrams, citations and the sidebar in Chinese ------------------------------------------------------
+
+DIAGRAM_GLYPHS = """async () => {
+  const out = [];
+  const draw = async (text, w, h) => {
+    const img = new Image();
+    img.src = 'data:image/svg+xml;charset=utf-8,' + encodeURIComponent(text);
+    await img.decode();
+    const c = document.createElement('canvas'); c.width = w; c.height = h;
+    c.getContext('2d').drawImage(img, 0, 0, w, h);
+    return c.toDataURL();
+  };
+  for (const img of document.querySelectorAll('.bd-article img')) {
+    if (!/\\.svg$/.test(new URL(img.src).pathname)) continue;
+    const text = await (await fetch(img.src)).text();
+    const w = img.naturalWidth, h = img.naturalHeight;
+    // the same drawing without its embedded font: what a machine without a Chinese font draws (empty boxes)
+    const bare = text.replace(/<style>[\\s\\S]*?<\\/style>/, '');
+    out.push({src: img.getAttribute('src'), shown: img.complete && w > 0 && img.getBoundingClientRect().width > 0,
+              chinese: /[\\u4e00-\\u9fff]/.test(text.replace(/<desc[\\s\\S]*?<\\/desc>|<title[\\s\\S]*?<\\/title>/g, '')),
+              fontMatters: (await draw(text, w, h)) !== (await draw(bare, w, h))});
+  }
+  return out;
+}"""
+
+
+@pytest.mark.parametrize("rel", ["zh/intro.html", "zh/chapters/02_multi_head_math.html"])
+def test_chinese_pages_show_chinese_diagrams_drawn_with_their_own_glyphs_at_phone_width(open_page, rel):
+    """The diagrams of the Chinese pages are the Chinese copies (tools/diagrams.py, name.zh_CN.svg), whose text is
+    Chinese and drawn with the glyphs they embed: without them, this machine (no Chinese system font) would draw
+    empty boxes, so the drawing must change when they are taken out. The English pages keep the English ones."""
+    page, visit = open_page(rel, width=390, height=844)
+    diagrams = page.evaluate(DIAGRAM_GLYPHS)
+    assert diagrams and all(".zh_CN.svg" in d["src"] for d in diagrams), diagrams
+    assert all(d["shown"] and d["chinese"] and d["fontMatters"] for d in diagrams), diagrams
+    assert page.evaluate("document.documentElement.scrollWidth <= document.documentElement.clientWidth")
+    assert visit.console_errors == [] and visit.broken == [], (visit.console_errors, visit.broken)
+    english = (HTML_ROOT / rel.removeprefix("zh/")).read_text(encoding="utf-8")
+    assert "diagrams" in english or "_images/mha_dataflow.svg" in english
+    assert ".zh_CN.svg" not in english
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(SCREENSHOTS / f"{rel.replace('/', '__')}.diagrams.phone.png"), full_page=False)
+
+
+CITATION = re.compile(r'<a class="reference internal" href="[^"]*bibliography\.html#[^"]*"[^>]*>(.*?)</a>', re.S)
+
+
+def test_chinese_citations_say_deng_ren_not_et_al():
+    """{cite:t} and {cite:p} in the Chinese pages: "Vaswani 等人（2017）", never "et al." (the English pages keep it)."""
+    chinese = english = 0
+    for rel in CHINESE:
+        labels = [re.sub(r"<[^>]+>", "", m) for m in CITATION.findall((HTML_ROOT / rel).read_text(encoding="utf-8"))]
+        assert not [label for label in labels if "et al" in label], rel
+        chinese += sum("等人" in label for label in labels)
+    for rel in ENGLISH:
+        english += sum("et al" in m for m in CITATION.findall((HTML_ROOT / rel).read_text(encoding="utf-8")))
+    assert chinese >= 50 and english >= 50, (chinese, english)
+    intro = re.sub(r"<[^>]+>", "", (HTML_ROOT / "zh" / "intro.html").read_text(encoding="utf-8"))
+    assert re.search(r"[A-Z][a-z]+ 等人（\d{4}）|（[A-Z][a-z]+ 等人，\d{4}", intro)
+
+
+def test_the_chinese_sidebar_names_the_api_pages_in_chinese():
+    """The 16 API pages stay English (their docstrings), but the sidebar of a Chinese page lists them in Chinese."""
+    text = (HTML_ROOT / "zh" / "chapters" / "01_single_head_limits.html").read_text(encoding="utf-8")
+    entries = re.findall(r'<a class="reference internal" href="api/[^"]+">(.*?)</a>', text, re.S)
+    assert len(entries) == 16, entries
+    assert all(CJK.search(re.sub(r"<[^>]+>", "", e)) for e in entries), entries

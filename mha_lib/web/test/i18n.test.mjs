@@ -99,6 +99,9 @@ test("t(): English without a page or on an English page, Chinese where <html lan
     }
     globalThis.document = { documentElement: { lang: "zh-CN" } };
     assert.equal(t("not in the catalog {x}", { x: 1 }), "not in the catalog 1"); // English where no Chinese is
+    assert.equal(t("token {i} is {token}, not a number in 0..{last}", { i: 3, token: '"abc"', last: 9 }),
+      "第 3 个词元是 “abc”，不是 0..9 中的数"); // a quoted value in Chinese quotes
+    assert.equal(t("aligned {weight}", { weight: "0.83" }), "对齐词上的权重 0.83");
     assert.equal(sentences("第一句。", "", "第二句。"), "第一句。第二句。");
     assert.equal(downloadText(4, 0.9e6, 14.2e6), "全部 4 个模型（0.9 MB）和运行时（14.2 MB）");
     assert.equal(unknownText(["[CLS]", "[UNK]", "[UNK]", "把", "[SEP]"]).startsWith("其中"), true);
@@ -106,6 +109,8 @@ test("t(): English without a page or on an English page, Chinese where <html lan
     if (saved) Object.defineProperty(globalThis, "document", saved);
     else delete globalThis.document;
   }
+  assert.equal(t("token {i} is {token}, not a number in 0..{last}", { i: 3, token: '"abc"', last: 9 }),
+    'token 3 is "abc", not a number in 0..9');
   assert.equal(sentences("One.", "", "Two."), "One. Two.");
   assert.equal(downloadText(4, 0.9e6, 14.2e6), "the four models (0.9 MB) and the runtime (14.2 MB)");
 });
