@@ -164,8 +164,11 @@ def test_the_exported_files_equal_mha_lib(tmp_path):
         mask = np.triu(np.ones((L, L), dtype=bool), 1) if causal else np.zeros((L, L), dtype=bool)
         got = dict(zip(STAGES, session.run(list(STAGES), {"hidden": want["hidden"].numpy(), "attn_mask": mask})))
         for stage in STAGES:
-            np.testing.assert_allclose(got[stage].astype(np.float32), want[stage].float().numpy(), atol=1e-5,
-                                       err_msg=stage)
+            expected = want[stage].float().numpy()
+            # float32 in a different summation order: the error grows with the stage's scale (the toy's
+            # scores reach about 60, where 1.5e-5 apart was measured), so 1e-5 or 1e-6 of its largest value
+            atol = max(1e-5, 1e-6 * float(np.abs(expected).max()))
+            np.testing.assert_allclose(got[stage].astype(np.float32), expected, atol=atol, err_msg=stage)
 
 
 # --- hostile inputs ------------------------------------------------------------------------------
