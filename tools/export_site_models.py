@@ -272,7 +272,6 @@ def export_steps(dest: Path, name: str, layer: int) -> dict:
     MINILM_ATTENTION_TOLERANCE, every other stage within STEPS_RELATIVE_TOLERANCE of its largest value), a toy model
     exactly (TOY_TOLERANCE) on the task's sequences."""
     import numpy as np
-    import torch
 
     from mha_lib import export, tasks
     from mha_lib.analysis import STAGES, layer_steps
