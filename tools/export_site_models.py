@@ -13,7 +13,13 @@ folder to ``_build/html/_static/models``. It writes:
   checked against fp32 mha_lib on :data:`mha_lib.export.CHECK_SENTENCES`, with every head on and with heads
   turned off, before they are written;
 * ``ch1-h1.onnx`` ... ``ch1-h8.onnx``: chapter 1's toy models (seed 0 of the shipped weights),
-  exact float32, checked against mha_lib on the task's own sequences;
+  exact float32, checked against mha_lib on the task's own sequences; they also give ``layer_inputs``
+  (``export_onnx(..., layer_inputs=True)``: every block's input, for chapter 2's steps view; MiniLM's layer files
+  give theirs as the hidden state each one takes);
+* ``all-MiniLM-L6-v2.attn0.onnx`` ... ``.attn5.onnx`` and ``ch1-h1.attn0.onnx`` ... ``ch1-h8.attn0.onnx``:
+  one layer's self-attention, every stage an output (:func:`mha_lib.export.export_attention_steps`; MiniLM's
+  with float16 weights, about 1.2 MB a layer), for chapter 2's steps view, which fetches the file of the layer
+  it shows; checked stage by stage against :func:`mha_lib.analysis.layer_steps`, with and without a causal mask;
 * ``attention-core.onnx``: :func:`mha_lib.attention` alone (:func:`mha_lib.export.export_attention_core`),
   every size free, for chapter 3's timing view; checked against mha_lib on four shapes;
 * ``ch7-digits-h1.onnx`` ... ``ch7-digits-h8.onnx``: chapter 7's Vision Transformers (seed 0),
@@ -76,6 +82,11 @@ MAX_FIRST_BYTES = 1_500_000
 # float16 MiniLM moves attention weights by about 0.001 on CHECK_SENTENCES.
 TOY_TOLERANCE = 1e-4
 MINILM_ATTENTION_TOLERANCE = 0.01
+# chapter 2's steps view: the models whose layers get a steps file (and whose file gives layer_inputs); a
+# float16 stage may differ from mha_lib's by this share of the stage's largest |value| (the weights: 0.01 absolute)
+STEPS_MODELS = (MINILM, "ch1-h1", "ch1-h2", "ch1-h4", "ch1-h8")
+STEPS_SUFFIX = ".attn"  # mha_lib.live.steps.STEPS_SUFFIX
+STEPS_RELATIVE_TOLERANCE = 0.01
 MINILM_MIN_COSINE = 0.999
 TOY_LICENSE = "mha_lib.LICENSE.txt"
 APACHE_TEXT = ROOT / "tools" / "licenses" / "Apache-2.0.txt"
@@ -126,7 +137,7 @@ def export_toy(dest: Path, name: str, step: int | None = None) -> dict:
     from mha_lib import export, tasks
 
     model = tasks.load_trained(name, TOY_SEED, step=step)
-    info = export.export_onnx(model, dest)
+    info = export.export_onnx(model, dest, layer_inputs=step is None and name in STEPS_MODELS)
     batch = tasks.SHIPPED[name].make_task().dataset(64, seed=1)
     greedy = {}
     if info.kind == "encoder-decoder":  # teacher-forced pairs, then the page's greedy loop against generate()
@@ -301,6 +312,54 @@ def first_maps_error(model, session) -> float:
     return worst
 
 
+def export_steps(dest: Path, name: str, layer: int) -> dict:
+    """Export layer ``layer``'s self-attention of MiniLM or a chapter-1 model, every stage an output (MiniLM's
+    weights float16), and check each stage against :func:`mha_lib.analysis.layer_steps` on the same layer input,
+    with and without a causal mask: MiniLM on :data:`mha_lib.export.CHECK_SENTENCES` (the weights within
+    MINILM_ATTENTION_TOLERANCE, every other stage within STEPS_RELATIVE_TOLERANCE of its largest value), a toy model
+    exactly (TOY_TOLERANCE) on the task's sequences."""
+    import numpy as np
+
+    from mha_lib import export, tasks
+    from mha_lib.analysis import STAGES, layer_steps
+    from mha_lib.pretrained import load_bert
+
+    if name == MINILM:
+        model, _ = load_bert(verbose=False)
+        inputs = [model.tokenizer([text], warn=False) for text in export.CHECK_SENTENCES]
+        inputs = [dict(input_ids=b.input_ids, token_type_ids=b.token_type_ids) for b in inputs]
+    else:
+        model = tasks.load_trained(name, TOY_SEED)
+        batch = tasks.SHIPPED[name].make_task().dataset(16, seed=1)
+        inputs = [dict(input_ids=batch.input_ids[i:i + 1], token_type_ids=batch.token_type_ids[i:i + 1]) for i in range(16)]
+    info = export.export_attention_steps(model, layer, dest, float16=name == MINILM)
+    session = export.onnx_session(dest)
+    worst = {}
+    for x in inputs:
+        L = x["input_ids"].shape[1]
+        for causal in (False, True):
+            want = layer_steps(model, layer, **x, causal=causal)
+            mask = np.triu(np.ones((L, L), dtype=bool), 1) if causal else np.zeros((L, L), dtype=bool)
+            got = dict(zip(STAGES, session.run(list(STAGES), {"hidden": want["hidden"].numpy(), "attn_mask": mask})))
+            for stage in STAGES:
+                diff = float(np.abs(got[stage].astype(np.float32) - want[stage].float().numpy()).max())
+                scale = 1.0 if stage in ("weights", "blocked") else max(1.0, float(want[stage].float().abs().max()))
+                worst[stage] = max(worst.get(stage, 0.0), diff / scale)
+    limit = {stage: (MINILM_ATTENTION_TOLERANCE if stage == "weights" else STEPS_RELATIVE_TOLERANCE)
+             if name == MINILM else TOY_TOLERANCE for stage in STAGES}
+    limit["blocked"] = 0.0
+    off = {stage: v for stage, v in worst.items() if v > limit[stage]}
+    if off:
+        raise SystemExit(f"{name}{STEPS_SUFFIX}{layer}: stages differ from mha_lib by {off} (limits {limit})")
+    checked = {"inputs": len(inputs), "masks": ["none", "causal"],
+               "measure": "max |file - mha_lib|, over the stage's largest |value| where it is above 1 (weights: absolute)",
+               **{f"{stage}_max": round(v, 7) for stage, v in worst.items()}}
+    if name == MINILM:
+        checked["weights_dtype"] = "float16, computed in float32"
+    license = f"{MINILM}.LICENSE.txt" if name == MINILM else TOY_LICENSE
+    return entry(info, dest, license=license, checked=checked)
+
+
 def entry(info, dest: Path, *, license: str, checked: dict, vocab: str | None = None) -> dict:
     """One model's manifest entry (the live-view contract's fields, then what the build checked)."""
     out = {"file": dest.name, "bytes": dest.stat().st_size, "kind": info.kind, "num_layers": info.num_layers,
@@ -337,7 +396,9 @@ def minilm_license(folder: str, source: str, checked: dict) -> str:
         f"{checked['texts']} sentences checked when it was built, attention weights by at most "
         f"{checked['attentions_max_abs']:.4f},",
         f"sentence embeddings at cosine >= {checked['sentence_embedding_min_cosine']:.6f}.",
-        f"{MINILM}.vocab.txt is the checkpoint's vocabulary, unchanged.",
+        f"{MINILM}.vocab.txt is the checkpoint's vocabulary, unchanged. {MINILM}.attn0.onnx ... .attn5.onnx",
+        "hold one layer's attention weights each (float16, exported with mha_lib.export.export_attention_steps),",
+        "for the book's step-by-step view.",
         f"Weights taken from: {source}.",
     ]
     notice = []
@@ -457,6 +518,15 @@ def export_jobs() -> list:
         key.update(f"seed={TOY_SEED};pattern".encode())
         jobs.append((name + PATTERN_SUFFIX, key, export_pattern, (name,)))
     jobs.append((ATTENTION_CORE, sha256_files([functional.__file__]), export_core, ()))
+    from mha_lib.analysis import steps as analysis_steps  # the stages the steps files are traced from
+
+    for name in STEPS_MODELS:
+        weights = [Path(folder) / "model.safetensors"] if name == MINILM else [tasks.weight_files(name)[0]]
+        layers = 6 if name == MINILM else tasks.SHIPPED[name].model["num_layers"]
+        for layer in range(layers):
+            key = sha256_files([*weights, analysis_steps.__file__])
+            key.update(f"seed={TOY_SEED};layer={layer}".encode())
+            jobs.append((f"{name}{STEPS_SUFFIX}{layer}", key, export_steps, (name, layer)))
     code = code_key()
     for _, key, _, _ in jobs:
         key.update(code.encode())

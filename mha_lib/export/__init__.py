@@ -21,6 +21,8 @@ name                     type, shape                     meaning
 ``last_hidden_state``    float32 (B, L, d_model)         BertEncoder, Encoder
 ``sentence_embedding``   float32 (B, d_model)            BertEncoder: ``pool`` (mean over real
                                                          tokens, L2-normalised for MiniLM)
+``layer_inputs``         float32 (num_layers, 1, L,      only with ``layer_inputs=True``: every block's
+                         d_model)                        input, of the first sequence
 =======================  ==============================  =========================================
 
 Every file also records its sizes in the model's ``metadata_props`` (``mha_lib.vocab_size``,
@@ -56,7 +58,8 @@ keys :data:`METADATA_PREFIX`, path checks, files replaced only once complete), `
 (:func:`export_onnx`, :func:`export_attention_core`, :class:`ExportInfo`), ``quantize.py`` (:func:`quantize_for_web`), ``feeds.py``
 (the inputs checked before onnxruntime runs), ``rows.py`` (:class:`TokenRows`), ``split.py``
 (:func:`split_for_web`), ``layers.py`` (:func:`split_layers_for_web`), ``chain.py`` (:class:`LayeredSession`),
-``run.py`` (:func:`onnx_session`, :func:`run_onnx`, :func:`compare_onnx`,
+``steps.py`` (:func:`export_attention_steps`: one layer's self-attention, every stage an output, for the
+live ``"steps"`` view), ``run.py`` (:func:`onnx_session`, :func:`run_onnx`, :func:`compare_onnx`,
 :func:`compare_on_sentences`, :data:`CHECK_SENTENCES`). This module re-exports them.
 
 Sources: the ONNX operator set (https://onnx.ai/onnx/operators/); onnxruntime's ``MatMulNBits``
@@ -71,6 +74,7 @@ from .run import CHECK_SENTENCES, compare_on_sentences, compare_onnx, onnx_sessi
 from .split import split_for_web
 from .layers import split_layers_for_web
 from .chain import LayeredSession
+from .steps import export_attention_steps
 from .trace import MAX_OPSET, MIN_OPSET, ExportInfo, export_attention_core, export_onnx
 from . import common as _common, quantize as _quantize, run as _run
 
@@ -87,6 +91,7 @@ CHECK_SENTENCES = _run.CHECK_SENTENCES
 
 __all__ = [
     "export_attention_core",
+    "export_attention_steps",
     "ExportInfo",
     "export_onnx",
     "quantize_for_web",

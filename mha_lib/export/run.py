@@ -184,8 +184,8 @@ def compare_onnx(model: nn.Module, session, inputs: Mapping[str, torch.Tensor],
             a model :func:`export_onnx` refuses, or a model whose kind or sizes differ from those
             the file records (its ``metadata_props``).
     """
-    desc = _describe(model)
     session = _session(session)
+    desc = _describe(model, layer_inputs="layer_inputs" in [o.name for o in session.get_outputs()])
     if not isinstance(inputs, Mapping):
         raise ValueError(f"inputs must be a dict {{input name: tensor}}, got {type(inputs).__name__}")
     if "head_mask" in inputs:
@@ -206,7 +206,8 @@ def compare_onnx(model: nn.Module, session, inputs: Mapping[str, torch.Tensor],
         feeds["input_ids"] = torch.as_tensor(_as_array(inputs["input_ids"], "input_ids"), dtype=torch.long,
                                              device=device)
     with torch.no_grad():
-        ref = desc["wrapper"](model, desc["kind"]).eval()(**{k: feeds[k] for k in desc["inputs"]})
+        ref = desc["wrapper"](model, desc["kind"], desc.get("layer_inputs", False)).eval()(
+            **{k: feeds[k] for k in desc["inputs"]})
     ref = {name: r.cpu() for name, r in zip(desc["outputs"], ref)}
     names = [o.name for o in session.get_outputs()]
     got = {k: torch.from_numpy(v) for k, v in zip(names, session.run(names, checked))}
@@ -217,6 +218,8 @@ def compare_onnx(model: nn.Module, session, inputs: Mapping[str, torch.Tensor],
         diff = (got[name] - r).abs()
         if real is not None and name == "attentions":
             diff = diff.permute(1, 3, 0, 2, 4)[real]  # (real queries, num_layers, H, L)
+        elif real is not None and name == "layer_inputs":
+            diff = diff[:, 0, real[0]]  # (num_layers, real positions of the first sequence, d_model)
         elif real is not None and diff.dim() == 3 and diff.shape[:2] == real.shape:
             diff = diff[real]  # (real positions, features)
         elif rows is not None and diff.dim() == 2:

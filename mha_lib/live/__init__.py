@@ -22,7 +22,7 @@ the model's inputs (token ids, token types, padding mask, head mask) as a widget
 shows; ``_config.yml`` makes the html builder prefer it) and the widget's view. Without anywidget,
 or outside a kernel, it is ``text/html`` only; where no script runs, the fallback figure shows.
 
-Nine views (``data-view``):
+Ten views (``data-view``):
 
 * ``"sentence"`` -- all-MiniLM-L6-v2 on a sentence the reader types, every head of a layer
   (:func:`sentence_config`);
@@ -47,6 +47,10 @@ Nine views (``data-view``):
 * ``"speed"`` -- "How to use the interactive figures": every view above (:func:`speed_views`) timed on the
   reader's device, its first update and later ones, beside the book's machine (:func:`speed_config`, the
   record of ``benchmarks/bench_live.py --write``).
+* ``"steps"`` -- chapter 2: one head of one layer taken apart on the reader's sentence (MiniLM) or
+  sequence (chapter 1's models): X, the head's Q, K and V, Q K^T, / sqrt(d_k), the mask, the softmax,
+  the weighted values, the heads concatenated, the head's term through W^O and the output, step by
+  step (:func:`steps_config`; the page runs the model's ``layer_inputs`` and the layer's steps file).
 
 Usage in a chapter cell::
 
@@ -68,7 +72,8 @@ The files, each importing only those before it: ``values.py`` (a config's number
 :func:`patterns_readings`, :func:`pattern_model`, :func:`reader_pattern_mask`, :func:`pattern_cache_bytes`),
 ``timing.py`` (chapter 3's view: :func:`timing_config`), ``translate.py`` (chapter 6's view:
 :func:`translation_config`, :func:`translation_readings`), ``speed.py`` (the speed view: :func:`speed_views`,
-:func:`speed_config`, :func:`book_speed`), ``esm.py`` (:func:`widget_esm`,
+:func:`speed_config`, :func:`book_speed`), ``steps.py`` (chapter 2's step-by-step view:
+:func:`steps_config`, :func:`steps_readings`, :func:`steps_id`), ``esm.py`` (:func:`widget_esm`,
 :data:`WIDGET_MODULES`), ``kernel.py`` (:class:`KernelRunner`, the kernel's models and the check of
 a run message's feeds), ``widget.py`` (:class:`LiveWidget`, made on first use), ``element.py``
 (:func:`live_view`, :class:`LiveView`). This module re-exports them.
@@ -80,6 +85,7 @@ from .digit import MAX_DIGIT_EXAMPLES, digit_config, digit_readings
 from .induction import checkpoint_id, copyable_positions, induction_config, induction_readings
 from .patterns import (pattern_cache_bytes, pattern_model, patterns_config, patterns_readings,
                        reader_pattern_mask)
+from .steps import STEPS_SUFFIX, steps_config, steps_id, steps_readings
 from .timing import timing_config
 from .speed import SPEED_VIEWS, book_speed, speed_config, speed_views
 from .translate import translation_config, translation_readings
@@ -108,6 +114,7 @@ __all__ = ["VIEWS", "LiveView", "live_view", "sentence_config", "toy_compare_con
            "copyable_positions", "checkpoint_id", "translation_config", "translation_readings",
            "timing_config", "patterns_config", "patterns_readings", "pattern_model", "reader_pattern_mask",
            "pattern_cache_bytes", "speed_views", "speed_config", "book_speed", "SPEED_VIEWS",
+           "steps_config", "steps_readings", "steps_id", "STEPS_SUFFIX",
            "paraphrase_scores", "DECIMALS", "KernelRunner", "widget_esm", "MAX_KERNEL_ROWS", "MAX_KERNEL_TOKENS"]
 
 

@@ -134,6 +134,24 @@ async function runLayers(model, ids, mask, { onFetch, onLayer, maps, clock, stal
 }
 
 /**
+ * The input of every layer for one sequence, from a model split by layer (issue 49's MiniLM): the hidden states
+ * its layer files take, as the file of an unsplit model gives them (`layer_inputs`, chapter 2's steps view).
+ * @param {object} model  a Model split by layer (model.layer)
+ * @param {number[]} ids  one sequence's token ids
+ * @param {Function} [onFetch]  onFetch(files, bytes): word vectors being fetched
+ * @returns {Promise<{data: Float32Array, dims: number[]}>}  dims [num_layers, 1, L, d_model]
+ */
+export async function layerInputsOf(model, ids, onFetch = () => {}) {
+  const state = await queued(model, () => runLayers(model, [ids], null, { onFetch, onLayer: () => {}, maps: false,
+    clock: NO_CLOCK, stale: () => false, onWait: () => {} }));
+  const { num_layers: NL } = model.info;
+  const size = ids.length * state.d;
+  const data = new Float32Array(NL * size);
+  for (let l = 0; l < NL; l++) data.set(Float32Array.from(state.hidden[l]).subarray(0, size), l * size); // hidden (1, L, d)
+  return { data, dims: [NL, 1, ids.length, state.d] };
+}
+
+/**
  * A sentence encoder on texts: their tokens, the maps of text 0 and the sentence embeddings of all.
  * @param {object} model      a Model (view.mjs); split by layer where it has model.layer
  * @param {string[]} texts

@@ -17,6 +17,8 @@
 //                 blocks) on chapter 5's or 9's weights: the mask, the maps, the cache bytes (view_patterns.mjs).
 //   "speed"       "How to use the interactive figures": every view above timed on the reader's device, beside
 //                 the book's machine (view_speed.mjs, speed.mjs: the code benchmarks/bench_live.py runs).
+//   "steps"       chapter 2: one head of one layer taken apart on the reader's sentence (MiniLM) or sequence
+//                 (chapter 1's models): X, Q, K, V, Q·Kᵀ, ÷√d_k, mask, softmax, ·V, concat, W^O (view_steps.mjs).
 //
 // The element is written by mha_lib.live (Python) in a notebook cell:
 //   <div class="mha-live-view" data-view="sentence" data-model="all-MiniLM-L6-v2"
@@ -34,6 +36,7 @@
 //   figure.mjs           what a view exports: the figure's layout, its SVG, the CSV, file names (pure)
 //   text.mjs             the texts shown (sizes, labels, the readout)
 //   compute.mjs          feeds, running a model, reading its outputs, scores (either backend)
+//   steps.mjs            one head's stages from a layer's steps file, the steps view's input and export (pure)
 //   integrity.mjs        SHA-256 of fetched files
 //   runtime_browser.mjs  backend: onnxruntime-web (in its Web Worker), files from ../models/ or the reader's disk
 //   runtime_kernel.mjs   backend: the notebook's kernel (anywidget messages)
@@ -42,9 +45,10 @@
 //   styles.mjs           adds mha_live.css to the page
 //   view.mjs             what every view shares, and the backend interface the views use
 //   layer_maps.mjs       MiniLM's maps by layer (sentence and prune)
+//   head_view.mjs        the sentence view's lines between tokens (BertViz's head view), one colour per head
 //   head_toggles.mjs     the grid of head toggles (prune, induction)
 //   view_sentence.mjs, view_toy_compare.mjs, view_prune.mjs, view_timing.mjs, view_induction.mjs, view_translate.mjs,
-//   view_digit.mjs, view_patterns.mjs, view_speed.mjs  the views
+//   view_digit.mjs, view_patterns.mjs, view_steps.mjs, view_speed.mjs  the views
 //   mha_live.mjs         mounting, and anywidget's render (this file)
 //
 // Contract for tests (issue 17): element.mhaLive = {view, model, models, backend, run(input) ->
@@ -67,10 +71,12 @@ import { InductionView } from "./view_induction.mjs";
 import { TranslateView } from "./view_translate.mjs";
 import { DigitView } from "./view_digit.mjs";
 import { PatternsView } from "./view_patterns.mjs";
+import { StepsView } from "./view_steps.mjs";
 import { SpeedView } from "./view_speed.mjs";
 
 const VIEWS = { sentence: SentenceView, "toy-compare": ToyCompareView, prune: PruneView, timing: TimingView,
-  induction: InductionView, translate: TranslateView, digit: DigitView, patterns: PatternsView, speed: SpeedView };
+  induction: InductionView, translate: TranslateView, digit: DigitView, patterns: PatternsView, steps: StepsView,
+  speed: SpeedView };
 
 /**
  * Turn one .mha-live-view element into a live view (once). Returns element.mhaLive.

@@ -413,11 +413,14 @@ export class View {
   async download(kind) {
     const figure = this.exportFigure();
     let blob;
+    // a figure that is not a grid of maps (the sentence view's lines) brings its own canvas and SVG
     if (kind === "png") {
-      blob = await new Promise((resolve, reject) => figureCanvas(figure).toBlob(
+      const canvas = figure.toCanvas ? figure.toCanvas() : figureCanvas(figure);
+      blob = await new Promise((resolve, reject) => canvas.toBlob(
         (b) => (b ? resolve(b) : reject(new Error("the browser made no PNG"))), "image/png"));
     } else if (kind === "svg") {
-      const svg = figureSvg(figure, (head) => bitmapOf(head.map, figure.vmax, head.off).toDataURL("image/png"));
+      const svg = figure.toSvg ? figure.toSvg()
+        : figureSvg(figure, (head) => bitmapOf(head.map, figure.vmax, head.off, null, head).toDataURL("image/png"));
       blob = new Blob([svg], { type: "image/svg+xml" });
     } else if (kind === "csv") {
       blob = new Blob([figureCsv(figure)], { type: "text/csv" });

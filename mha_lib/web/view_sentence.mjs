@@ -8,6 +8,7 @@ import { errorText, formatMB, headsText, layersText, shortLabel, truncationText,
 import { t } from "./i18n.mjs";
 import { hasWords } from "./wordpiece.mjs";
 import { LayerMaps } from "./layer_maps.mjs";
+import { linesMode } from "./head_view.mjs";
 import { MINILM, TYPING_DELAY_MS, View } from "./view.mjs";
 
 const PREFETCH_DELAY_MS = 60; // the word vectors of the text being typed are fetched after this pause
@@ -26,9 +27,10 @@ export class SentenceView extends View {
     this.maps = new LayerMaps(this, config.attentions.length, config.layer || 0, config.roles);
     this.root.setAttribute("aria-label", t("Live attention maps of all-MiniLM-L6-v2 for a sentence you type"));
     this.shown = el("p", { class: "mha-live-shown" }); // whose maps these are (dimmed while they are an older text's)
+    this.lines = linesMode(this); // the heads as lines between the tokens (BertViz's head view), or as maps
     this.attach([el("div", {}, label, this.text, ...this.englishModelNote(), privacy, ...this.ownModelInput()),
-      this.maps.control.node],
-      [this.shown, this.maps.node]);
+      this.lines.control, this.maps.control.node],
+      [this.shown, this.maps.node, this.lines.node]);
     this.result = { tokens: config.tokens, attentions: config.attentions, text: config.text, source: "config" };
     this.describeShown();
     this.maps.control.update();
@@ -164,6 +166,12 @@ export class SentenceView extends View {
   redraw() {
     this.maps.draw();
     this.zoom.draw();
+    this.lines.draw();
+  }
+
+  /** The export: the lines where they are shown, else the maps (View's). */
+  exportFigure() {
+    return this.lines.active ? this.lines.exportFigure() : super.exportFigure();
   }
 
   /**
@@ -200,6 +208,7 @@ export class SentenceView extends View {
         if (!r || !current()) return { stale: true };
         await Promise.all(draws);
         this.maps.commit();
+        this.lines.show();
         const enc = r.encodings[0];
         this.timings.draw_ms = clock.parts.draw_ms;
         this.timings.infer_ms = performance.now() - clock.started - clock.parts.draw_ms;

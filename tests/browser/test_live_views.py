@@ -522,6 +522,10 @@ def test_chapter_live_views_mount_and_show_the_notebook_numbers(chromium_browser
                     assert v["result"]["pattern"] == v["config"]["pattern"] and v["result"]["model"] == v["config"]["model"]
                 expected = v["config"]["attentions"]
                 assert v["result"]["tokens"] == [str(t) for t in v["config"]["ids"]]
+            elif v["view"] == "steps":  # one head's stages: its map is the softmax step's
+                expected = [[v["config"]["weights"]]]
+                assert v["result"]["tokens"] == v["config"]["tokens"]
+                assert v["result"]["stages"]["out"] == v["config"]["out"]
             elif v["view"] == "digit":  # [CLS]'s rows over the pixels, of the model shown
                 expected = v["config"]["results"][v["model"]]["cls"]
                 assert v["result"]["pixels"] == v["config"]["pixels"]
