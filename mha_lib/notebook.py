@@ -32,6 +32,9 @@ __all__ = ["glue", "glue_html", "glue_text", "sig", "table", "Table", "figure_pa
 ZH_SUFFIX = "__zh"  # glue_text's Chinese key: name + ZH_SUFFIX (_ext/mha_i18n.py pastes it in the Chinese edition)
 # output.metadata[mime][ZH_FIGURE_KEY]: a figure's Chinese copy (mha_lib.viz.bilingual), which the Chinese edition shows
 ZH_FIGURE_KEY = "mha_zh_CN"
+# Set by mha_lib.viz.bilingual.bilingual_figures() in the book's execution (else None): (figure, draw) -> the figure's
+# Chinese copy ({"png", "untranslated", "missing_glyphs"}), so that figure_pair's PNGs get one too.
+chinese_copy_hook = None
 
 
 def glue(name: str, value: Any, display: bool = True) -> None:
@@ -227,15 +230,25 @@ def table(rows: Sequence[Sequence[Any]], columns: Sequence[str], *, caption: Opt
     return Table(tuple(columns), tuple(texts), tuple(numeric), caption)
 
 
-def _png(figure: Any, name: str) -> bytes:
-    """PNG bytes of a matplotlib figure (as Jupyter's inline backend draws it: tight box, the figure's
-    dpi), closed afterwards so that the backend does not show it again; or PNG bytes as given."""
+def _savefig_png(figure: Any) -> bytes:
+    """A matplotlib figure's PNG as Jupyter's inline backend draws it: tight box, the figure's dpi."""
+    buffer = io.BytesIO()
+    figure.savefig(buffer, format="png", dpi=figure.dpi, bbox_inches="tight")
+    return buffer.getvalue()
+
+
+def _png(figure: Any, name: str, copies: Optional[list] = None) -> bytes:
+    """PNG bytes of a matplotlib figure (:func:`_savefig_png`), closed afterwards so that the backend does not
+    show it again; or PNG bytes as given. In the book's execution (:data:`chinese_copy_hook` set) a figure's
+    Chinese copy is appended to ``copies`` (None for PNG bytes, which have no texts to translate)."""
     if isinstance(figure, (bytes, bytearray)):
         png = bytes(figure)
+        if copies is not None:
+            copies.append(None)
     elif callable(getattr(figure, "savefig", None)):
-        buffer = io.BytesIO()
-        figure.savefig(buffer, format="png", dpi=figure.dpi, bbox_inches="tight")
-        png = buffer.getvalue()
+        png = _savefig_png(figure)
+        if copies is not None:
+            copies.append(chinese_copy_hook(figure, _savefig_png) if chinese_copy_hook else None)
         try:
             import matplotlib.pyplot as plt
         except ImportError:  # pragma: no cover - a figure without pyplot is no pyplot figure
@@ -261,8 +274,22 @@ class FigurePair:
         breakpoint: the widest window, in CSS px, that gets the narrow rendering.
     """
 
-    def __init__(self, wide: bytes, narrow: bytes, alt: str, breakpoint: int):
+    def __init__(self, wide: bytes, narrow: bytes, alt: str, breakpoint: int, chinese: Optional[list] = None):
         self.wide, self.narrow, self.alt, self.breakpoint = wide, narrow, alt, breakpoint
+        self.chinese = chinese  # [wide's, narrow's] Chinese copies (the book's execution), else None
+
+    def _repr_mimebundle_(self, include=None, exclude=None):
+        """The HTML, with the Chinese copies of its two PNGs in its metadata where the book's execution drew
+        them (``metadata["text/html"][ZH_FIGURE_KEY]``: ``pngs`` in the HTML's order, narrow then wide, None
+        where a rendering has no text to translate; the texts left untranslated and the glyphs missing)."""
+        data = {"text/html": self._repr_html_()}
+        if not self.chinese or not any(self.chinese):
+            return data
+        wide, narrow = (copy or {} for copy in self.chinese)
+        copy = {"pngs": [narrow.get("png"), wide.get("png")],
+                "untranslated": sorted(set(wide.get("untranslated", [])) | set(narrow.get("untranslated", []))),
+                "missing_glyphs": sorted(set(wide.get("missing_glyphs", [])) | set(narrow.get("missing_glyphs", [])))}
+        return data, {"text/html": {ZH_FIGURE_KEY: copy}}
 
     def _repr_png_(self) -> bytes:
         return self.wide
@@ -303,4 +330,5 @@ def figure_pair(wide: Any, narrow: Any, *, alt: str, breakpoint: int = 600) -> F
     breakpoint = checks.positive_int(breakpoint, "breakpoint")
     if not isinstance(alt, str) or not alt.strip():
         raise ValueError(f"alt must be a non-empty str (the figure's alt text), got {alt!r}")
-    return FigurePair(_png(wide, "wide"), _png(narrow, "narrow"), alt, breakpoint)
+    copies: list = []
+    return FigurePair(_png(wide, "wide", copies), _png(narrow, "narrow", copies), alt, breakpoint, copies)

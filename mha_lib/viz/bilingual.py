@@ -29,6 +29,7 @@ import weakref
 from pathlib import Path
 from typing import Any, Callable
 
+from .. import notebook
 from ..notebook import ZH_FIGURE_KEY
 from ._extras import Figure, matplotlib
 
@@ -274,7 +275,9 @@ def bilingual_figures(labels: str | None = None, font: str | None = None) -> boo
     texts in Chinese (:func:`mha_lib.viz.bilingual.draw_in_chinese`), and the Chinese PNG goes into the output's
     metadata, ``metadata["image/png"]["mha_zh_CN"]``, with the texts left untranslated and the glyphs missing
     (``tests/test_i18n.py`` fails on either). Glued figures carry it too (myst-nb's ``glue`` formats the figure
-    the same way). The Chinese edition shows the Chinese copy (``_ext/mha_i18n.py``).
+    the same way), and so do both renderings of :func:`mha_lib.notebook.figure_pair` (in its HTML's metadata,
+    ``metadata["text/html"]["mha_zh_CN"]["pngs"]``). The Chinese edition shows the Chinese copy
+    (``_ext/mha_i18n.py``).
 
     Only where the book's execution asks: ``labels`` (the catalog) and ``font`` default to the environment's
     ``MHA_FIGURE_LABELS`` and ``MHA_ZH_FONT`` (``tools/execute_notebooks.py`` sets them); without either, as in
@@ -329,6 +332,7 @@ def bilingual_figures(labels: str | None = None, font: str | None = None) -> boo
     both._mha_english = english
     formatter.for_type(Figure, both)
     _ACTIVE.update(catalog=catalog, font=font)
+    notebook.chinese_copy_hook = chinese_copy  # figure_pair's two renderings get their Chinese copies too
     return True
 
 
