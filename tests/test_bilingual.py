@@ -271,3 +271,15 @@ def test_a_glyph_missing_inside_math_is_reported(font):
     _, report = draw_in_chinese(fig, lambda f: f.savefig(io.BytesIO(), format="png"), LabelCatalog({}, []), font)
     plt.close(fig)
     assert any("U+6210" in message for message in report["missing_glyphs"]), report
+
+
+def test_chinese_words_beside_math_are_drawn_with_the_chinese_font(font):
+    """A text with $...$ is drawn by mathtext, whose words take one font without fallback: chapter 1's legend
+    '一个头，$a$ 上的权重为 $w$' drew nine boxes while the Chinese font came after the English one."""
+    fig, ax = plt.subplots()
+    ax.plot([0, 1], label="one head, weight $w$ on $a$")
+    ax.legend()
+    catalog = LabelCatalog({"one head, weight $w$ on $a$": "一个头，$a$ 上的权重为 $w$"}, [])
+    _, report = draw_in_chinese(fig, lambda f: f.savefig(io.BytesIO(), format="png"), catalog, font)
+    plt.close(fig)
+    assert report["untranslated"] == [] and report["missing_glyphs"] == [], report

@@ -236,9 +236,12 @@ def draw_in_chinese(fig: Figure, draw: Callable[[Figure], Any], catalog: LabelCa
     fonts = list(matplotlib.rcParams["font.family"]) + [family]
     try:
         for text, words, families, label in saved_texts:
-            text.set_fontfamily(list(families) + [family])
+            chinese = translate(words) if words and label else words
+            # mathtext draws a text's words with one font, without fallback: the Chinese one first (it has Latin too)
+            math = bool(chinese and _DOLLARS.search(chinese))
+            text.set_fontfamily([family] + list(families) if math else list(families) + [family])
             if words and label:
-                text.set_text(translate(words))
+                text.set_text(chinese)
         for ticker, formatter in saved_formatters:
             wrapped = _Translating(formatter, translate)
             wrapped.set_axis(formatter.axis)
