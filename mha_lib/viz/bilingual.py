@@ -233,15 +233,14 @@ def draw_in_chinese(fig: Figure, draw: Callable[[Figure], Any], catalog: LabelCa
     saved_texts = [(t, t.get_text(), t.get_fontfamily(), t not in _KEPT and id(t) not in tick_labels) for t in texts]
     saved_formatters = [(ticker, ticker.formatter) for axis in axes if axis not in _KEPT
                         for ticker in (axis.major, axis.minor)]
-    fonts = list(matplotlib.rcParams["font.family"]) + [family]
+    fonts = [family] + list(matplotlib.rcParams["font.family"])
     try:
         for text, words, families, label in saved_texts:
-            chinese = translate(words) if words and label else words
-            # mathtext draws a text's words with one font, without fallback: the Chinese one first (it has Latin too)
-            math = bool(chinese and _DOLLARS.search(chinese))
-            text.set_fontfamily([family] + list(families) if math else list(families) + [family])
+            # the Chinese font first (it has Latin letters too): mathtext draws a text's words with one font and no
+            # fallback, and a tick label's text (with or without math) is only known when the figure is drawn
+            text.set_fontfamily([family] + list(families))
             if words and label:
-                text.set_text(chinese)
+                text.set_text(translate(words))
         for ticker, formatter in saved_formatters:
             wrapped = _Translating(formatter, translate)
             wrapped.set_axis(formatter.axis)
