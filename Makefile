@@ -17,7 +17,7 @@ export PYTHONHASHSEED := 0
 WORKERS ?= 2
 
 .PHONY: venv check-notebooks book locale test test-fast test-unit test-notebooks test-browser browser-deps execute train train-ch1 \
-        train-ch2 train-ch3 train-ch4 train-ch4-gates train-ch5 train-ch6 train-ch7 train-ch1-budget train-ch4-ablation train-ch1-heads train-ch2-seeds train-ch4-seeds train-ch7-budget ch8-heads parsed-sample train-ch8-ensemble train-ch9 bench bench-build clean
+        train-ch2 train-ch3 train-ch4 train-ch4-gates train-ch5 train-ch6 train-ch7 train-ch1-budget train-ch4-ablation train-ch1-heads train-ch2-seeds train-ch4-seeds train-ch7-budget ch8-heads parsed-sample train-ch8-ensemble train-ch9 train-ch9-seeds bench bench-build clean
 
 $(STAMP): requirements.txt constraints.txt pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -105,10 +105,12 @@ execute: venv $(VENDOR_STAMP)
 
 # Retrain every shipped model from scratch, seeded: one target per family (mha_lib.tasks.SHIPPED),
 # then the evidence sweeps whose per-run records ship under mha_lib/data/ (chapter 1's budget sweep,
-# the fresh-seed re-runs of chapters 1, 2 and 4, chapter 4's ablation order, chapter 7's budgets).
+# the fresh-seed re-runs of chapters 1, 2, 4 and 9, chapter 4's ablation order, chapter 7's budgets,
+# chapter 8's ensembles).
 TRAIN := $(BIN)/python scripts/train_all.py
 train: train-ch1 train-ch2 train-ch3 train-ch4 train-ch4-gates train-ch5 train-ch6 train-ch7 train-ch1-budget \
-       train-ch4-ablation train-ch1-heads train-ch2-seeds train-ch4-seeds train-ch7-budget train-ch8-ensemble train-ch9
+       train-ch4-ablation train-ch1-heads train-ch2-seeds train-ch4-seeds train-ch7-budget train-ch8-ensemble train-ch9 \
+       train-ch9-seeds
 train-ch1: venv
 	$(TRAIN) ch1-h1 ch1-h2 ch1-h4 ch1-h8 ch1-h16 ch1-h32
 train-ch2: venv
@@ -130,6 +132,11 @@ train-ch7: venv
 # Chapter 9: chapter 5's model with a sliding window, BigBird's blocks or MLA, at 2,000 and 6,000 steps
 train-ch9: venv
 	$(TRAIN) ch9-window4 ch9-window8 ch9-sparse4 ch9-latent ch9-latent64 ch9-latent-rope ch9-full-6k ch9-window8-6k ch9-sparse4-6k ch9-latent-6k
+# Chapter 9's 2,000-step families on the fresh seeds 5-9 (the shipped 0-4 scored beside them) and the
+# within-reach test (window 8 and every key, every copy within 8 tokens, seeds 0-4), scored by copy distance
+# with learning curves: mha_lib/data/ch9_fresh_seeds.json
+train-ch9-seeds: venv
+	$(BIN)/python scripts/ch9_fresh_seeds.py
 train-ch1-budget: venv
 	$(BIN)/python scripts/train_ch1_budget.py
 # Chapter 1's head shares on fresh seeds 5-14 (4 and 8 heads): mha_lib/data/ch1_fresh_heads.json
@@ -145,8 +152,8 @@ train-ch4-seeds: venv
 train-ch7-budget: venv
 	$(BIN)/python scripts/train_ch7_budget.py
 
-# Chapter 8's ensemble test: 10 ensembles of four one-head models (d_model 32) on chapter 1's task:
-# mha_lib/data/ch8_ensemble.json
+# Chapter 8's ensemble test: 20 ensembles of four one-head models (d_model 32) on chapter 1's task, and
+# ch1-h4 on the fresh seeds 15-24: mha_lib/data/ch8_ensemble.json
 train-ch8-ensemble: venv
 	$(BIN)/python scripts/ch8_ensemble.py
 # Chapter 8's scores of MiniLM's 72 heads on the parsed, grammar and pronoun samples: mha_lib/data/ch8_heads.json

@@ -25,6 +25,7 @@
 from __future__ import annotations
 
 import filecmp
+import hashlib
 import json
 import re
 import shutil
@@ -178,11 +179,23 @@ def copy_vendor(app: Sphinx, exception) -> None:
     for dst, (package, text) in WRITTEN.items():
         version = json.loads((root / package).read_text(encoding="utf-8"))["version"]
         (out / dst).write_text(text.format(version=version), encoding="utf-8")
+    write_runtime_files(out / "onnxruntime-web")
     live = Path(app.outdir, "_static", "live")
     live.mkdir(parents=True, exist_ok=True)
     for pattern in LIVE_FILES:
         for file in sorted(Path(app.srcdir, LIVE_SOURCE).glob(pattern)):
             shutil.copy2(file, live / file.name)
+
+
+def write_runtime_files(folder: Path) -> None:
+    """``folder``/files.json: ``{"files": {name: {"bytes", "sha256"}}}`` for each vendored runtime file. The page
+    reads it for the size of the runtime it will fetch, checks the fetched binary against the digest and keeps it
+    in the browser's Cache API under it (mha_lib/web/fetch_files.mjs): a new version is another digest."""
+    files = {}
+    for item in sorted(folder.iterdir()):
+        if item.is_file() and item.name != "files.json":
+            files[item.name] = {"bytes": item.stat().st_size, "sha256": hashlib.sha256(item.read_bytes()).hexdigest()}
+    (folder / "files.json").write_text(json.dumps({"files": files}, indent=1, sort_keys=True) + "\n", encoding="utf-8")
 
 
 def refresh_static(app: Sphinx, exception) -> None:

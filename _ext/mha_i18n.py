@@ -191,7 +191,17 @@ def chinese_notebook(text: str) -> str:
         for key in list(data):
             copy = metadata.get(key.removeprefix(GLUED))
             png = copy.get(ZH_FIGURE_KEY, {}).get("png") if isinstance(copy, dict) else None
-            if png and key.endswith("html"):  # a figure's HTML (mha_lib.viz.HeadsFigure): its one PNG swapped
+            pngs = copy.get(ZH_FIGURE_KEY, {}).get("pngs") if isinstance(copy, dict) else None
+            if pngs and key.endswith("html"):  # a figure pair's HTML (mha_lib.notebook.figure_pair): each PNG in turn
+                text = "".join(data[key])
+                found = list(PNG_URL.finditer(text))
+                if len(found) != len(pngs):
+                    raise ValueError(f"{len(pngs)} Chinese figure copies for HTML with {len(found)} PNG images")
+                for match, chinese_png in reversed(list(zip(found, pngs))):  # from the end: the spans stay valid
+                    if chinese_png:
+                        text = text[:match.start()] + "data:image/png;base64," + chinese_png + text[match.end():]
+                data[key], changed = text, True
+            elif png and key.endswith("html"):  # a figure's HTML (mha_lib.viz.HeadsFigure): its one PNG swapped
                 text = "".join(data[key])
                 if len(PNG_URL.findall(text)) != 1:
                     raise ValueError(f"a Chinese figure copy for HTML with {len(PNG_URL.findall(text))} PNG images")

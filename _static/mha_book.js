@@ -157,7 +157,9 @@
       if (!img.complete || !img.naturalWidth) return;  // its load event calls again
       var shown = img.getBoundingClientRect().width;
       var shrunk = shown > 0 && shown < SHRUNK * img.naturalWidth;
-      var link = img.parentElement && img.parentElement.classList.contains("mha-full-size") ? img.parentElement : null;
+      // a <picture> (mha_lib.notebook.figure_pair) is linked whole: its <img> must stay its child
+      var box = img.parentElement && img.parentElement.tagName === "PICTURE" ? img.parentElement : img;
+      var link = box.parentElement && box.parentElement.classList.contains("mha-full-size") ? box.parentElement : null;
       if (!link) {
         // SVG diagrams too: on a phone their labels shrink below reading size; the tab can zoom them
         if (!shrunk || img.closest("a, .jupyter-widgets, .widget-image, .mha-live-view")) return;
@@ -168,8 +170,8 @@
         link.href = href;
         link.target = "_blank";
         link.title = zh ? "在新标签页中打开原尺寸图片" : "Open the full-size image in a new tab";
-        img.parentNode.insertBefore(link, img);
-        link.appendChild(img);
+        box.parentNode.insertBefore(link, box);
+        link.appendChild(box);
         var note = document.createElement("span");
         note.className = "mha-full-size-note";
         note.textContent = zh ? "查看原尺寸（" + size(img) + "）" : "Open full size (" + size(img) + ")";
@@ -233,15 +235,21 @@
   }
   linkFullSizeFigures();
 
-  /* Display equations and tables wider than their box scroll inside it (mha_book.css); the box then
-   * gets the class mha-scrolls, which adds a "scroll the equation" / "scroll the table" label. Checked
-   * after MathJax has typeset the page and again whenever a box changes width. */
+  /* Display equations, tables and printed outputs wider than their box scroll inside it (mha_book.css);
+   * the box then gets the class mha-scrolls, which adds a "scroll the equation" / "scroll the table" /
+   * "scroll the output" label. Checked after MathJax has typeset the page, again whenever a box
+   * changes width (a folded output, opened, gets its label then), and whenever fonts finish loading
+   * (a font changes how wide a box's text is without changing the box). */
   function markScrollingBoxes() {
     function mark(box) {
+      // measured without the label: the label changes the box's scroll width (a line that overflows
+      // only into the right padding stops overflowing once the label's block comes first)
+      box.classList.remove("mha-scrolls");
       box.classList.toggle("mha-scrolls", box.scrollWidth > box.clientWidth + 1);
     }
     function start() {
-      var boxes = document.querySelectorAll('.bd-article mjx-container[display="true"], .bd-article table');
+      var boxes = document.querySelectorAll('.bd-article mjx-container[display="true"], .bd-article table, ' +
+        '.bd-article .cell_output pre');
       if (!boxes.length) return;
       var resized = new ResizeObserver(function (entries) {
         for (var i = 0; i < entries.length; i++) mark(entries[i].target);
@@ -249,6 +257,13 @@
       for (var i = 0; i < boxes.length; i++) {
         resized.observe(boxes[i]);
         mark(boxes[i]);
+      }
+      function markAll() {
+        for (var j = 0; j < boxes.length; j++) mark(boxes[j]);
+      }
+      if (document.fonts) {
+        document.fonts.ready.then(markAll);
+        document.fonts.addEventListener("loadingdone", markAll);
       }
     }
     // MathJax loads after this script: by the window's load event it exists and has started

@@ -1,44 +1,41 @@
-"""How fast the live views are in a real browser, and how much each page weighs (issue 17).
+"""How fast the live views answer, where their time goes, and how much they fetch (issues 17, 29, 49).
 
-Headless Chromium (Debian's ``/usr/bin/chromium``) on the built book (``make book``), served by a
-local ``http.server``; onnxruntime-web at one thread, as readers get it from a static host (no
-cross-origin-isolation headers). A page of our own with one view of each kind is served on the
-book's origin, so it loads the book's script, ``_static/live/mha_live.mjs``, the vendored runtime
-and the exported models, exactly as a chapter does.
+Headless Chromium (Debian's ``/usr/bin/chromium``) on the built book (``make book``), served by a local
+``http.server``; onnxruntime-web at one thread, as readers get it from a static host (no cross-origin
+isolation). Each view is put alone on a page of our own on the book's origin (the book's script, modules,
+vendored runtime and exported models, exactly as a chapter loads them), with the configurations of
+:func:`mha_lib.live.speed_views` -- the views the reader's speed table measures.
 
-Measured (medians over the runs; the view's own ``mhaLive.timings``, from ``run()`` to the last
-canvas drawn, the debounce delay excluded):
+1. **Each view, cold and warm.** A fresh browser context per view (nothing cached: no HTTP cache, no Cache
+   API), driven by ``mha_lib/web/speed.mjs``'s ``measureView`` -- the same code the reader's speed table runs
+   ("How to use the interactive figures"): a cold update (the runtime and the models downloaded, compiled and
+   run) and ``--runs`` warm ones with new inputs. Each update is split as ``clock.mjs`` times it: ``feeds``
+   (tokenizing, word vectors fetched, tensors), ``load`` (a layer's file it waited for), ``run``
+   (``session.run``: from handing the feeds to onnxruntime-web's worker to its answer), ``read`` (outputs
+   to maps and readings), ``draw`` (canvases and texts), ``other`` (the rest: queues, the page's other tasks).
+   Also the longest main-thread task meanwhile: its wall time (the ``longtask`` observer, which counts time the
+   operating system gave other processes too) and its CPU time (Chromium's trace, tools/chromium_trace.py).
+2. **Native onnxruntime in the same run.** Every ``session.run`` of the warm updates is recorded by the page
+   (its file and its inputs' shapes) and replayed here by onnxruntime (Python, CPU, one thread) on the same
+   file with inputs of the same shapes: the page's run time as a multiple of native, per view, and per MiniLM
+   layer call (issue 49's bound: 4x).
+3. **Bytes to the first MiniLM map.** A fresh visit to the book's pages of FIRST_MAP_PAGES on a link throttled to
+   ``--mbit`` (Chrome's network emulation), a sentence typed into its sentence view: the gzip size (what a
+   compressing server sends) of every response that had ended when the view's first new maps were drawn (issue
+   49: at most 10 MB, the page and its scripts included). Chapter 2's view shows layer 3, which needs four layers.
+4. **Targets** (issue 49, this machine, debounce not counted): a sentence change to all maps drawn <= 100 ms
+   (median); one layer's ``session.run`` <= 4x native; a prune toggle <= 100 ms warm; chapter 4's first
+   toggle and chapter 3's first timing (its first curve) <= 5 s on a local server; no main-thread task over
+   50 ms of CPU.
+5. Optional: every page's weight before any interaction (``--pages``); WebAssembly against WebGPU
+   (``--providers``; this machine's only WebGPU adapter is SwiftShader, a CPU emulating a GPU: that column
+   measures the code path, not a GPU).
 
-* first model load (runtime + MiniLM + session), a fresh browser context: target <= 5 s;
-* MiniLM, about 16 tokens, a new sentence each run, one 12-head layer drawn: target <= 100 ms
-  (it includes fetching, from the local server, the word vectors of words no earlier run had);
-* the same sentences with all six layers drawn (their word vectors already fetched): target <= 300 ms;
-* a head toggle in the prune view (every text's embedding, fidelity, paraphrase ranking, the
-  maps): target <= 1 s;
-* the reference, in the same run: mha_lib's forward pass in PyTorch on one thread for the same
-  sentences, so the browser is also reported as a ratio against it;
-* every page of the book before any interaction: bytes transferred, and their gzip size (what a
-  compressing server would send): target <= 3 MB gzip;
-* the longest main-thread task of each phase (first load, one layer, six layers, toggles, the toy
-  view): its wall time (the page's ``longtask`` observer, which also counts time the operating system
-  gave other processes) and its CPU time (Chromium's trace, tools/chromium_trace.py); target <= 50 ms.
-  onnxruntime-web runs in its Web Worker (``env.wasm.proxy``), so the model's compile and runs are not
-  on the page's thread.
-* both execution providers (issue 29, item 2): the views' first run and warm runs with the page's
-  address asking for WebAssembly (``?mha-ep=wasm``) and for WebGPU (``?mha-ep=webgpu``, Chromium
-  with ``--enable-unsafe-webgpu``), and the provider each view ran on (its status line). This
-  machine has no GPU: its only WebGPU adapter is SwiftShader, Vulkan emulated on the CPU, so the
-  WebGPU column measures the WebGPU code path on a CPU and says nothing of a GPU; a reader's page
-  picks WebGPU only on a hardware adapter. MiniLM's float16 weights need shader-f16, which
-  SwiftShader lacks: there the sentence view falls back to WebAssembly, and the table says so.
+The machine's load average is printed before and after: on a shared machine every time here moves with it.
 
-* chapters 5, 6 and 7's views (on a second page; the first of them also loads the runtime): the first run (the models downloaded, compiled and
-  run: the twelve induction checkpoints, the encoder-decoder, the four ViTs), a warm run (median: the
-  induction view at a new checkpoint and mask, a greedy translation of a new sentence, a new drawing read
-  by four models) and the longest main-thread task of each.
-
-Run:  python benchmarks/bench_live.py [--runs N]   (or `make bench`). Prints a table; asserts
-nothing. These are CPU figures of this machine's Chromium; a reader's laptop or phone differs.
+Run:  python benchmarks/bench_live.py [--runs N] [--write]   (or `make bench`). Prints tables; asserts
+nothing. ``--write`` stores the per-view medians in ``mha_lib/data/live_speed.json``, the book's column of
+the speed table.
 """
 from __future__ import annotations
 
@@ -56,37 +53,28 @@ from pathlib import Path
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-import torch  # noqa: E402
+import numpy as np  # noqa: E402
 
 from mha_lib import live  # noqa: E402
-from mha_lib.pretrained import load_bert  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tools"))
 from chromium_trace import main_thread_tasks  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 HTML = ROOT / "_build" / "html"
+MODELS = HTML / "_static" / "models"
 CHROMIUM = os.environ.get("MHA_CHROMIUM", "/usr/bin/chromium")
 PAGE = "chapters/_bench_live.html"
-TARGETS = {"load_s": 5.0, "one_layer_ms": 100.0, "six_layers_ms": 300.0, "toggle_ms": 1000.0, "page_mb_gzip": 3.0,
-           "task_ms": 50.0}
+SPEED_JSON = ROOT / "mha_lib" / "data" / "live_speed.json"
+# the book's pages whose sentence view the first-map bytes are measured on (layer 0 shown; chapter 2 shows layer 3)
+FIRST_MAP_PAGES = ("chapters/interactive_figures.html", "chapters/02_multi_head_math.html")
+TARGETS = {"sentence_ms": 100.0, "layer_ratio": 4.0, "toggle_ms": 100.0, "first_toggle_s": 5.0, "first_timing_s": 5.0,
+           "first_map_mb_gzip": 10.0, "task_ms": 50.0, "page_mb_gzip": 3.0}
+PARTS = ("feeds_ms", "load_ms", "run_ms", "read_ms", "draw_ms", "other_ms")
 LONG_TASKS = """window.__longTasks = [];
 new PerformanceObserver((list) => { for (const e of list.getEntries()) window.__longTasks.push(e.duration); })
   .observe({ type: "longtask", buffered: true });"""
-SENTENCES = [  # 14-18 tokens with [CLS] and [SEP]; a new text at every run, as a reader typing gives
-    "The animal didn't cross the street because it was too tired.",
-    "A small dog barked at the mailman until he finally walked away.",
-    "She read the letter twice before she put it back in the drawer.",
-    "The committee approved the plan after a long and heated debate.",
-    "My brother fixed the old bicycle that we found in the garage.",
-    "The storm knocked out the power for most of the town last night.",
-    "He forgot his umbrella, so he waited for the rain to stop.",
-    "The children built a castle of sand near the edge of the water.",
-    "Our teacher explained the problem again because nobody understood it.",
-    "The museum opens early on Sundays and closes late on Fridays.",
-    "They painted the kitchen yellow and the hallway a pale blue.",
-    "The pilot told the passengers that the flight would land soon.",
-]
+SPEED = "const m = await import(new URL('../_static/live/speed.mjs', location.href).href);"
 
 
 class _Quiet(SimpleHTTPRequestHandler):
@@ -100,80 +88,22 @@ def _serve(directory: Path) -> tuple:
     return server, f"http://127.0.0.1:{server.server_address[1]}/"
 
 
-def _test_page(bert) -> str:
-    from mha_lib import tasks
-
-    pairs = json.loads((ROOT / "mha_lib" / "data" / "paraphrases.json").read_text(encoding="utf-8"))["pairs"][:8]
-    toys = ["ch1-h1", "ch1-h2", "ch1-h4", "ch1-h8"]
-    views = [
-        live.live_view("sentence", "all-MiniLM-L6-v2", live.sentence_config(bert, SENTENCES[0])),
-        live.live_view("toy-compare", toys[0], live.toy_compare_config(toys, tasks.SHIPPED["ch1-h1"].make_task().dataset(1, seed=0))),
-        live.live_view("prune", "all-MiniLM-L6-v2", live.prune_config(
-            bert, "She caught the last bus and did not have to walk home.",
-            [p["a"] for p in pairs], [p["b"] for p in pairs], [p["negative"] for p in pairs])),
-    ]
+def _page(views) -> str:
     body = "".join(f"<section>{v.html}</section>" for v in views)
     return ('<!doctype html><html lang="en"><head><meta charset="utf-8"><title>bench</title>'
             '<script src="../_static/mha_book.js"></script></head>'
             f"<body><main style='max-width:720px'>{body}</main></body></html>")
-
-
-def _chapter_page() -> str:
-    """Chapters 5, 6 and 7's views (the induction checkpoints, the encoder-decoder, the ViTs) on one page."""
-    from mha_lib import tasks
-
-    repeat = tasks.SHIPPED["ch5-induction-l2"].make_task().dataset(1, seed=3).input_ids[0].tolist()
-    induction = live.induction_config("ch5-induction-l2", repeat)
-    images, labels = tasks.SHIPPED["ch7-digits-h4"].make_task().images("test")
-    digits = [f"ch7-digits-h{h}" for h in (1, 2, 4, 8)]
-    views = [live.live_view("induction", induction["models"][-1], induction),
-             live.live_view("translate", "ch6-translation", live.translation_config("ch6-translation", [14, 3, 18, 19])),
-             live.live_view("digit", "ch7-digits-h4", live.digit_config(digits, images[:10], labels[:10]))]
-    body = "".join(f"<section>{v.html}</section>" for v in views)
-    return ('<!doctype html><html lang="en"><head><meta charset="utf-8"><title>bench</title>'
-            '<script src="../_static/mha_book.js"></script></head>'
-            f"<body><main style='max-width:720px'>{body}</main></body></html>")
-
-
-def _chapter_views(browser, base: str, runs: int) -> list:
-    """[(view, first run ms, warm runs ms, longest task (wall, CPU))] for chapters 5-7's views, one fresh page."""
-    import random
-
-    context, page = _open(browser, base, _chapter_page())
-    rng = random.Random(0)
-    inputs = {
-        "induction": lambda i: {"checkpoint": i % 12, "mask": [[int((i + h) % 5 != 0) for h in range(4)] for _ in range(2)]},
-        "translate": lambda i: {"words": [rng.randrange(24) for _ in range(4 + i % 9)]},
-        "digit": lambda i: [float(rng.random() < 0.3) for _ in range(64)],
-    }
-    rows = []
-    for view, make in inputs.items():
-        def first(view=view, make=make):
-            t = _run(page, view, make(0))
-            return t["load_ms"] + t["run_ms"]
-
-        first_ms, task_first = _phase(browser, page, first)
-        warm, task_warm = _phase(browser, page, lambda view=view, make=make: [
-            _run(page, view, make(i))["run_ms"] for i in range(1, runs + 1)])
-        rows.append((view, first_ms, warm, max(task_first, task_warm, key=lambda x: x[1])))
-    context.close()
-    return rows
 
 
 def _open(browser, base: str, html: str, query: str = ""):
+    """A fresh context (no cache of any kind) showing ``html``; every request's end is recorded."""
     context = browser.new_context(viewport={"width": 1280, "height": 900}, service_workers="block")
     page = context.new_page()
     page.add_init_script(LONG_TASKS)
     page.route(base + PAGE + query, lambda r: r.fulfill(status=200, body=html, content_type="text/html"))
     page.goto(base + PAGE + query, wait_until="load")
-    page.wait_for_function("[...document.querySelectorAll('.mha-live-view')].every(e => e.mhaLive)", timeout=30_000)
+    page.wait_for_function("[...document.querySelectorAll('.mha-live-view')].every(e => e.mhaLive)", timeout=60_000)
     return context, page
-
-
-def _run(page, view: str, arg) -> dict:
-    return page.evaluate(
-        "async ([v, x]) => { const e = document.querySelector(`[data-view=${v}]`); await e.mhaLive.run(x);"
-        " return e.mhaLive.timings; }", [view, arg])
 
 
 def _phase(browser, page, work):
@@ -185,53 +115,130 @@ def _phase(browser, page, work):
     finally:
         trace = browser.stop_tracing()
     wall = max(page.evaluate("window.__longTasks"), default=0.0)  # only tasks over 50 ms are reported
-    return result, (wall, main_thread_tasks(trace)[0])
+    tasks = main_thread_tasks(trace)
+    return result, (wall, tasks[0] if tasks else 0.0)
 
 
-def _providers(pw, base: str, bert, runs: int) -> list:
-    """[(asked, view, ran on, first run ms, warm runs ms)]: every model-running view, a fresh browser per provider."""
-    import random
-
-    rng = random.Random(1)
-    toy = {"ids": [i % 8 for i in range(16)], "types": [0] * 5 + [1] + [0] * 10}
-    inputs = {
-        "sentence": (_test_page(bert), lambda i: SENTENCES[i % len(SENTENCES)] + " " * (i // len(SENTENCES))),
-        "toy-compare": (None, lambda i: {"ids": toy["ids"][i:] + toy["ids"][:i], "types": toy["types"]}),
-        "induction": (_chapter_page(), lambda i: {"checkpoint": i % 12, "mask": [[1, 1, 1, 1], [1, 1, 1, 1]]}),
-        "translate": (None, lambda i: {"words": [rng.randrange(24) for _ in range(4 + i % 9)]}),
-        "digit": (None, lambda i: [float(rng.random() < 0.3) for _ in range(64)]),
-    }
-    rows = []
-    for ep in ("wasm", "webgpu"):
-        args = ["--no-sandbox", "--headless"] + (["--enable-unsafe-webgpu"] if ep == "webgpu" else [])
-        browser = pw.chromium.launch(executable_path=CHROMIUM, args=args)
-        page = None
-        for view, (html, make) in inputs.items():
-            if html is not None:  # a new page: its runtime and models load afresh
-                if page is not None:
-                    page.context.close()
-                _, page = _open(browser, base, html, f"?mha-ep={ep}")
-            t = _run(page, view, make(0))
-            first_ms = t["load_ms"] + t["run_ms"]
-            warm = [_run(page, view, make(i))["run_ms"] for i in range(1, runs + 1)]
-            status = page.evaluate(f"document.querySelector('[data-view={view}] .mha-live-status').textContent")
-            ran = "WebGPU" if "(WebGPU)" in status else "WebAssembly" if "(WebAssembly)" in status else "?"
-            rows.append((ep, view, ran, first_ms, warm))
-        page.context.close()
-        browser.close()
-    return rows
+def _measure(browser, base: str, spec, runs: int) -> dict:
+    """One view alone on a fresh page: measureView's cold and warm updates, and the longest task."""
+    context, page = _open(browser, base, _page([spec]))
+    try:
+        result, task = _phase(browser, page, lambda: page.evaluate(
+            f"async (warm) => {{ {SPEED} return m.measureView(document.querySelector('.mha-live-view'), {{warm}}); }}",
+            runs))
+        result["first_curve_ms"] = page.evaluate("document.querySelector('.mha-live-view').mhaLive.timings.first_curve_ms ?? null")
+        result["task"] = task
+        return result
+    finally:
+        context.close()
 
 
-def _torch_ms(bert, sentences) -> list:
-    out = []
-    for s in sentences:
-        t0 = time.perf_counter()
-        with torch.no_grad():
-            bert.encode_text([s], output_attentions=True)
-        out.append(1e3 * (time.perf_counter() - t0))
-    return out
+# ----------------------------------------------------------------------------- native onnxruntime
+class Native:
+    """onnxruntime (Python, CPU, one thread) on the site's files: the median time of a session.run with inputs
+    of given shapes (random floats, zero ids and masks), cached per (file, shapes)."""
+
+    def __init__(self, repeats: int = 7):
+        import onnxruntime as ort
+
+        self.ort, self.repeats, self.sessions, self.times = ort, repeats, {}, {}
+        self.rng = np.random.default_rng(0)
+
+    def ms(self, file: str, dims: dict) -> float:
+        key = (file, json.dumps(dims, sort_keys=True))
+        if key not in self.times:
+            if file not in self.sessions:
+                options = self.ort.SessionOptions()
+                options.intra_op_num_threads = options.inter_op_num_threads = 1
+                options.log_severity_level = 3
+                self.sessions[file] = self.ort.InferenceSession(str(MODELS / file), options,
+                                                                providers=["CPUExecutionProvider"])
+            session = self.sessions[file]
+            kinds = {"tensor(int64)": np.int64, "tensor(bool)": np.bool_, "tensor(float)": np.float32,
+                     "tensor(float16)": np.float16}
+            feeds = {}
+            for arg in session.get_inputs():
+                shape, kind = dims[arg.name], kinds[arg.type]
+                feeds[arg.name] = (self.rng.standard_normal(shape).astype(kind) if kind in (np.float32, np.float16)
+                                   else np.zeros(shape, kind))
+                if arg.name == "head_mask":
+                    feeds[arg.name] = np.ones(shape, np.float32)
+            session.run(None, feeds)  # warm-up
+            samples = []
+            for _ in range(self.repeats):
+                t0 = time.perf_counter()
+                session.run(None, feeds)
+                samples.append(1e3 * (time.perf_counter() - t0))
+            self.times[key] = statistics.median(samples)
+        return self.times[key]
 
 
+def _native_ratios(native: Native, result: dict) -> dict:
+    """The page's session.run time against native onnxruntime's on the same calls: per view (the warm updates'
+    run time over native's, median) and per MiniLM layer call (median of page / native)."""
+    updates, layer = [], []
+    for update in result["warm"]:
+        calls = [c for c in update.get("calls", []) if c.get("file")]
+        if not calls:
+            continue
+        native_total = sum(native.ms(c["file"], c["dims"]) for c in calls)
+        updates.append((update["run_ms"], native_total))
+        layer += [c["ms"] / native.ms(c["file"], c["dims"]) for c in calls if ".layer" in c["file"]]
+    if not updates:
+        return {}
+    return {"native_run_ms": statistics.median(n for _, n in updates),
+            "run_ratio": statistics.median(p / n for p, n in updates),
+            "layer_ratio": statistics.median(layer) if layer else None,
+            "layer_ratio_best": min(layer) if layer else None,
+            "layer_page_ms": statistics.median(c["ms"] for u in result["warm"] for c in u.get("calls", [])
+                                               if c.get("file") and ".layer" in c["file"]) if layer else None}
+
+
+# ----------------------------------------------------------------------------- bytes to the first map
+def _first_map_bytes(browser, base: str, rel: str, mbit: float) -> dict:
+    """A fresh visit to the book's page ``rel`` (its sentence view) on a link of ``mbit`` Mbit/s: type a sentence;
+    the responses ended when the view's first new maps were drawn (a layer on screen), their bytes and gzip size
+    (the page and its scripts included), and the time."""
+    context = browser.new_context(viewport={"width": 1280, "height": 900}, service_workers="block")
+    page = context.new_page()
+    ended = []
+    page.on("requestfinished", lambda req: ended.append((time.perf_counter(), req)))
+    cdp = context.new_cdp_session(page)
+    cdp.send("Network.enable")
+    cdp.send("Network.emulateNetworkConditions", {"offline": False, "latency": 20, "downloadThroughput": mbit * 1e6 / 8,
+                                                  "uploadThroughput": mbit * 1e6 / 8})
+    page.goto(base + rel, wait_until="load")
+    page.wait_for_function("[...document.querySelectorAll('.mha-live-view')].every(e => e.mhaLive)", timeout=600_000)
+    view = "document.querySelector('[data-view=sentence]')"
+    t0 = time.perf_counter()
+    page.evaluate(f"""() => {{ window.__firstMap = null;
+        new PerformanceObserver((l) => {{ const m = l.getEntries().find(e => e.name === 'mha-layer-drawn');
+          if (m && window.__firstMap === null) window.__firstMap = m.detail; }}).observe({{ type: 'mark' }});
+        const box = {view}.querySelector('textarea');
+        box.value = 'A sentence of my own, typed on a slow link.'; box.dispatchEvent(new Event('input')); }}""")
+    page.wait_for_function("window.__firstMap !== null", timeout=900_000, polling=50)
+    at = time.perf_counter()
+    layer = page.evaluate("window.__firstMap")
+    page.wait_for_function(f"{view}.mhaLive.lastResult.text.startsWith('A sentence')", timeout=900_000)
+    done = time.perf_counter()
+    raw = packed = 0
+    files = []
+    for when, req in ended:
+        if when > at or not req.url.startswith(base):
+            continue
+        try:
+            body = req.response().body()
+        except Exception:  # a redirect or an aborted request has no body
+            continue
+        raw += len(body)
+        packed += len(gzip.compress(body, 6))
+        files.append(req.url.rsplit("/", 1)[-1])
+    context.close()
+    return {"page": rel, "layer": layer, "raw": raw, "gzip": packed, "first_map_s": at - t0, "all_layers_s": done - t0,
+            "layer_files": sorted(f for f in files if ".layer" in f)}
+
+
+# ----------------------------------------------------------------------------- pages and providers
 def _page_weights(browser, base: str) -> list:
     pages = sorted(str(p.relative_to(HTML)) for p in HTML.rglob("*.html")
                    if not p.relative_to(HTML).parts[0].startswith("_")
@@ -251,7 +258,7 @@ def _page_weights(browser, base: str) -> list:
                 continue
             try:
                 body = resp.body()
-            except Exception:  # a redirect or an aborted request has no body
+            except Exception:
                 continue
             raw += len(body)
             packed += len(gzip.compress(body, 6))
@@ -260,91 +267,141 @@ def _page_weights(browser, base: str) -> list:
     return rows
 
 
+def _providers(pw, base: str, specs, runs: int) -> list:
+    """[(asked, view, ran on, cold ms, warm median ms)]: every model-running view, a fresh browser per provider."""
+    rows = []
+    for ep in ("wasm", "webgpu"):
+        args = ["--no-sandbox", "--headless"] + (["--enable-unsafe-webgpu"] if ep == "webgpu" else [])
+        browser = pw.chromium.launch(executable_path=CHROMIUM, args=args)
+        for spec in specs:
+            if spec.view == "timing":
+                continue
+            context, page = _open(browser, base, _page([spec]), f"?mha-ep={ep}")
+            r = page.evaluate(f"async (warm) => {{ {SPEED} return m.measureView(document.querySelector('.mha-live-view'), "
+                              "{warm}); }", runs)
+            ran = "WebGPU" if "(WebGPU)" in r["where"] else "WebAssembly" if "(WebAssembly)" in r["where"] else "?"
+            rows.append((ep, r["view"], ran, r["cold"]["total_ms"], r["median"]["total_ms"]))
+            context.close()
+        browser.close()
+    return rows
+
+
+# ----------------------------------------------------------------------------- report
+def _load() -> str:
+    return "load average " + " ".join(f"{x:.2f}" for x in os.getloadavg()) + f" on {os.cpu_count()} cores"
+
+
+def _report(results: dict, ratios: dict, first_map: dict | None) -> None:
+    med = statistics.median
+    print(f"\n{'view (warm: median of the updates)':<14} {'total':>8} " + " ".join(f"{p[:-3]:>7}" for p in PARTS)
+          + f" {'cold':>9} {'cold load':>9} {'run/native':>10} {'layer/native':>12} {'task wall/CPU':>14}")
+    for name, r in results.items():
+        m, cold, q = r["median"], r["cold"], ratios.get(name, {})
+        wall, cpu = r["task"]
+        print(f"{name:<14} {m['total_ms']:>8.1f} " + " ".join(f"{m[p]:>7.1f}" for p in PARTS)
+              + f" {cold['total_ms']:>9.0f} {cold.get('load_ms_first', 0):>9.0f}"
+              + f" {(q.get('run_ratio') or float('nan')):>9.2f}x {(q.get('layer_ratio') or float('nan')):>11.2f}x"
+              + f" {(f'{wall:.0f}' if wall else '<50'):>7}/{cpu:<6.1f}")
+    print("\ncold: run() of the first update, the download, compile and first run included; cold load: the models' load "
+          "within it. run/native: the page's session.run time over native onnxruntime's on the same calls (Python, "
+          "one thread); layer/native: one MiniLM layer's call.")
+    s, p = results.get("sentence"), results.get("prune")
+    checks = []
+    if s:
+        checks.append(("sentence change -> all maps drawn, median ms", s["median"]["total_ms"], TARGETS["sentence_ms"]))
+        checks.append(("one layer's session.run / native (median)", ratios.get("sentence", {}).get("layer_ratio") or
+                       float("nan"), TARGETS["layer_ratio"]))
+    if p:
+        checks.append(("prune toggle, warm, median ms", p["median"]["total_ms"], TARGETS["toggle_ms"]))
+        checks.append(("chapter 4's first toggle (cold), s", p["cold"]["total_ms"] / 1e3, TARGETS["first_toggle_s"]))
+    t = results.get("timing")
+    if t and t.get("first_curve_ms") is not None:
+        checks.append(("chapter 3's first timing (first curve, cold), s", t["first_curve_ms"] / 1e3, TARGETS["first_timing_s"]))
+    for f in first_map or []:
+        checks.append((f"bytes to the first MiniLM map ({f['page'].split('/')[-1]}), MB gzip", f["gzip"] / 1e6,
+                       TARGETS["first_map_mb_gzip"]))
+    worst = max((r["task"][1] for r in results.values()), default=0.0)
+    checks.append(("longest main-thread task (CPU), any view, ms", worst, TARGETS["task_ms"]))
+    print(f"\n{'target (issue 49)':<52} {'measured':>10} {'bound':>8}  met")
+    for name, value, bound in checks:
+        print(f"{name:<52} {value:>10.2f} {bound:>8.1f}  {'yes' if value <= bound else 'NO'}")
+    q = ratios.get("sentence", {})
+    if q.get("layer_ratio_best"):
+        print(f"one layer's session.run / native: median {q['layer_ratio']:.2f}x, best {q['layer_ratio_best']:.2f}x "
+              f"(page {q['layer_page_ms']:.2f} ms median a layer call; on a machine this loaded, short calls wait for a core)")
+    for f in first_map or []:
+        print(f"first map on {f['page']} (layer {f['layer']} shown): {f['raw'] / 1e6:.2f} MB raw, {f['gzip'] / 1e6:.2f} MB "
+              f"gzip in {f['first_map_s']:.1f} s; every layer in {f['all_layers_s']:.1f} s; layer files ended by then: "
+              f"{f['layer_files']}")
+    del med
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--runs", type=int, default=len(SENTENCES), help="sentences timed per setting")
-    ap.add_argument("--skip-pages", action="store_true", help="skip the page-weight table")
-    ap.add_argument("--skip-providers", action="store_true", help="skip the WebAssembly/WebGPU table")
+    ap.add_argument("--runs", type=int, default=8, help="warm updates per view")
+    ap.add_argument("--views", default="", help="comma-separated views to measure (default: all)")
+    ap.add_argument("--mbit", type=float, default=10.0, help="link speed for the bytes to the first map (0: skip)")
+    ap.add_argument("--pages", action="store_true", help="also every page's weight before any interaction")
+    ap.add_argument("--providers", action="store_true", help="also WebAssembly against WebGPU (SwiftShader here)")
+    ap.add_argument("--write", action="store_true", help=f"store the medians in {SPEED_JSON.relative_to(ROOT)}")
     args = ap.parse_args()
-    if not (HTML / "_static" / "models" / "manifest.json").exists():
+    if not (MODELS / "manifest.json").exists():
         print(f"no built book with models at {HTML}: run `make book` first")
         return 1
     from playwright.sync_api import sync_playwright
 
-    torch.set_num_threads(1)
-    bert, _ = load_bert(verbose=False)
-    bert.eval()
-    html = _test_page(bert)
+    from mha_lib.measure import environment_string
+
+    machine = f"{environment_string().rsplit(' | ', 1)[0]} | {os.cpu_count()} cores"  # before torch's threads are set
+    print(f"before: {_load()}")
+    specs = [s for s in live.speed_views(timing_ms=[1.0] * 7)  # the timing view's book column is not measured here
+             if not args.views or s.view in args.views.split(",")]
     server, base = _serve(HTML)
-    sentences = (SENTENCES * 3)[1:args.runs + 1]
+    results, first_map, rows, providers = {}, None, [], []
     with sync_playwright() as pw:
         browser = pw.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox", "--headless"])
-        context, page = _open(browser, base, html)
-        tasks = {}
-        first, tasks["first load and run"] = _phase(browser, page, lambda: _run(
-            page, "sentence", "Warm up: the first run loads the model."))
-        one, tasks["one layer"] = _phase(browser, page, lambda: [_run(page, "sentence", s)["run_ms"] for s in sentences])
-
-        def all_layers():
-            page.evaluate("() => { const c = document.querySelector('[data-view=sentence] input[type=checkbox]');"
-                          " c.checked = true; c.dispatchEvent(new Event('change')); }")
-            return [_run(page, "sentence", s + " ")["run_ms"] for s in sentences]
-
-        six, tasks["six layers"] = _phase(browser, page, all_layers)
-        mask = [[1] * 12 for _ in range(6)]
-
-        def toggle_heads():
-            out = []
-            for i in range(args.runs):
-                mask[i % 6][(5 * i) % 12] ^= 1
-                out.append(_run(page, "prune", {"mask": mask})["run_ms"])
-            return out
-
-        toggles, tasks["head toggles"] = _phase(browser, page, toggle_heads)
-        start = page.evaluate("document.querySelector('[data-view=toy-compare]').mhaLive.lastResult")
-        ids, types = start["ids"], start["types"]  # rotated: new sequences of the task's length and vocabulary
-        _, tasks["toy view (four models)"] = _phase(browser, page, lambda: [_run(
-            page, "toy-compare", {"ids": ids[i:] + ids[:i], "types": types[i:] + types[:i]}) for i in range(1, args.runs + 1)])
-        context.close()
-        chapters = _chapter_views(browser, base, args.runs)
-        rows = [] if args.skip_pages else _page_weights(browser, base)
+        for spec in specs:
+            results[spec.view] = _measure(browser, base, spec, args.runs)
+            print(f"  measured {spec.view} ({_load()})", flush=True)
+        if args.mbit and (not args.views or "sentence" in args.views):
+            first_map = [_first_map_bytes(browser, base, rel, args.mbit) for rel in FIRST_MAP_PAGES]
+        if args.pages:
+            rows = _page_weights(browser, base)
         browser.close()
-        providers = [] if args.skip_providers else _providers(pw, base, bert, args.runs)
+        if args.providers:
+            providers = _providers(pw, base, specs, args.runs)
     server.shutdown()
-    ref = _torch_ms(bert, sentences)
-    med = statistics.median
-    print(f"Chromium {CHROMIUM}, onnxruntime-web at one thread; {len(sentences)} runs each; "
-          f"torch {torch.__version__} at one thread as the reference")
-    print(f"{'measure':<46} {'median':>10} {'min-max':>17} {'target':>9}")
-    print(f"{'first model load (runtime + MiniLM), s':<46} {first['load_ms'] / 1e3:>10.2f} {'':>17} "
-          f"{TARGETS['load_s']:>9.1f}")
-    for name, xs, target in [("run() -> one 12-head layer drawn, ms", one, TARGETS["one_layer_ms"]),
-                             ("run() -> all six layers drawn, ms", six, TARGETS["six_layers_ms"]),
-                             ("head toggle -> fidelity, ranking, maps, ms", toggles, TARGETS["toggle_ms"]),
-                             ("reference: mha_lib forward in torch, ms", ref, float("nan"))]:
-        print(f"{name:<46} {med(xs):>10.1f} {min(xs):>8.1f}-{max(xs):<8.1f} {target:>9.0f}")
-    print(f"browser (one layer) / torch forward: {med(one) / med(ref):.2f}x")
-    print(f"\n{'longest main-thread task, ms':<46} {'wall':>10} {'CPU':>10} {'target':>9}")
-    for name, (wall, cpu) in tasks.items():
-        print(f"{name:<46} {(f'{wall:.0f}' if wall else '< 50'):>10} {cpu:>10.1f} {TARGETS['task_ms']:>9.0f}")
-    print(f"\n{'chapters 5-7 (one page, fresh)':<22} {'first run ms':>13} {'warm median ms':>15} {'min-max':>15} "
-          f"{'longest task wall/CPU ms':>25}")
-    for view, first_ms, warm, (wall, cpu) in chapters:
-        print(f"{view:<22} {first_ms:>13.0f} {med(warm):>15.1f} {min(warm):>7.1f}-{max(warm):<7.1f} "
-              f"{(f'{wall:.0f}' if wall else '< 50'):>14} / {cpu:>6.1f}")
+    native = Native()
+    ratios = {name: _native_ratios(native, r) for name, r in results.items()}
+    print(f"after: {_load()}")
+    print(f"Chromium {CHROMIUM}, onnxruntime-web at one thread; {args.runs} warm updates per view; native: onnxruntime "
+          f"{native.ort.__version__} (Python, one thread); {machine}")
+    _report(results, ratios, first_map)
     if providers:
-        print(f"\n{'execution provider asked (?mha-ep=)':<36} {'view':<12} {'ran on':<12} {'first run ms':>13} "
-              f"{'warm median ms':>15} {'warm / wasm':>12}")
-        wasm = {v: med(w) for ep, v, _, _, w in providers if ep == "wasm"}
-        for ep, view, ran, first_ms, warm in providers:
-            print(f"{ep + (' (SwiftShader: a CPU)' if ep == 'webgpu' else ''):<36} {view:<12} {ran:<12} {first_ms:>13.0f} "
-                  f"{med(warm):>15.1f} {med(warm) / wasm[view]:>11.2f}x")
+        print(f"\n{'execution provider asked (?mha-ep=)':<36} {'view':<12} {'ran on':<12} {'cold ms':>9} {'warm ms':>9}")
+        for ep, view, ran, cold, warm in providers:
+            print(f"{ep + (' (SwiftShader: a CPU)' if ep == 'webgpu' else ''):<36} {view:<12} {ran:<12} {cold:>9.0f} "
+                  f"{warm:>9.1f}")
     if rows:
         print(f"\n{'page (before any interaction)':<44} {'bytes':>12} {'gzip':>12}")
         for rel, raw, packed in rows:
             print(f"{rel:<44} {raw:>12,d} {packed:>12,d}")
-        worst = max(rows, key=lambda r: r[2])
-        print(f"heaviest page: {worst[0]}, {worst[2] / 1e6:.2f} MB gzip (target <= {TARGETS['page_mb_gzip']} MB)")
+    if args.write:
+        import torch
+
+        torch.set_num_threads(1)  # the chapter's setting: chapter 3 times one thread
+        timing_ms = [round(x, 4) for x in live.timing_config()["book_ms"]]
+        data = {"about": "benchmarks/bench_live.py --write: each live view on this machine's Chromium, onnxruntime-web at "
+                         "one thread (WebAssembly): the cold update (first visit) and the median of the warm ones, ms",
+                "machine": machine, "load_average": [round(x, 2) for x in os.getloadavg()],
+                "runs": args.runs, "timing_book_ms": timing_ms,
+                "views": {name: {"cold_ms": round(r["cold"]["total_ms"], 1),
+                                 "warm_ms": round(r["median"]["total_ms"], 1),
+                                 "parts_ms": {p[:-3]: round(r["median"][p], 1) for p in PARTS},
+                                 "run_vs_native": round(ratios[name]["run_ratio"], 2) if ratios[name] else None}
+                          for name, r in results.items()}}
+        SPEED_JSON.write_text(json.dumps(data, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+        print(f"wrote {SPEED_JSON}")
     return 0
 
 

@@ -22,7 +22,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from sweep import add_arguments, write_runs  # noqa: E402
+from sweep import add_arguments, count, write_runs  # noqa: E402
 
 FAMILIES = ("ch2-tied-h4", "ch2-narrow-h4", "ch1-h1")
 SHIPPED_SEEDS = (0, 1, 2, 3, 4)
@@ -51,8 +51,8 @@ def run(job):
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--workers", type=int, default=min(2, os.cpu_count() or 1))
-    parser.add_argument("--seeds", type=int, default=10, help="fresh seeds, from 5 on")
+    parser.add_argument("--workers", type=count, default=min(2, os.cpu_count() or 1))
+    parser.add_argument("--seeds", type=lambda text: count(text, minimum=0), default=10, help="fresh seeds, from 5 on")
     parser.add_argument("--out", type=Path, default=OUT)
     add_arguments(parser)
     args = parser.parse_args(argv)

@@ -32,7 +32,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from sweep import add_arguments, write_runs  # noqa: E402
+from sweep import add_arguments, count, write_runs  # noqa: E402
 from train_gates import TOY, _search  # noqa: E402  the chapter's gate recipe, unchanged
 
 OUT = Path(__file__).resolve().parents[1] / "mha_lib" / "data" / "ch4_fresh_seeds.json"
@@ -108,7 +108,7 @@ def run(seed: int) -> dict:
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--workers", type=int, default=min(2, os.cpu_count() or 1))
+    parser.add_argument("--workers", type=count, default=min(2, os.cpu_count() or 1))
     parser.add_argument("--out", type=Path, default=OUT)
     add_arguments(parser)
     args = parser.parse_args(argv)

@@ -26,7 +26,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from sweep import add_arguments, run_jobs  # noqa: E402
+from sweep import add_arguments, count, run_jobs  # noqa: E402
 
 
 def _run(job):
@@ -52,7 +52,7 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("names", nargs="*", help=f"families to train (default all: {', '.join(SHIPPED)})")
     parser.add_argument("--out", type=Path, default=WEIGHTS_DIR, help="output folder")
-    parser.add_argument("--workers", type=int, default=min(4, os.cpu_count() or 1))
+    parser.add_argument("--workers", type=count, default=min(4, os.cpu_count() or 1))
     parser.add_argument("--device", default="cpu", help="torch device (default cpu; the shipped files are from cpu)")
     parser.add_argument("--scratch", type=Path, default=None,
                         help="the runs' checkpoint folder (default: a temporary one; on a cluster, a shared one)")

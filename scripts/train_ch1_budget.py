@@ -29,7 +29,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from sweep import add_arguments, run_jobs  # noqa: E402
+from sweep import add_arguments, count, run_jobs  # noqa: E402
 
 HEADS = (1, 2, 4, 8)
 SOLVED = 0.99
@@ -58,8 +58,8 @@ def run(job):
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--workers", type=int, default=min(2, os.cpu_count() or 1))
-    parser.add_argument("--seeds", type=int, default=10)
+    parser.add_argument("--workers", type=count, default=min(2, os.cpu_count() or 1))
+    parser.add_argument("--seeds", type=count, default=10)
     parser.add_argument("--budgets", type=int, nargs="+", default=[1000, 2000, 4000, 8000])
     parser.add_argument("--lr-budget", type=int, default=2000)
     parser.add_argument("--out", type=Path, default=OUT)

@@ -23,7 +23,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from sweep import add_arguments, write_runs  # noqa: E402
+from sweep import add_arguments, count, write_runs  # noqa: E402
 
 HEADS = (1, 8)
 OUT = Path(__file__).resolve().parents[1] / "mha_lib" / "data" / "ch7_budget_sweep.json"
@@ -49,8 +49,8 @@ def run(job):
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--workers", type=int, default=min(2, os.cpu_count() or 1))
-    parser.add_argument("--seeds", type=int, default=6)
+    parser.add_argument("--workers", type=count, default=min(2, os.cpu_count() or 1))
+    parser.add_argument("--seeds", type=count, default=6)
     parser.add_argument("--budgets", type=int, nargs="+", default=[600, 1200, 1800])
     parser.add_argument("--out", type=Path, default=OUT)
     add_arguments(parser)

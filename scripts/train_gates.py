@@ -34,7 +34,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from sweep import add_arguments, run_jobs  # noqa: E402
+from sweep import add_arguments, count, replace_text, run_jobs  # noqa: E402
 
 OUT = Path(__file__).resolve().parents[1] / "mha_lib" / "data" / "ch4_gates.json"
 FRACTIONS = (0.4, 0.6, 0.81)
@@ -118,6 +118,30 @@ def _run(job):
     return toy_job(*args) if kind == "toy" else minilm_job(*args)
 
 
+def kept_runs(path: Path, model: str) -> list:
+    """The runs of ``model`` in the record at ``path`` (``--only`` keeps the other model's), checked before any
+    training: a record of this script, made with this recipe's fractions and gate seeds.
+
+    Raises:
+        ValueError: naming ``path``: not JSON, not an object, not a ``mha_lib-ch4-gates`` version 1 record,
+            other fractions or gate seeds, or runs that are not objects with a ``model`` string.
+    """
+    from mha_lib.model.io import read_json
+
+    record = read_json(path)
+    if record.get("format") != "mha_lib-ch4-gates" or record.get("version") != 1:
+        raise ValueError(f"{path} is not a mha_lib-ch4-gates record (version 1): format {record.get('format')!r}, "
+                         f"version {record.get('version')!r}; --only keeps records from this script's own file")
+    for name, want in (("fractions", list(FRACTIONS)), ("gate_seeds", list(GATE_SEEDS))):
+        if record.get(name) != want:
+            raise ValueError(f"{path} was made with {name} {record.get(name)!r}, this script's are {want!r}: "
+                             "run without --only")
+    runs = record.get("runs")
+    if not isinstance(runs, list) or not all(isinstance(r, dict) and isinstance(r.get("model"), str) for r in runs):
+        raise ValueError(f"{path}: runs must be a list of records with a model name")
+    return [r for r in runs if r["model"] == model]
+
+
 def main(argv=None) -> int:
     import torch
 
@@ -127,7 +151,7 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--only", choices=["toy", "minilm"], help="train one model's gates only (the other "
                         "model's records are kept from the existing file)")
-    parser.add_argument("--workers", type=int, default=min(2, os.cpu_count() or 1))
+    parser.add_argument("--workers", type=count, default=min(2, os.cpu_count() or 1))
     parser.add_argument("--out", type=Path, default=OUT)
     add_arguments(parser)
     args = parser.parse_args(argv)
@@ -136,6 +160,9 @@ def main(argv=None) -> int:
         jobs += [("minilm", (g,)) for g in GATE_SEEDS]  # the longest jobs first
     if args.only in (None, "toy"):
         jobs += [("toy", (s, g)) for s in SHIPPED[TOY["model"]].seeds for g in GATE_SEEDS]
+    kept = []
+    if args.only is not None and args.out.is_file():  # keep the other model's records: checked before training
+        kept = kept_runs(args.out, "all-MiniLM-L6-v2" if args.only == "toy" else TOY["model"])
     start = time.perf_counter()
     records = []
     for recs in run_jobs(_run, jobs, workers=max(1, args.workers), backend=args.backend, scheduler=args.scheduler):
@@ -145,9 +172,7 @@ def main(argv=None) -> int:
               + ", ".join(f"{x['num_pruned']} (target {x['target_pruned']}, penalty {x['penalty']:.3g})"
                           for x in recs)
               + f"; {len(r['trials'])} runs, {r['cpu_seconds']:.0f} s CPU", flush=True)
-    if args.only is not None and args.out.is_file():  # keep the other model's records
-        other = "all-MiniLM-L6-v2" if args.only == "toy" else TOY["model"]
-        records += [r for r in json.loads(args.out.read_text(encoding="utf-8"))["runs"] if r["model"] == other]
+    records += kept
     records.sort(key=lambda r: (r["model"], r["model_seed"], r["gate_seed"], r["target_fraction"]))
     seconds = time.perf_counter() - start
     out = {
@@ -160,7 +185,7 @@ def main(argv=None) -> int:
         "runs": records,
         "versions": {"mha_lib": __version__, "torch": torch.__version__, "python": platform.python_version()},
     }
-    args.out.write_text(json.dumps(out, indent=None, separators=(",", ":")) + "\n", encoding="utf-8")
+    replace_text(args.out, json.dumps(out, indent=None, separators=(",", ":")) + "\n")
     print(f"wrote {args.out} ({len(records)} records) in {seconds:.0f} s with {args.workers} workers")
     return 0
 

@@ -30,6 +30,7 @@ if os.environ.get("PYTEST_XDIST_WORKER"):
 EXPENSIVE_FIXTURES = {
     "minilm", "bert", "hf_bert",  # all-MiniLM-L6-v2 in mha_lib or transformers
     "exported_toy", "exported_digits", "exported_minilm", "minilm_web", "minilm_split",  # ONNX exports (test_export)
+    "layered_tiny",  # a two-layer BertEncoder split by layer (test_export)
     "gate_sweep",  # Hard-Concrete gates trained at six penalties (test_gates)
 }
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 import base64
 import io
 import os
+import re
 import sys
 import warnings
 from pathlib import Path
@@ -237,3 +238,36 @@ def test_a_heads_figure_carries_its_chinese_copy_for_its_html_too(tmp_path, shel
     # its image/png comes from the kernel's figure formatter (a HeadsFigure is a Figure), with its own copy
     assert metadata["image/png"][bilingual.METADATA_KEY]["png"] != data["image/png"]
     plt.close(fig)
+
+
+# ----------------------------------------------------------------------------- hardening (issue 47, fifth pass)
+@pytest.mark.parametrize("english, chinese", [
+    ("cost", r"成本 $\frac{$"),  # mathtext matplotlib cannot parse: the figure's drawing raised, naming no entry
+    ("cost", r"$\undefinedcmd$ 成本"),
+    ("cost of $x$", "成本"),  # the math dropped
+    ("cost of $x$", "$y$ 的成本"),  # the math changed
+])
+def test_a_translation_must_keep_its_texts_math_exactly(english, chinese):
+    with pytest.raises(ValueError, match=rf"{re.escape(repr(english))}.*math"):
+        LabelCatalog({english: chinese}, [])
+
+
+def test_a_rules_translation_that_breaks_the_math_is_refused_naming_the_text():
+    catalog = LabelCatalog({}, [[r"cost (\d+)", r"成本 $\\frac{\1$"]])
+    with pytest.raises(ValueError, match=r"'cost 3'.*math"):
+        catalog.translate("cost 3")
+
+
+def test_math_kept_as_it_is_translates():
+    assert LabelCatalog({"cost of $x$": "$x$ 的成本"}, []).translate("cost of $x$") == ("$x$ 的成本", True)
+
+
+def test_a_glyph_missing_inside_math_is_reported(font):
+    """Mathtext reports a missing glyph on matplotlib's logger, not as a warning: the report said nothing while
+    the figure drew boxes (here: Chinese inside $...$, which mathtext draws with its own fonts)."""
+    fig, ax = plt.subplots()
+    ax.set_title(r"$\mathrm{成本}$")
+    keep_text(ax.title)
+    _, report = draw_in_chinese(fig, lambda f: f.savefig(io.BytesIO(), format="png"), LabelCatalog({}, []), font)
+    plt.close(fig)
+    assert any("U+6210" in message for message in report["missing_glyphs"]), report

@@ -191,6 +191,23 @@ def test_figure_without_caption_or_alt_fails(tmp_path, metadata, word):
     assert "99_figure.ipynb" in result.stderr and word in result.stderr
 
 
+def test_numbered_figure_cell_with_a_second_output_fails(tmp_path):
+    """MyST-NB wraps every output of a cell with mystnb.figure in the figure: a table shown beside it
+    became a second figure with the same name, and the build stopped on the duplicate target."""
+    root = make_book_copy(tmp_path)
+    metadata = {"mystnb": {"figure": {"name": "fig-x", "caption": "A caption."}, "image": {"alt": "A line that rises."}}}
+    cell = nbformat.v4.new_code_cell("display(table(rows, cols))\nplt.show()", execution_count=1, metadata=metadata)
+    cell.outputs = [nbformat.v4.new_output("display_data", data={"text/html": "<table></table>", "text/plain": "t"}),
+                    nbformat.v4.new_output("display_data", data={"image/png": "iVBORw0KGgo=", "text/plain": "<Figure>"})]
+    write_notebook(root / "chapters" / "99_two.ipynb", [cell])
+    result = run_check(root)
+    assert result.returncode == 1
+    assert "99_two.ipynb" in result.stderr and "2 outputs in one numbered figure" in result.stderr, result.stderr
+    cell.outputs = cell.outputs[1:]  # the figure alone passes
+    write_notebook(root / "chapters" / "99_two.ipynb", [cell])
+    assert run_check(root).returncode == 0
+
+
 def _glued_figure_cell(glued: bool):
     cell = nbformat.v4.new_code_cell('glue("fig_x", fig, display=False)\nplt.show()', execution_count=1,
                                      metadata={"tags": ["remove-output"]})

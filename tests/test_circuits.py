@@ -133,7 +133,25 @@ def test_induction_task_batches_are_well_formed():
     assert task_from_dict(task.to_dict()) == task
 
 
+def test_induction_task_max_distance_keeps_every_copy_within_reach():
+    # chapter 9's within-reach test: every copy at most max_distance back, the rest of the task unchanged
+    near = InductionTask(repeat_lengths=(3, 4, 8), max_distance=8)
+    batch = near.dataset(2000, seed=5)
+    d = batch.marked - batch.source
+    r = (batch.labels != IGNORE_INDEX).sum(1) + 1
+    assert int(d.max()) == 8 and bool((d >= r).all()) and set(d.tolist()) == set(range(3, 9))
+    assert task_from_dict(near.to_dict()) == near and near.to_dict()["max_distance"] == 8
+    # without it, the dictionary and the stream are those of the shipped task (the shipped specs' keys)
+    full = InductionTask(repeat_lengths=(3, 4, 8))
+    assert "max_distance" not in full.to_dict()
+    assert int((full.dataset(2000, seed=5).marked - full.dataset(2000, seed=5).source).max()) > 20
+    assert torch.equal(full.dataset(50, seed=1).input_ids, InductionTask(repeat_lengths=(3, 4, 8)).dataset(50, seed=1).input_ids)
+
+
 @pytest.mark.parametrize("bad, match", [
+    (dict(repeat_lengths=(3, 8), max_distance=7), r"max_distance=7 .*repeat length 8"),
+    (dict(max_distance=2.5), "max_distance"),
+    (dict(max_distance=True), "max_distance"),
     (dict(repeat_lengths=(1, 3)), "repeat_lengths"),
     (dict(repeat_lengths=()), "repeat_lengths"),
     (dict(repeat_lengths="34"), "repeat_lengths"),

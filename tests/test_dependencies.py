@@ -206,7 +206,7 @@ def test_local_share_and_spread_refuses_bad_input_by_name(kwargs, message):
 
 
 # ----------------------------------------------------------------------------- coreference heads
-from mha_lib.analysis import Case, antecedent_accuracy, antecedent_baselines  # noqa: E402
+from mha_lib.analysis import Case, antecedent_accuracy, antecedent_baselines, antecedent_rule_hits  # noqa: E402
 
 # "The trophy did not fit in the suitcase because it was too big": words 1 trophy, 6 suitcase, 8 it
 BIG = Case(pronoun=8, candidates=(1, 6), answer=1, agrees=(True, True))
@@ -244,6 +244,10 @@ def test_baselines_are_fooled_by_a_winograd_pair():
     she = Case(pronoun=5, candidates=(0, 3), answer=0, agrees=(True, False))
     got = antecedent_baselines([she])
     assert got["nearest"][0] == 0.0 and got["nearest agreeing"][0] == 1.0
+    # per case, for a paired test against a head: right on SMALL (the nearer suitcase), wrong on BIG
+    hits = antecedent_rule_hits([BIG, SMALL, she])
+    assert hits["nearest"].tolist() == [False, True, False] and hits["nearest agreeing"].tolist() == [False, True, True]
+    assert hits["nearest"].dtype == torch.bool
 
 
 @pytest.mark.parametrize("case, message", [
@@ -264,6 +268,8 @@ def test_the_agreeing_baseline_needs_agreement_and_some_case():
         antecedent_baselines([Case(8, (1, 6), 1)])
     with pytest.raises(ValueError, match="empty"):
         antecedent_baselines([])
+    with pytest.raises(ValueError, match="gives no agrees"):
+        antecedent_rule_hits([Case(8, (1, 6), 1)])
     with pytest.raises(ValueError, match="2 word maps but 1 cases"):
         antecedent_accuracy([_pronoun_rows(12, 8, [{1: 0.5}])] * 2, [BIG])
 

@@ -143,8 +143,11 @@ def test_hbm_accesses_follow_the_papers_counts():
     n, d, M = 1024, 64, 100_000
     out = hbm_accesses(n, d, M)
     assert out["standard"] == 4 * n * d + 4 * n * n
-    blocks = -(-n // (M // (4 * d)))
+    blocks = -(-n // -(-M // (4 * d)))  # T_c = ceil(N / B_c), B_c = ceil(M / 4d) (Algorithm 1)
     assert out["flash"] == 2 * n * d + 3 * n * d * blocks and out["ratio"] == out["standard"] / out["flash"]
+    # the paper's ceil, not floor: at N = 8,192, B_c = 391 keys gives 21 blocks (floor's 390 would give 22)
+    long = hbm_accesses(8192, d, M)
+    assert long["flash"] == 2 * 8192 * d + 3 * 8192 * d * 21 and round(long["ratio"], 2) == 7.94
     # more on-chip memory, fewer passes over Q and O: the traffic falls as M grows, to the 2-pass floor
     assert hbm_accesses(n, d, 4 * d)["flash"] > out["flash"] > hbm_accesses(n, d, 4 * d * n)["flash"] == 5 * n * d
     with pytest.raises(ValueError, match="sram_elements=100 < 4 \\* head_dim = 256"):

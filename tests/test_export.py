@@ -327,6 +327,89 @@ def test_split_minilm_on_the_check_sentences(minilm_split):
     assert worst["attentions"] > 1e-5  # float16 weights: compare_onnx sees the difference
 
 
+@pytest.fixture(scope="module")
+def layered_tiny(minilm, tmp_path_factory):
+    """A two-layer BertEncoder (d_model 32, 4 heads, MiniLM's tokenizer and vocabulary; seeded random weights),
+    split by layer: (model, folder, report)."""
+    import dataclasses
+
+    from mha_lib.pretrained import BertEncoder
+
+    bert = minilm[0]
+    torch.manual_seed(0)
+    config = dataclasses.replace(bert.config, d_model=32, num_heads=4, num_layers=2, d_ff=64)
+    model = BertEncoder(config, bert.tokenizer, pooling="mean", normalize=True).eval()
+    folder = tmp_path_factory.mktemp("layers")
+    return model, folder, export.split_layers_for_web(model, folder, "tiny", rows_per_file=64)
+
+
+def test_layers_split_runs_as_one_model_equal_to_mha_lib_with_padding_and_head_mask(layered_tiny):
+    """Issue 49: the embeddings file (its token rows outside), one float16 file per layer; onnx_session on the
+    embeddings file runs them all as the whole model's session, which compare_onnx checks against mha_lib."""
+    model, folder, report = layered_tiny
+    assert report["layers"] == ["tiny.layer0.onnx", "tiny.layer1.onnx"] and report["embed"] == "tiny.embed.onnx"
+    assert report["first_maps"] == "tiny.maps0.onnx"
+    assert sorted(report["bytes"]) == sorted([report["embed"], *report["layers"], report["first_maps"]])
+    session = export.onnx_session(folder / report["embed"])
+    assert isinstance(session, export.LayeredSession)
+    assert [i.name for i in session.get_inputs()] == ["token_index", "token_type_ids", "key_padding_mask", "head_mask",
+                                                       "token_rows"]
+    assert [o.name for o in session.get_outputs()] == ["last_hidden_state", "sentence_embedding", "attentions"]
+    ids, types, mask = batch_of_two(30522, 9, seed=3, low=999)
+    head_mask = torch.ones(2, 4)
+    head_mask[0, 1] = head_mask[1, 3] = 0
+    worst = export.compare_onnx(model, session, {"input_ids": ids, "token_type_ids": types, "key_padding_mask": mask},
+                                head_mask=head_mask)
+    assert worst["attentions"] <= SPLIT_ATTENTION_TOL and worst["sentence_embedding_min_cosine"] >= 0.999, worst
+    got = export.run_onnx(session, input_ids=ids, token_type_ids=types, key_padding_mask=mask, head_mask=head_mask)
+    assert got["attentions"].shape == (2, 2, 4, 9, 9)
+    # the first maps file: layer 0's weights alone, the same as the layer file's, from a quarter of its bytes
+    first = session.run_first_maps(ids.numpy(), types.numpy(), mask.numpy())
+    real = ~mask.numpy()
+    assert np.abs(first - got["attentions"][0]).transpose(0, 2, 1, 3)[real].max() < 1e-5
+    assert report["bytes"][report["first_maps"]] < report["bytes"][report["layers"][0]] / 2
+    # each layer file alone: its inputs, outputs and float16 weights
+    import onnx
+
+    for i, name in enumerate(report["layers"]):
+        part = onnx.load(str(folder / name))
+        meta = {p.key: p.value for p in part.metadata_props}
+        assert meta["mha_lib.kind"] == "bert-layer" and meta["mha_lib.layer"] == str(i)
+        assert [x.name for x in part.graph.input] == ["hidden", "key_padding_mask", "head_mask"]
+        outputs = ["hidden_out", "attentions"] + (["sentence_embedding"] if i == 1 else [])
+        assert [x.name for x in part.graph.output] == outputs
+        big = [t for t in part.graph.initializer if len(t.dims) >= 2 and int(np.prod(t.dims)) >= 1024]
+        assert big and all(t.data_type == onnx.TensorProto.FLOAT16 for t in big)
+
+
+def test_layers_split_refuses_missing_or_swapped_layers_and_bad_arguments(layered_tiny, exported_toy, tmp_path):
+    import shutil
+
+    model, folder, report = layered_tiny
+    copy = tmp_path / "copy"
+    shutil.copytree(folder, copy)
+    (copy / "tiny.maps0.onnx").unlink()
+    with pytest.raises(ValueError, match=r"runs with its layer files \['tiny.maps0.onnx'\], which are not beside it"):
+        export.onnx_session(copy / "tiny.embed.onnx")
+    shutil.copyfile(copy / "tiny.layer0.onnx", copy / "tiny.maps0.onnx")  # a layer where the maps file belongs
+    with pytest.raises(ValueError, match="is not the first layer's maps file"):
+        export.onnx_session(copy / "tiny.embed.onnx")
+    shutil.copyfile(folder / "tiny.maps0.onnx", copy / "tiny.maps0.onnx")
+    (copy / "tiny.layer1.onnx").unlink()
+    with pytest.raises(ValueError, match=r"runs with its layer files \['tiny.layer1.onnx'\], which are not beside it"):
+        export.onnx_session(copy / "tiny.embed.onnx")
+    shutil.copyfile(copy / "tiny.layer0.onnx", copy / "tiny.layer1.onnx")  # layer 0 where layer 1 belongs
+    with pytest.raises(ValueError, match="it is not layer 1 of this model"):
+        export.onnx_session(copy / "tiny.embed.onnx")
+    with pytest.raises(ValueError, match="model must be an mha_lib BertEncoder"):
+        export.split_layers_for_web(exported_toy[0], tmp_path, "toy")
+    for stem in ("", "a/b", "x.y", None):
+        with pytest.raises(ValueError, match="stem="):
+            export.split_layers_for_web(model, tmp_path, stem)
+    with pytest.raises(ValueError, match="is not an existing folder"):
+        export.split_layers_for_web(model, tmp_path / "missing", "tiny")
+
+
 def test_token_rows_feed_each_position_its_row():
     rows = export.TokenRows.__new__(export.TokenRows)
     rows._table = np.arange(20, dtype=np.float16).reshape(10, 2)

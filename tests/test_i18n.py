@@ -80,14 +80,18 @@ def test_every_chinese_text_uses_the_one_term_of_the_term_table():
     assert i18n.term_problems(texts) == []
 
 
-@pytest.mark.xfail(strict=True, reason="issue 52 phase 2: chapters/glossary.md (being rewritten for issue 50) still "
-                                       "says 注意力汇聚点 and lacks 拼接, 子空间, 位置编码, 层规范化, 残差连接, 缩放点积注意力")
 def test_the_glossary_has_every_term_of_the_table_and_no_forbidden_variant():
     glossary = [t for t in i18n.term_texts() if t[0].startswith("chapters/glossary.md")]
     assert i18n.term_problems(glossary) == []
     chinese = " ".join(zh for _, _, zh in glossary)
     missing = [term.zh for term in i18n.load_terms() if term.zh not in chinese]
     assert not missing, missing
+
+
+def test_the_term_checker_reads_no_placeholder_as_a_word():
+    terms = [i18n.Term({"en": "tokens?", "zh": "词元"})]
+    assert i18n.term_problems([("a", "Query “{token}”, its key", "查询“{token}”的键")], terms) == []
+    assert len(i18n.term_problems([("a", "The token {token}", "查询“{token}”")], terms)) == 1
 
 
 def test_the_term_checker_finds_a_variant_and_a_missing_term(tmp_path):
@@ -291,6 +295,9 @@ def test_every_figure_of_a_bilingual_chapter_has_its_chinese_copy():
                     "application/papermill.record/image/png" in data
                 if figure and ("image/png" in data or "application/papermill.record/image/png" in data):
                     assert ZH_FIGURE_KEY in (output["metadata"].get("image/png") or {}), (path.stem, index)
+                pair = any('class="mha-figure-pair"' in "".join(data.get(k, "")) for k in data if k.endswith("text/html"))
+                if pair:  # mha_lib.notebook.figure_pair: both renderings' copies in the HTML's metadata
+                    assert ZH_FIGURE_KEY in (output["metadata"].get("text/html") or {}), (path.stem, index, "figure pair")
 
 
 def test_a_bad_rule_is_refused_by_name(tmp_path):
@@ -528,3 +535,43 @@ def test_every_catalog_holds_the_english_of_its_page_now(tmp_path):
         if wanted - have:
             stale[str(page)] = sorted(wanted - have)[:3]
     assert not stale, f"run `make locale` and translate: {stale}"
+
+
+@pytest.mark.parametrize("cell", ["多头&lt;注意&gt;", "注意力*", "多头注意力；缓存", "——", "注意力\u200b头"])
+def test_a_search_term_that_is_not_chinese_words_is_refused_naming_it(tmp_path, monkeypatch, cell):
+    """Entities, punctuation and invisible characters went into jieba's dictionary as "words" (多头&, ;注意&)."""
+    sys.path.insert(0, str(ROOT / "tools"))
+    import build_zh
+
+    glossary = tmp_path / "glossary.md"
+    glossary.write_text(f'| term | <span lang="zh-CN">{cell}</span> | ch. 1 |\n', encoding="utf-8")
+    with pytest.raises(ValueError, match=re.escape(repr(cell)[1:-1])):
+        build_zh.search_terms(glossary)
+
+
+def test_a_figure_pair_carries_and_shows_the_chinese_copies_of_both_renderings(monkeypatch):
+    """figure_pair's HTML holds two PNGs (narrow, wide): in the book's execution both get their Chinese copy, in
+    the HTML's metadata, and the Chinese build swaps each in its place (a rendering without words keeps its own)."""
+    plt = pytest.importorskip("matplotlib.pyplot")
+    from mha_lib import notebook
+
+    drawn = []
+
+    def hook(fig, draw):
+        drawn.append(draw(fig)[:8])
+        return {"png": "WklOR" + str(len(drawn)), "untranslated": ["left"] if len(drawn) == 2 else [],
+                "missing_glyphs": []}
+
+    monkeypatch.setattr(notebook, "chinese_copy_hook", hook)
+    wide, narrow = plt.figure(figsize=(4, 1)), plt.figure(figsize=(1, 4))
+    pair = notebook.figure_pair(wide, narrow, alt="a figure")
+    assert drawn == [b"\x89PNG\r\n\x1a\n"] * 2
+    data, metadata = pair._repr_mimebundle_()
+    copy = metadata["text/html"][ZH_FIGURE_KEY]
+    assert copy["pngs"] == ["WklOR2", "WklOR1"] and copy["untranslated"] == ["left"]  # narrow first, as in the HTML
+    output = {"output_type": "display_data", "data": data, "metadata": metadata}
+    html_zh = json.loads(mha_i18n.chinese_notebook(_notebook([output])))["cells"][0]["outputs"][0]["data"]["text/html"]
+    assert html_zh.index("WklOR2") < html_zh.index("WklOR1") and "data:image/png;base64,iVBOR" not in html_zh
+    monkeypatch.setattr(notebook, "chinese_copy_hook", None)  # a reader's Jupyter: the HTML alone
+    assert notebook.figure_pair(plt.figure(), plt.figure(), alt="x")._repr_mimebundle_() == \
+        {"text/html": notebook.figure_pair(plt.figure(), plt.figure(), alt="x")._repr_html_()}

@@ -612,3 +612,32 @@ def test_timing_config_measures_every_head_count_at_equal_flops():
 def test_timing_config_refuses_bad_arguments(kwargs, match):
     with pytest.raises(ValueError, match=match):
         live.timing_config(**kwargs)
+
+
+def test_speed_config_lists_every_kind_of_view_with_the_books_times_and_is_the_same_at_every_run(bert):
+    """Issue 49, item 5: the speed view's config holds one view of each kind (each a valid config of its own), and
+    the book machine's cold and warm times of each from mha_lib/data/live_speed.json; deterministic (the timing
+    view's own times are the recorded ones), so the notebook's output is stable."""
+    config = live.speed_config(bert)
+    assert [v["view"] for v in config["views"]] == list(live.SPEED_VIEWS)
+    assert [r["view"] for r in config["book"]["rows"]] == list(live.SPEED_VIEWS)
+    book = live.book_speed()
+    for row in config["book"]["rows"]:
+        assert row["cold_ms"] == book["views"][row["view"]]["cold_ms"] > row["warm_ms"] > 0
+    timing = next(v for v in config["views"] if v["view"] == "timing")
+    assert timing["config"]["book_ms"] == book["timing_book_ms"]
+    for v in config["views"]:  # each mounts on its own
+        live.live_view(v["view"], v["model"], v["config"])
+    assert "all-MiniLM-L6-v2" in config["models"] and "attention-core" in config["models"]
+    view = live.live_view("speed", "all-MiniLM-L6-v2", config)
+    assert view.html == live.live_view("speed", "all-MiniLM-L6-v2", live.speed_config(bert)).html
+
+
+def test_speed_config_refuses_a_record_without_a_view(bert, monkeypatch):
+    from mha_lib.live import speed
+
+    record = live.book_speed()
+    del record["views"]["digit"]
+    monkeypatch.setattr(speed, "book_speed", lambda: record)
+    with pytest.raises(ValueError, match=r"live_speed.json has no times for \['digit'\]: run benchmarks/bench_live.py"):
+        live.speed_config(bert)

@@ -126,3 +126,43 @@ def test_what_it_cannot_convert_stops_it_naming_the_chapter_and_the_construct(tm
     with pytest.raises(ValueError, match=message) as info:
         _convert(tmp_path, markdown, monkeypatch=monkeypatch)
     assert "chapters/x.ipynb" in str(info.value) or "references.bib" in str(info.value)
+
+
+@pytest.mark.parametrize("argument, message", [
+    ("../../../../../../etc/hostname.png", "outside the repository"),  # read any file on disk into the copy
+    ("/etc/passwd.svg", "outside the repository"),
+    ("diagram.gif", "is not an .svg or .png"),
+])
+def test_a_figure_path_must_stay_in_the_repository(tmp_path, monkeypatch, argument, message):
+    """``{figure} ../../x.png`` embedded whatever file it named (base64, as an attachment) into the copy."""
+    with pytest.raises(ValueError, match=rf"chapters/x.ipynb: \{{figure\}} {re.escape(repr(argument))}.*{message}"):
+        _convert(tmp_path, f"```{{figure}} {argument}\n:name: fig-a\n\nCap.\n```", monkeypatch=monkeypatch)
+
+
+@pytest.mark.parametrize("key", ["a b", "x)<img src=x onerror=alert(1)>", "../up", "fig\n"])
+def test_a_glue_figure_key_that_would_break_its_attachment_link_is_refused(tmp_path, monkeypatch, key):
+    """The key became the attachment's name, inside ``![alt](attachment:KEY.png)``: a ``)`` ended the link and
+    the rest of the key was Markdown (raw HTML) in the copy."""
+    png = base64.b64encode(b"\x89PNG fake").decode()
+    converter = reader_copy.Converter(ROOT / "chapters" / "x.ipynb", {key: {"image/png": png}}, {}, None)
+    with pytest.raises(ValueError, match=re.escape(repr(key))):
+        converter.directive("glue:figure", key, {}, "Cap.")
+
+
+@pytest.mark.parametrize("markdown, want", [
+    ("Hi <img src=x onerror=alert(1)> there", "Hi &lt;img src=x onerror=alert(1)> there"),
+    ("<script>alert(1)</script>", "&lt;script>alert(1)&lt;/script>"),
+    ("a <!-- hidden --> b", "a &lt;!-- hidden --> b"),
+    ("see <javascript:alert(1)>", "see &lt;javascript:alert(1)>"),  # an autolink
+    ("the pronoun <span lang=\"zh-CN\">她</span>, `<eos>` and $i<j$", None),  # the chapters' own: kept
+])
+def test_raw_html_in_a_chapters_text_never_becomes_html_in_the_copy(tmp_path, monkeypatch, markdown, want):
+    """A chapter's text went into the copy's Markdown as it was, and Jupyter renders raw HTML in Markdown."""
+    cell, _ = _convert(tmp_path, markdown, monkeypatch=monkeypatch)
+    assert cell.source == (markdown if want is None else want)
+
+
+@pytest.mark.parametrize("markdown", ["[click](javascript:alert(1))", "[x](data:text/html,<b>)", "[y](vbscript:z)"])
+def test_a_link_to_a_script_is_refused_naming_it(tmp_path, monkeypatch, markdown):
+    with pytest.raises(ValueError, match=r"chapters/x.ipynb: link to .*(javascript|data|vbscript):"):
+        _convert(tmp_path, markdown, monkeypatch=monkeypatch)

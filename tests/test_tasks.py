@@ -329,6 +329,25 @@ def test_shipped_records_cover_what_their_chapters_count():
     assert all(n >= 6 for n in cells.values()), cells
     shipped = tasks.trained_info("ch7-digits-h8")["accuracy"]  # the book's budget reproduces the shipped runs
     assert [r["accuracy"] for r in budget if r["heads"] == 8 and r["steps"] == 600][:5] == pytest.approx(shipped, abs=1e-6)
+    ensembles = tasks.shipped_record("ch8_ensemble")["runs"]  # issue 51: 20 ensembles, 10 more fresh joint models
+    kinds = Counter(r["kind"] for r in ensembles)
+    assert kinds["ensemble"] >= 20 and kinds["joint"] >= 10
+    assert all(r["seed"] not in range(15) for r in ensembles if r["kind"] == "joint")  # not chapter 1's seeds
+    seeds = [s for r in ensembles if r["kind"] == "ensemble" for s in r["member_seeds"]]
+    assert len(set(seeds)) == len(seeds) and min(seeds) >= 1000  # every member on its own unshipped seed
+    ch9 = tasks.shipped_record("ch9_fresh_seeds")  # issue 51: every 2,000-step family on ten or more seeds
+    cells = Counter((r["family"], r["data"], r["fresh"]) for r in ch9["runs"])
+    for family in ("ch5-induction-l2", "ch9-window4", "ch9-window8", "ch9-sparse4", "ch9-latent-rope", "ch9-latent",
+                   "ch9-latent64"):
+        assert cells[family, "book", False] == 5 and cells[family, "book", True] >= 5, family
+        shipped = tasks.trained_info(family)["accuracy"]  # the shipped seeds scored from their weights
+        assert [r["accuracy"] for r in ch9["runs"] if r["family"] == family and not r["fresh"]] == pytest.approx(
+            shipped, abs=1e-6)
+    assert cells["ch9-window8", "within 8", True] >= 5 and cells["ch5-induction-l2", "within 8", True] >= 5
+    for r in ch9["runs"]:
+        assert len(r["hits"]) == len(r["count"]) == len(ch9["edges"]) - 1 and all(
+            0 <= h <= c for h, c in zip(r["hits"], r["count"]))
+        assert (r["curve"] is None) == (not r["fresh"]) and (r["cpu_seconds"] > 0) == r["fresh"]
 
 
 @pytest.mark.parametrize("runs, match", [([], "non-empty"), ([{"seed": -1, "accuracy": 0.5}], "seed"),

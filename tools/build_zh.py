@@ -47,6 +47,7 @@ SHARED_REF = re.compile(r'((?:src|href)=")((?:\.\./)*)_static/(' +
 GLOSSARY = ROOT / "chapters" / "glossary.md"
 TERMS = ROOT / "locale" / "zh_CN" / "terms.yml"  # the one Chinese term of each English term (tools/i18n.py terms)
 # A glossary row: | English | <span lang="zh-CN">中文</span> | explained in |
+CJK_WORD = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]+")  # a search term's words: ideographs only
 GLOSSARY_ROW = re.compile(r'^\|[^|]+\|\s*<span lang="zh-CN">([^<]+)</span>\s*\|', re.MULTILINE)
 
 
@@ -60,6 +61,10 @@ def search_terms(glossary: Path = GLOSSARY) -> list[str]:
     these stay whole words in the index, and their parts are still indexed. A cell lists variants with
     、; text in brackets is dropped, and a term is split at spaces and Latin letters (the index takes
     Latin words apart: KV 缓存 is indexed as "kv" and 缓存).
+
+    Raises:
+        ValueError: a term with anything but ideographs between those separators (punctuation, an HTML entity,
+            an invisible character), naming it.
     """
     terms = []
     table = [row["zh"] for row in yaml.safe_load(TERMS.read_text(encoding="utf-8"))["terms"]]  # the term table's too
@@ -67,6 +72,9 @@ def search_terms(glossary: Path = GLOSSARY) -> list[str]:
         for variant in cell.split("、"):
             variant = re.sub(r"（[^）]*）|\([^)]*\)", "", variant)
             for word in re.split(r"[\sA-Za-z0-9_-]+", variant):
+                if word and not CJK_WORD.fullmatch(word):
+                    raise ValueError(f"{glossary} or {TERMS}: the term {cell!r} holds {word!r}, which is not Chinese "
+                                     "characters only (jieba's dictionary takes words, not punctuation or markup)")
                 if len(word) >= 2 and word not in terms:
                     terms.append(word)
     if len(terms) < 20:

@@ -6,6 +6,8 @@ Fails (exit 1), naming the file, when:
   * a chapter notebook's kernelspec is not python3;
   * a figure (a plain image output) has no number, caption or alt text in its cell metadata,
     or is hidden (remove-output) without being glued;
+  * a numbered figure's cell (mystnb.figure) shows more than one output (MyST-NB wraps each in the
+    figure, and the build stops on the duplicate target);
   * a {glue:figure} pastes a key no cell glues, or lacks a name, alt text or caption.
 
 Usage: python tools/check_notebooks.py [ROOT]
@@ -88,10 +90,16 @@ def figure_problems(path: Path, index: int, cell) -> list[str]:
     """A plain image output (a matplotlib figure) must be a numbered figure: the cell's metadata
     carries ``mystnb.figure.name``, ``mystnb.figure.caption`` and ``mystnb.image.alt`` (real alt
     text, not a file name). Outputs with their own HTML (plot_heads, widgets) bring their alt text."""
+    tags = cell.get("metadata", {}).get("tags", [])
+    shown = [o for o in cell.get("outputs", []) if o.get("output_type") in ("display_data", "execute_result")
+             and not glued_name(o)]
+    if cell.get("metadata", {}).get("mystnb", {}).get("figure") and len(shown) > 1 and "remove-output" not in tags:
+        return [f"{path}: code cell {index} shows {len(shown)} outputs in one numbered figure (mystnb.figure "
+                "wraps each of them); show the others (a table, a second figure) from a cell of their own"]
     plain = [o for o in cell.get("outputs", []) if "image/png" in o.get("data", {}) and "text/html" not in o.get("data", {})]
     if not plain:
         return []
-    if "remove-output" in cell.get("metadata", {}).get("tags", []):
+    if "remove-output" in tags:
         # Drawn here, shown elsewhere: the figure is glued and a {glue:figure} directive places it
         # (with its name, caption and alt text; glue_figure_problems checks those).
         glued = [o for o in cell.get("outputs", []) if glued_name(o)

@@ -108,7 +108,7 @@ def mha_dataflow(tr: Callable[[str], str] = str) -> str:
         body += _box(260, y, 220, 64, "attn", [
             f"softmax({sub('Q', index)}{sub('K', index)}<tspan baseline-shift='super' font-size='70%'>⊤</tspan> / √{DK})",
             tr("× {V}  →  head {i}").format(V=sub('V', index), i=index)], size=15)
-        body += _label(370, y + 84, tr("(L × {dk}): one attention map per query").format(dk=DK), size=12)
+        body += _label(370, y + 84, tr("(L × {dk}): one mix of values per query").format(dk=DK), size=12)
         body += [f"<line x1='480' y1='{y + 32}' x2='492' y2='{y + 32}' stroke='{LINE}' stroke-width='1.5'/>"]
     body += _label(120, 375, "⋮", size=24, colour=INK)
     body += _label(370, 375, "⋮", size=24, colour=INK)

@@ -5,13 +5,21 @@ Usage: python tools/export_site_models.py OUTDIR [--cache DIR] [--force]
 ``make book`` runs it with OUTDIR = ``_build/site-models`` (while Sphinx builds the pages) and copies that
 folder to ``_build/html/_static/models``. It writes:
 
-* ``all-MiniLM-L6-v2.onnx``: mha_lib's BertEncoder holding sentence-transformers/all-MiniLM-L6-v2,
-  exported with :func:`mha_lib.export.export_onnx` and split with
-  :func:`mha_lib.export.split_for_web` (float16 weights; the token-embedding table in
-  ``all-MiniLM-L6-v2.rows/``, 32 rows a file, fetched by the page for the tokens a text has);
-  checked against fp32 mha_lib on :data:`mha_lib.export.CHECK_SENTENCES` before it is written;
+* ``all-MiniLM-L6-v2.embed.onnx`` and ``all-MiniLM-L6-v2.layer0.onnx`` ... ``.layer5.onnx``: mha_lib's
+  BertEncoder holding sentence-transformers/all-MiniLM-L6-v2, split by layer with
+  :func:`mha_lib.export.split_layers_for_web` (float16 weights; the token-embedding table in
+  ``all-MiniLM-L6-v2.rows/``, 32 rows a file, fetched by the page for the tokens a text has), so that the page
+  draws the first layer's maps after the runtime, the embeddings and one layer (issue 49); the files together
+  checked against fp32 mha_lib on :data:`mha_lib.export.CHECK_SENTENCES`, with every head on and with heads
+  turned off, before they are written;
 * ``ch1-h1.onnx`` ... ``ch1-h8.onnx``: chapter 1's toy models (seed 0 of the shipped weights),
-  exact float32, checked against mha_lib on the task's own sequences;
+  exact float32, checked against mha_lib on the task's own sequences; they also give ``layer_inputs``
+  (``export_onnx(..., layer_inputs=True)``: every block's input, for chapter 2's steps view; MiniLM's layer files
+  give theirs as the hidden state each one takes);
+* ``all-MiniLM-L6-v2.attn0.onnx`` ... ``.attn5.onnx`` and ``ch1-h1.attn0.onnx`` ... ``ch1-h8.attn0.onnx``:
+  one layer's self-attention, every stage an output (:func:`mha_lib.export.export_attention_steps`; MiniLM's
+  with float16 weights, about 1.2 MB a layer), for chapter 2's steps view, which fetches the file of the layer
+  it shows; checked stage by stage against :func:`mha_lib.analysis.layer_steps`, with and without a causal mask;
 * ``attention-core.onnx``: :func:`mha_lib.attention` alone (:func:`mha_lib.export.export_attention_core`),
   every size free, for chapter 3's timing view; checked against mha_lib on four shapes;
 * ``ch7-digits-h1.onnx`` ... ``ch7-digits-h8.onnx``: chapter 7's Vision Transformers (seed 0),
@@ -28,13 +36,14 @@ folder to ``_build/html/_static/models``. It writes:
 * ``all-MiniLM-L6-v2.vocab.txt`` (the checkpoint's WordPiece vocabulary, unchanged),
   ``all-MiniLM-L6-v2.LICENSE.txt`` (Apache-2.0, saying the file was converted) and
   ``mha_lib.LICENSE.txt`` (the repository's licence, for the toy models);
-* ``manifest.json``: ``{"models": {id: {file, bytes, kind, num_layers, num_heads, inputs, outputs,
-  max_length, vocab, vocab_sha256 and token_rows (bert only), license, checked}}}``; ``token_rows`` is
-  the row folder's ``index.json`` plus ``dir``, ``bytes`` and ``file_sha256`` (one digest per row file):
-  the page checks each row file it fetches, and the vocabulary, against these digests.
+* ``manifest.json``: ``{"models": {id: {file, bytes, sha256, kind, num_layers, num_heads, inputs, outputs,
+  max_length, vocab, vocab_sha256 and token_rows (bert only), layers (a model split by layer: [{file, bytes,
+  sha256}], its ``bytes`` then every part's), license, checked}}}``; ``token_rows`` is the row folder's
+  ``index.json`` plus ``dir``, ``bytes`` and ``file_sha256`` (one digest per row file): the page checks every
+  file it fetches (models, layers, row files, the vocabulary) against these digests, and keeps it by them.
 
 Exports are cached in ``_build/models-cache/`` under a key made of the weights' bytes, the
-export code (the files of mha_lib/export/ and this file) and the exporter's versions: a second build copies
+code (every Python file of mha_lib, and this file) and the exporter's versions: a second build copies
 the cached files (a few seconds) instead of exporting again. Nothing it writes is committed.
 """
 from __future__ import annotations
@@ -47,6 +56,7 @@ import os
 import re
 import shutil
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -65,11 +75,18 @@ PATTERN_MODELS = ("ch5-induction-l2", "ch9-window4", "ch9-window8", "ch9-sparse4
 TOY_SEED = 0
 PATTERN_SUFFIX = ".pattern"  # mha_lib.live.patterns.PATTERN_SUFFIX: the file takes attn_mask
 ROWS_PER_FILE = 32  # token rows per file: 24,576 bytes of float16 (a sentence needs about 8 files)
-MAX_BYTES = 25_000_000  # issue 17: MiniLM's file as a static server sends it, no compression assumed
+# issue 49: what MiniLM's first maps wait for besides the runtime (its embeddings and the first layer's maps file),
+# as a static server sends them (no compression assumed)
+MAX_FIRST_BYTES = 1_500_000
 # Checks before a file is published (issue 17). An exact fp32 export agrees with mha_lib to ~1e-5; the
 # float16 MiniLM moves attention weights by about 0.001 on CHECK_SENTENCES.
 TOY_TOLERANCE = 1e-4
 MINILM_ATTENTION_TOLERANCE = 0.01
+# chapter 2's steps view: the models whose layers get a steps file (and whose file gives layer_inputs); a
+# float16 stage may differ from mha_lib's by this share of the stage's largest |value| (the weights: 0.01 absolute)
+STEPS_MODELS = (MINILM, "ch1-h1", "ch1-h2", "ch1-h4", "ch1-h8")
+STEPS_SUFFIX = ".attn"  # mha_lib.live.steps.STEPS_SUFFIX
+STEPS_RELATIVE_TOLERANCE = 0.01
 MINILM_MIN_COSINE = 0.999
 TOY_LICENSE = "mha_lib.LICENSE.txt"
 APACHE_TEXT = ROOT / "tools" / "licenses" / "Apache-2.0.txt"
@@ -85,11 +102,21 @@ def sha256_files(paths, h=None) -> "hashlib._Hash":
     return h
 
 
-def code_key() -> str:
-    """What else decides the bytes of an export: the export code and the exporter's versions."""
-    from mha_lib import export
+def code_files() -> list[Path]:
+    """The code that decides an export's bytes: every Python file of mha_lib (an export traces the model's forward
+    through mha_lib/model, core, efficient, pretrained ...; the export package writes it) and this file."""
+    import mha_lib
 
-    h = sha256_files([*sorted(Path(export.__file__).parent.glob("*.py")), __file__])  # every file of the package
+    package = Path(mha_lib.__file__).parent
+    return [*sorted(p for p in package.rglob("*.py") if "__pycache__" not in p.parts), Path(__file__)]
+
+
+def code_key() -> str:
+    """What else decides the bytes of an export: mha_lib's code (:func:`code_files`) and the exporter's versions."""
+    h = hashlib.sha256()
+    for path in code_files():  # the path relative to the package too: a moved module is a change
+        h.update(path.resolve().as_posix().rsplit("/mha_lib/", 1)[-1].encode())
+        sha256_files([path], h)
     for dist in ("torch", "onnx", "onnxscript", "onnxruntime"):
         h.update(f"{dist}={importlib.metadata.version(dist)}".encode())
     return h.hexdigest()
@@ -110,7 +137,7 @@ def export_toy(dest: Path, name: str, step: int | None = None) -> dict:
     from mha_lib import export, tasks
 
     model = tasks.load_trained(name, TOY_SEED, step=step)
-    info = export.export_onnx(model, dest)
+    info = export.export_onnx(model, dest, layer_inputs=step is None and name in STEPS_MODELS)
     batch = tasks.SHIPPED[name].make_task().dataset(64, seed=1)
     greedy = {}
     if info.kind == "encoder-decoder":  # teacher-forced pairs, then the page's greedy loop against generate()
@@ -220,39 +247,117 @@ def rows_dir(dest: Path) -> Path:
 
 
 def export_minilm(dest: Path) -> dict:
-    """Export MiniLM, split it for the web (float16, token rows in files), check it against fp32 mha_lib."""
+    """Export MiniLM split by layer for the web (an embeddings file with its token rows, one float16 file per
+    layer), check the files together against fp32 mha_lib, with every head on and with heads turned off."""
     import numpy as np
+    import torch
 
     from mha_lib import export
     from mha_lib.pretrained import load_bert
 
     model, _ = load_bert(verbose=False)
-    fp32 = dest.with_suffix(".fp32.onnx")
-    try:
-        info = export.export_onnx(model, fp32)
-        split = export.split_for_web(fp32, dest, rows_dir(dest), rows_per_file=ROWS_PER_FILE)
-    finally:
-        fp32.unlink(missing_ok=True)
-    session = export.onnx_session(dest)  # finds the rows next to the file
+    split = export.split_layers_for_web(model, dest.parent, MINILM, rows_per_file=ROWS_PER_FILE)
+    embed = dest.parent / split["embed"]
+    session = export.onnx_session(embed)  # the embeddings and every layer, as one model; finds the rows beside it
     worst = export.compare_on_sentences(model, session)
-    size = dest.stat().st_size
-    if worst["attentions"] > MINILM_ATTENTION_TOLERANCE or worst["sentence_embedding_min_cosine"] < MINILM_MIN_COSINE \
-            or size > MAX_BYTES:
-        raise SystemExit(f"{MINILM}: the web file ({size:,} bytes) is off: {worst}; limits: attentions <= "
-                         f"{MINILM_ATTENTION_TOLERANCE}, cosine >= {MINILM_MIN_COSINE}, {MAX_BYTES:,} bytes")
-    # what a reader's texts fetch besides the file: the row files of their tokens
+    # the prune view's path: heads turned off in every layer (a head mask reaches each layer's file)
+    mask = (torch.rand(split["num_layers"], split["num_heads"], generator=torch.Generator().manual_seed(0)) > 0.3).float()
+    masked = export.compare_on_sentences(model, session, head_mask=mask)
+    first_maps = first_maps_error(model, session)
+    first = split["bytes"][split["embed"]] + split["bytes"][split["first_maps"]]
+    if max(worst["attentions"], masked["attentions"], first_maps) > MINILM_ATTENTION_TOLERANCE \
+            or min(worst["sentence_embedding_min_cosine"], masked["sentence_embedding_min_cosine"]) < MINILM_MIN_COSINE \
+            or first > MAX_FIRST_BYTES:
+        raise SystemExit(f"{MINILM}: the web files are off: {worst}, with heads off {masked}, the first maps file "
+                         f"{first_maps}, the embeddings and first maps {first:,} bytes; limits: attentions <= "
+                         f"{MINILM_ATTENTION_TOLERANCE}, cosine >= {MINILM_MIN_COSINE}, {MAX_FIRST_BYTES:,} bytes before "
+                         "the first maps")
+    # what a reader's texts fetch besides the files: the row files of their tokens
     # (the page always fetches file 0 too: row 0 is the padding id)
     files = [np.union1d(model.tokenizer([t], warn=False).input_ids.numpy() // ROWS_PER_FILE, [0]).size
              for t in export.CHECK_SENTENCES]
     checked = {"texts": worst["texts"], "attentions_max_abs": worst["attentions"],
                "last_hidden_state_max_abs": worst["last_hidden_state"],
                "sentence_embedding_min_cosine": worst["sentence_embedding_min_cosine"],
-               "weights": f"float16 ({split['float16']} matrices and tables), computed in float32",
+               "heads_off_attentions_max_abs": masked["attentions"],
+               "heads_off_sentence_embedding_min_cosine": masked["sentence_embedding_min_cosine"],
+               "first_maps_attentions_max_abs": first_maps,
+               "weights": f"float16 ({split['float16']} matrices and tables), computed in float32; one file per layer",
                "row_files_per_text": {"min": int(min(files)), "median": float(np.median(files)), "max": int(max(files))},
-               "row_file_bytes": split["rows_per_file"] * split["dim"] * 2}
-    out = entry(info, dest, license=f"{MINILM}.LICENSE.txt", vocab=f"{MINILM}.vocab.txt", checked=checked)
-    out["inputs"] = [i.name for i in session.get_inputs()]
-    return out
+               "row_file_bytes": ROWS_PER_FILE * model.config.d_model * 2}
+    return {"file": split["embed"], "layers": [{"file": f} for f in split["layers"]],
+            "first_maps": {"file": split["first_maps"]},
+            "bytes": sum(split["bytes"].values()), "kind": "bert", "num_layers": split["num_layers"],
+            "num_heads": split["num_heads"], "inputs": [i.name for i in session.get_inputs()],
+            "outputs": [o.name for o in session.get_outputs()], "max_length": split["max_length"],
+            "vocab": f"{MINILM}.vocab.txt", "license": f"{MINILM}.LICENSE.txt", "checked": checked}
+
+
+def first_maps_error(model, session) -> float:
+    """How far the first maps file's weights are from mha_lib's layer 0 on CHECK_SENTENCES (max abs, real queries)."""
+    import torch
+
+    from mha_lib import export
+
+    worst = 0.0
+    for start in range(0, len(export.CHECK_SENTENCES), 8):
+        batch = model.tokenizer(list(export.CHECK_SENTENCES[start:start + 8]), warn=False)
+        inputs = batch.model_inputs()  # input_ids, token_type_ids, key_padding_mask (B, L)
+        got = torch.from_numpy(session.run_first_maps(inputs["input_ids"].numpy(), inputs["token_type_ids"].numpy(),
+                                                      inputs["key_padding_mask"].numpy()))  # (B, H, L, L)
+        with torch.no_grad():
+            want = model(**inputs, output_attentions=True).attentions[0]
+        real = ~inputs["key_padding_mask"]  # (B, L)
+        worst = max(worst, float((got - want).abs().permute(0, 2, 1, 3)[real].max()))
+    return worst
+
+
+def export_steps(dest: Path, name: str, layer: int) -> dict:
+    """Export layer ``layer``'s self-attention of MiniLM or a chapter-1 model, every stage an output (MiniLM's
+    weights float16), and check each stage against :func:`mha_lib.analysis.layer_steps` on the same layer input,
+    with and without a causal mask: MiniLM on :data:`mha_lib.export.CHECK_SENTENCES` (the weights within
+    MINILM_ATTENTION_TOLERANCE, every other stage within STEPS_RELATIVE_TOLERANCE of its largest value), a toy model
+    exactly (TOY_TOLERANCE) on the task's sequences."""
+    import numpy as np
+
+    from mha_lib import export, tasks
+    from mha_lib.analysis import STAGES, layer_steps
+    from mha_lib.pretrained import load_bert
+
+    if name == MINILM:
+        model, _ = load_bert(verbose=False)
+        inputs = [model.tokenizer([text], warn=False) for text in export.CHECK_SENTENCES]
+        inputs = [dict(input_ids=b.input_ids, token_type_ids=b.token_type_ids) for b in inputs]
+    else:
+        model = tasks.load_trained(name, TOY_SEED)
+        batch = tasks.SHIPPED[name].make_task().dataset(16, seed=1)
+        inputs = [dict(input_ids=batch.input_ids[i:i + 1], token_type_ids=batch.token_type_ids[i:i + 1]) for i in range(16)]
+    info = export.export_attention_steps(model, layer, dest, float16=name == MINILM)
+    session = export.onnx_session(dest)
+    worst = {}
+    for x in inputs:
+        L = x["input_ids"].shape[1]
+        for causal in (False, True):
+            want = layer_steps(model, layer, **x, causal=causal)
+            mask = np.triu(np.ones((L, L), dtype=bool), 1) if causal else np.zeros((L, L), dtype=bool)
+            got = dict(zip(STAGES, session.run(list(STAGES), {"hidden": want["hidden"].numpy(), "attn_mask": mask})))
+            for stage in STAGES:
+                diff = float(np.abs(got[stage].astype(np.float32) - want[stage].float().numpy()).max())
+                scale = 1.0 if stage in ("weights", "blocked") else max(1.0, float(want[stage].float().abs().max()))
+                worst[stage] = max(worst.get(stage, 0.0), diff / scale)
+    limit = {stage: (MINILM_ATTENTION_TOLERANCE if stage == "weights" else STEPS_RELATIVE_TOLERANCE)
+             if name == MINILM else TOY_TOLERANCE for stage in STAGES}
+    limit["blocked"] = 0.0
+    off = {stage: v for stage, v in worst.items() if v > limit[stage]}
+    if off:
+        raise SystemExit(f"{name}{STEPS_SUFFIX}{layer}: stages differ from mha_lib by {off} (limits {limit})")
+    checked = {"inputs": len(inputs), "masks": ["none", "causal"],
+               "measure": "max |file - mha_lib|, over the stage's largest |value| where it is above 1 (weights: absolute)",
+               **{f"{stage}_max": round(v, 7) for stage, v in worst.items()}}
+    if name == MINILM:
+        checked["weights_dtype"] = "float16, computed in float32"
+    license = f"{MINILM}.LICENSE.txt" if name == MINILM else TOY_LICENSE
+    return entry(info, dest, license=license, checked=checked)
 
 
 def entry(info, dest: Path, *, license: str, checked: dict, vocab: str | None = None) -> dict:
@@ -278,19 +383,22 @@ def minilm_license(folder: str, source: str, checked: dict) -> str:
     if licence != "apache-2.0":
         raise SystemExit(f"{card}: the model card's licence is {licence!r}; this notice is written for apache-2.0")
     parts = [
-        f"{MINILM}.onnx and {MINILM}.rows/ -- the sentence-embedding model sentence-transformers/all-MiniLM-L6-v2",
+        f"{MINILM}.embed.onnx, {MINILM}.layer0.onnx to .layer5.onnx and {MINILM}.rows/ -- the sentence-embedding",
+        "model sentence-transformers/all-MiniLM-L6-v2",
         "(Reimers & Gurevych 2019; https://huggingface.co/sentence-transformers/all-MiniLM-L6-v2),",
         "licensed under the Apache License, Version 2.0 (full text below).",
         "",
-        "This file is a modified version: converted to ONNX by mha_lib (mha_lib.export.export_onnx and",
-        "split_for_web, tools/export_site_models.py of the book \"Multi-Head Attention, Interactively\").",
-        "The weights were loaded into mha_lib's BertEncoder, exported with torch.onnx, and stored as",
-        f"float16 (computed in float32); the token-embedding table was moved to {MINILM}.rows/",
+        "These files are a modified version: converted to ONNX by mha_lib (mha_lib.export.split_layers_for_web,",
+        "tools/export_site_models.py of the book \"Multi-Head Attention, Interactively\").",
+        "The weights were loaded into mha_lib's BertEncoder, exported with torch.onnx one layer a file, and stored",
+        f"as float16 (computed in float32); the token-embedding table was moved to {MINILM}.rows/",
         f"({ROWS_PER_FILE} rows a file). Its numbers therefore differ slightly from the original's: on the",
         f"{checked['texts']} sentences checked when it was built, attention weights by at most "
         f"{checked['attentions_max_abs']:.4f},",
         f"sentence embeddings at cosine >= {checked['sentence_embedding_min_cosine']:.6f}.",
-        f"{MINILM}.vocab.txt is the checkpoint's vocabulary, unchanged.",
+        f"{MINILM}.vocab.txt is the checkpoint's vocabulary, unchanged. {MINILM}.attn0.onnx ... .attn5.onnx",
+        "hold one layer's attention weights each (float16, exported with mha_lib.export.export_attention_steps),",
+        "for the book's step-by-step view.",
         f"Weights taken from: {source}.",
     ]
     notice = []
@@ -324,26 +432,62 @@ def row_files_entry(rows: Path) -> dict:
             "file_sha256": [sha256_of(f) for f in files]}
 
 
+def _entry_files(folder: Path) -> dict[str, str]:
+    """{path relative to ``folder``: SHA-256} of every file of a cache entry but its meta.json."""
+    return {p.relative_to(folder).as_posix(): sha256_of(p) for p in sorted(folder.rglob("*"))
+            if p.is_file() and p.name != "meta.json"}
+
+
+def _valid_entry(folder: Path) -> dict | None:
+    """The manifest entry of a whole, unchanged cache entry; None for anything else (no meta.json, a meta.json that
+    is not a JSON object with ``file`` and ``cache_files``, a file missing, added, truncated or changed)."""
+    try:
+        meta = json.loads((folder / "meta.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    if not isinstance(meta, dict) or not isinstance(meta.get("file"), str) or not isinstance(meta.get("cache_files"),
+                                                                                              dict):
+        return None
+    try:
+        if _entry_files(folder) != meta["cache_files"]:
+            return None
+    except OSError:  # a file removed meanwhile
+        return None
+    return {k: v for k, v in meta.items() if k != "cache_files"}
+
+
 def cached(cache: Path, model_id: str, key: str, make) -> tuple[Path, dict, bool]:
     """(folder, manifest entry, hit): the cached export for ``key``, made by ``make(dest)`` if missing.
 
     An entry is a folder ``{model_id}-{key[:16]}/`` holding ``{model_id}.onnx``, its row folder if
     any, and ``meta.json``; the files carry their final names, so a split file finds its rows
-    (recorded relative to it) wherever the folder is copied. Older entries of the model are removed."""
+    (recorded relative to it) wherever the folder is copied. ``meta.json`` records every file's SHA-256
+    (``cache_files``): an entry whose files differ (truncated, changed, missing, added) or whose meta.json
+    does not read is exported again, never served. Each writer exports into a folder of its own and renames
+    it into place, so concurrent builds never see each other's half-written files; older entries of the
+    model are removed."""
     folder = cache / f"{model_id}-{key[:16]}"
-    meta_path = folder / "meta.json"
-    if meta_path.is_file():
-        return folder, json.loads(meta_path.read_text()), True
-    for old in cache.glob(f"{model_id}-*"):
-        if re.fullmatch(rf"{re.escape(model_id)}-[0-9a-f]{{16}}(\.[a-z0-9.]+)?", old.name):
-            shutil.rmtree(old) if old.is_dir() else old.unlink()
-    tmp = cache / f"{model_id}-{key[:16]}.tmp"
-    shutil.rmtree(tmp, ignore_errors=True)
-    tmp.mkdir()
-    meta = make(tmp / f"{model_id}.onnx")
-    meta["file"] = f"{model_id}.onnx"
-    (tmp / "meta.json").write_text(json.dumps(meta, indent=1, sort_keys=True))
-    tmp.replace(folder)
+    meta = _valid_entry(folder)
+    if meta is not None:
+        return folder, meta, True
+    for old in cache.glob(f"{model_id}-*"):  # older keys (and this key's damaged entry); not other writers' temps
+        if re.fullmatch(rf"{re.escape(model_id)}-[0-9a-f]{{16}}", old.name) and old != folder or (
+                old == folder and _valid_entry(folder) is None):
+            shutil.rmtree(old, ignore_errors=True) if old.is_dir() else old.unlink(missing_ok=True)
+    tmp = Path(tempfile.mkdtemp(dir=cache, prefix=f".{model_id}-{key[:16]}-"))
+    try:
+        meta = make(tmp / f"{model_id}.onnx")
+        meta.setdefault("file", f"{model_id}.onnx")  # a model split by layer names its first file itself
+        files = _entry_files(tmp)
+        (tmp / "meta.json").write_text(json.dumps({**meta, "cache_files": files}, indent=1, sort_keys=True))
+        try:
+            tmp.replace(folder)
+        except OSError:  # another writer put its entry there first: keep it if whole, else take its place
+            if _valid_entry(folder) is None:
+                shutil.rmtree(folder, ignore_errors=True)
+                tmp.replace(folder)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
     return folder, meta, False
 
 
@@ -374,6 +518,15 @@ def export_jobs() -> list:
         key.update(f"seed={TOY_SEED};pattern".encode())
         jobs.append((name + PATTERN_SUFFIX, key, export_pattern, (name,)))
     jobs.append((ATTENTION_CORE, sha256_files([functional.__file__]), export_core, ()))
+    from mha_lib.analysis import steps as analysis_steps  # the stages the steps files are traced from
+
+    for name in STEPS_MODELS:
+        weights = [Path(folder) / "model.safetensors"] if name == MINILM else [tasks.weight_files(name)[0]]
+        layers = 6 if name == MINILM else tasks.SHIPPED[name].model["num_layers"]
+        for layer in range(layers):
+            key = sha256_files([*weights, analysis_steps.__file__])
+            key.update(f"seed={TOY_SEED};layer={layer}".encode())
+            jobs.append((f"{name}{STEPS_SUFFIX}{layer}", key, export_steps, (name, layer)))
     code = code_key()
     for _, key, _, _ in jobs:
         key.update(code.encode())
@@ -409,7 +562,12 @@ def build(outdir: Path, cache: Path, force: bool = False, jobs: int | None = Non
     manifest = {"models": {}}
     for model_id, made, meta, hit, seconds in results:  # in export_jobs' order, whatever finished first
         shutil.copyfile(made / meta["file"], outdir / meta["file"])
+        meta["sha256"] = sha256_of(outdir / meta["file"])  # the page checks every file it fetches against these
         meta["bytes"] = (outdir / meta["file"]).stat().st_size
+        for part in meta.get("layers", []) + ([meta["first_maps"]] if "first_maps" in meta else []):  # split by layer
+            shutil.copyfile(made / part["file"], outdir / part["file"])
+            part.update(bytes=(outdir / part["file"]).stat().st_size, sha256=sha256_of(outdir / part["file"]))
+            meta["bytes"] += part["bytes"]
         rows = rows_dir(made / meta["file"])
         if rows.is_dir():  # a split model: its token rows, described for the page
             shutil.rmtree(outdir / rows.name, ignore_errors=True)

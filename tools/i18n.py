@@ -227,6 +227,9 @@ def term_texts(pos: list[Path] | None = None) -> list[tuple[str, str, str]]:
     return found
 
 
+PLACEHOLDER = re.compile(r"\{[A-Za-z_]\w*\}")  # a live view's {token}: a value, not a word the reader reads
+
+
 def term_problems(texts: list[tuple[str, str, str]] | None = None, terms: list[Term] | None = None) -> list[str]:
     """Every Chinese text that uses a variant a term forbids, or whose English names a term its Chinese lacks."""
     terms = load_terms() if terms is None else terms
@@ -236,7 +239,7 @@ def term_problems(texts: list[tuple[str, str, str]] | None = None, terms: list[T
             for variant in term.never:
                 if variant in chinese:
                     found.append(f"{where}: {variant!r} where the term is {term.zh!r} ({term.en}): {chinese[:70]!r}")
-            if english and CJK.search(chinese) and term.pattern.search(english) \
+            if english and CJK.search(chinese) and term.pattern.search(PLACEHOLDER.sub("", english)) \
                     and not any(word in chinese for word in [term.zh, *term.also]):
                 found.append(f"{where}: {english[:70]!r} names {term.en!r}, its Chinese lacks {term.zh!r}: "
                              f"{chinese[:70]!r}")

@@ -51,6 +51,10 @@ GLUE_PREFIX = "application/papermill.record/"
 ROLE = re.compile(r"\{([\w:-]+)\}`([^`]*)`")
 # A role, or an inline code span (kept as it is: `L{layer}.H{head}` is code, not a role).
 ROLE_OR_CODE = re.compile(r"\{([\w:-]+)\}`([^`]*)`|(`+).*?\3")
+# Code spans and math: the only text where a ``<`` stays as it is (Jupyter shows neither as HTML).
+CODE_OR_MATH = re.compile(r"(`+).*?\1|\$\$.*?\$\$|(?<!\\)\$[^$\n]+?(?<!\\)\$")
+KEPT_HTML = re.compile(r'<span lang="[A-Za-z-]+">|</span>')  # the chapters' own markup: a Chinese word's language
+UNSAFE_LINK = re.compile(r"\]\(\s*<?\s*((?:javascript|vbscript|data|file):)", re.IGNORECASE)
 FENCE = re.compile(r"^(`{3,}|:{3,})\{([\w:-]+)\}[ \t]*(.*)$")
 OPTION = re.compile(r"^:([\w-]+):[ \t]*(.*)$")
 ADMONITIONS = ("note", "tip", "important", "warning", "caution", "attention", "hint", "seealso")
@@ -171,7 +175,8 @@ class Citations:
     def __init__(self, bib: Path = ROOT / "references.bib"):
         from pybtex.database import parse_file
 
-        sys.path.insert(0, str(ROOT / "_ext"))
+        # the book's own extension folder (not ROOT's: a test may point ROOT at a copy of a chapter)
+        sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "_ext"))
         from mha_book_bibstyle import AuthorYearLabelStyle  # the bibliography's own labels
 
         entries = parse_file(str(bib)).entries
@@ -252,8 +257,27 @@ class Converter:
             return f"Fig. {self.numbers[label]}"
         raise ValueError(f"{self._where()}: role {{{name}}} has no plain-Markdown form (tools/reader_copy.py)")
 
+    def _no_html(self, text: str) -> str:
+        """``text`` with no raw HTML left outside code spans and math: every ``<`` that would open a tag, a
+        comment or an autolink becomes ``&lt;`` (Jupyter renders raw HTML in Markdown), but for the chapters'
+        own ``<span lang="..">``; a link to a ``javascript:``, ``vbscript:``, ``data:`` or ``file:`` address stops
+        the conversion, naming it."""
+        def clean(segment: str) -> str:
+            bad = UNSAFE_LINK.search(segment)
+            if bad:
+                raise ValueError(f"{self._where()}: link to {bad.group(1)!r}: a copy links to web pages only")
+            return re.sub(r"<(?=[A-Za-z/!?])", lambda m: m.group(0) if KEPT_HTML.match(segment, m.start())
+                          else "&lt;", segment)
+
+        out, last = [], 0
+        for found in CODE_OR_MATH.finditer(text):
+            out += [clean(text[last:found.start()]), found.group(0)]
+            last = found.end()
+        return "".join(out + [clean(text[last:])])
+
     def inline(self, text: str) -> str:
         text = ROLE_OR_CODE.sub(lambda m: m.group(0) if m.group(3) else self.role(m), text)
+        text = self._no_html(text)
         # links to the book's Markdown pages: the online book (the reader's copy has notebooks only)
         return re.sub(r"\]\((?!https?:|#)([\w./-]+)\.md(#[\w-]+)?\)",
                       lambda m: f"]({book_url()}chapters/{Path(m.group(1)).name}.html{m.group(2) or ''})", text)
@@ -273,6 +297,9 @@ class Converter:
         if name == "dropdown":
             return f"<details>\n<summary>{_text(argument)}</summary>\n\n{self.convert(body).strip()}\n\n</details>"
         if name == "glue:figure":
+            if not re.fullmatch(r"[A-Za-z0-9_][\w.-]*", argument):  # it names the attachment: ![..](attachment:KEY)
+                raise ValueError(f"{self._where()}: {{glue:figure}} key {argument!r} is not a plain name "
+                                 "(letters, digits, _ . -)")
             bundle = self._glued(argument)
             mime = next((m for m in ("image/png", "image/svg+xml", "image/jpeg") if m in bundle), None)
             if mime is None:
@@ -281,7 +308,11 @@ class Converter:
             return self._figure(src, options, body)
         if name == "figure":
             image = (self.path.parent / argument).resolve()
-            mime = {".svg": "image/svg+xml", ".png": "image/png"}[image.suffix]
+            if not image.is_relative_to(ROOT.resolve()):  # never read a file from elsewhere into the copy
+                raise ValueError(f"{self._where()}: {{figure}} {argument!r} is outside the repository")
+            mime = {".svg": "image/svg+xml", ".png": "image/png"}.get(image.suffix)
+            if mime is None:
+                raise ValueError(f"{self._where()}: {{figure}} {argument!r} is not an .svg or .png file")
             data = base64.b64encode(image.read_bytes()).decode()
             return self._figure(self._attach(image.name, mime, data), options, body)
         if name == "glue:":

@@ -3,7 +3,8 @@
 Usage: python tools/web_fixture.py OUT.json
 
 ``mha_lib/web/wordpiece.mjs`` must give exactly the ids of :class:`mha_lib.pretrained.WordPieceTokenizer`,
-and ``mha_lib/web/compute.mjs`` must compute chapters 1, 4, 5, 6 and 7's readings as mha_lib does. This
+and ``mha_lib/web/compute.mjs`` must compute chapters 1, 4, 5, 6 and 7's readings as mha_lib does, and
+``mha_lib/web/steps.mjs`` read chapter 2's steps as :func:`mha_lib.live.steps_readings` gives them. This
 script tokenizes >= 200 texts with mha_lib (accents, CJK, emoji, punctuation, long words, empty and
 whitespace-only text, mixed scripts, special tokens, hostile HTML, text past 256 tokens), runs every code
 point through tokenizers' normaliser and pre-tokeniser, draws task sequences with their labels, scores
@@ -17,8 +18,10 @@ this script once and keeps its output under ``_build/web-fixture/``, keyed by th
 from __future__ import annotations
 
 import json
+import os
 import random
 import sys
+import tempfile
 from functools import lru_cache
 from pathlib import Path
 
@@ -227,6 +230,35 @@ def _translation_cases():
     return cases
 
 
+def _steps_cases() -> list:
+    """One layer's stages (every head, as the steps file gives them) and mha_lib.live.steps_readings of one head:
+    chapter 1's toy model with and without a causal mask, and a MiniLM layer on a short sentence."""
+    import torch
+
+    from mha_lib import tasks
+    from mha_lib.analysis import STAGES, layer_steps
+    from mha_lib.live import steps_readings
+    from mha_lib.pretrained import load_bert
+
+    toy = tasks.load_trained("ch1-h4")
+    bert, _ = load_bert(verbose=False)
+    batch = bert.tokenizer(["The cat sat."], warn=False)
+    cases = []
+    for model, sequence, inputs, layer, head, causal in [
+            (toy, {"ids": [3, 1, 4, 1, 5, 2], "types": [0, 0, 1, 0, 0, 0]},
+             dict(input_ids=torch.tensor([[3, 1, 4, 1, 5, 2]]), token_type_ids=torch.tensor([[0, 0, 1, 0, 0, 0]])), 0, 2, False),
+            (toy, {"ids": [7, 0, 6, 2], "types": [1, 0, 0, 0]},
+             dict(input_ids=torch.tensor([[7, 0, 6, 2]]), token_type_ids=torch.tensor([[1, 0, 0, 0]])), 0, 3, True),
+            (bert, "The cat sat.", dict(input_ids=batch.input_ids, token_type_ids=batch.token_type_ids), 4, 7, False)]:
+        steps = layer_steps(model, layer, **inputs, causal=causal)
+        outputs = {name: {"dims": list(steps[name].shape), "type": "bool" if name == "blocked" else "float32",
+                          "data": steps[name].flatten().int().tolist() if name == "blocked"
+                          else steps[name].flatten().tolist()} for name in STAGES}
+        cases.append({"head": head, "layer": layer, "causal": causal, "outputs": outputs,
+                      "readings": steps_readings(model, sequence, layer=layer, head=head, causal=causal)})
+    return cases
+
+
 def _onnx_cases() -> list:
     """ONNX files written by the onnx package, with and without metadata, and what they hold (onnx_file.mjs)."""
     import base64
@@ -264,7 +296,7 @@ def write_fixture(path: Path) -> dict:
     fixture = {"vocab": str(folder / "vocab.txt"), "max_length": tokenizer.max_length, "cases": cases,
                "sweep": {"text": text, "words": words}, "prev_marked": _task_cases(), "scores": _score_cases(),
                "digits": _digit_cases(), "induction": _induction_cases(),
-               "translation": _translation_cases(), "onnx": _onnx_cases()}
+               "translation": _translation_cases(), "onnx": _onnx_cases(), "steps": _steps_cases()}
     path.write_text(json.dumps(fixture, ensure_ascii=False), encoding="utf-8")
     return fixture
 
@@ -276,9 +308,16 @@ def main(argv=None) -> int:
         return 2
     out = Path(argv[0])
     out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out.with_name(out.name + ".tmp")
-    write_fixture(tmp)
-    tmp.replace(out)  # whole or absent: a reader never sees half a file
+    # whole or absent: a reader never sees half a file; a temporary name of its own, since node's test runner
+    # runs the test files in parallel processes and each may be making the same missing fixture
+    fd, name = tempfile.mkstemp(dir=out.parent, prefix=f".{out.name}.", suffix=".tmp")
+    os.close(fd)
+    tmp = Path(name)
+    try:
+        write_fixture(tmp)
+        tmp.replace(out)
+    finally:
+        tmp.unlink(missing_ok=True)
     return 0
 
 

@@ -41,16 +41,23 @@ Two questions a reader asks of a trained model, each with one function family:
    fixed offset (chapter 4 uses them as a pruning baseline); :func:`local_share_and_spread`: the
    weight on the query's neighbours and the normalised entropy of the rows, with or without sinks.
 
+8. **One head, step by step.** :func:`attention_steps` takes one block's self-attention apart: X, the
+   head's Q, K and V, Q K^T, the scaling by sqrt(d_k), the mask, the softmax, the weighted values, the
+   heads concatenated, each head's term through W^O and the output (Vaswani et al. 2017, eq. 1-2);
+   :func:`layer_steps` runs a model up to layer l and gives that layer's stages (chapter 2's live
+   ``"steps"`` view).
+
 7. **Do heads follow syntax?** :func:`word_attention` turns WordPiece-token maps into word maps (:func:`sentence_word_maps`
    runs an encoder on parsed sentences and gives them), :func:`syntax_sample` and :func:`parsed_sample`
    hold parsed sentences,
    :func:`relation_accuracy` scores every head on each dependency relation of parsed sentences and
    :func:`offset_baseline` gives the fixed-offset baseline (Clark et al. 2019, section 4);
    :func:`antecedent_accuracy` scores every head at choosing a pronoun's antecedent, against
-   :func:`antecedent_baselines` (the nearest candidate, the nearest agreeing one).
+   :func:`antecedent_baselines` (the nearest candidate, the nearest agreeing one; per case
+   :func:`antecedent_rule_hits`).
 
 The files: ``relations.py`` (1), ``norms.py`` (3), ``circuits.py`` (4), ``maps.py`` (5),
-``statistics.py`` (6), ``dependencies.py`` and ``coreference.py`` (7). :func:`tie_heads` and :func:`merge_tied_heads` (2) build models, so they
+``statistics.py`` (6), ``dependencies.py`` and ``coreference.py`` (7), ``steps.py`` (8). :func:`tie_heads` and :func:`merge_tied_heads` (2) build models, so they
 live in :mod:`mha_lib.model.tied`; :func:`previous_token_score`, :func:`induction_targets` and
 :func:`induction_score` (4) are the induction task's scores, in :mod:`mha_lib.tasks.induction`.
 Both are re-exported here.
@@ -65,12 +72,14 @@ from ..model.tied import merge_tied_heads, tie_heads
 from ..tasks.induction import induction_score, induction_targets, previous_token_score
 from . import relations as _relations
 from .circuits import copying_score, full_ov_circuit, ov_circuit, qk_circuit
-from .coreference import AntecedentScore, Case, antecedent_accuracy, antecedent_baselines, coreference_sample
+from .coreference import (AntecedentScore, Case, antecedent_accuracy, antecedent_baselines, antecedent_rule_hits,
+                          coreference_sample)
 from .dependencies import (RelationScore, offset_baseline, parsed_sample, relation_accuracy, sentence_word_maps,
                            syntax_sample, word_attention)
 from .maps import attention_rollout, offset_kernels
 from .norms import attention_contributions, encoder_norm_maps, norm_weighted_attention, value_norms
 from .relations import HeadFinding, find_heads, head_label, relation_shares
+from .steps import STAGES, attention_steps, layer_steps
 from .statistics import (HeadStats, attention_confidence, head_attention_stats, local_share_and_spread,
                          positional_offsets)
 
@@ -79,6 +88,9 @@ RELATIONS = _relations.RELATIONS
 
 __all__ = [
     "RELATIONS",
+    "STAGES",
+    "attention_steps",
+    "layer_steps",
     "word_attention",
     "sentence_word_maps",
     "parsed_sample",
@@ -87,6 +99,7 @@ __all__ = [
     "AntecedentScore",
     "antecedent_accuracy",
     "antecedent_baselines",
+    "antecedent_rule_hits",
     "coreference_sample",
     "local_share_and_spread",
     "relation_accuracy",

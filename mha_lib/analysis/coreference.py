@@ -11,7 +11,7 @@ saying which candidates match the pronoun in number and gender ("she" and "Anna"
   *weight* on the answer (the claim "a head puts almost all its weight on the antecedent" is about
   that weight, so the distribution over cases is what to report, not the best sentence).
 * :func:`antecedent_baselines`: the nearest candidate before the pronoun, and the nearest one that
-  agrees with it. A Winograd-style pair (one word flips the referent: "too big" / "too small")
+  agrees with it (per case: :func:`antecedent_rule_hits`, for a paired test against a head). A Winograd-style pair (one word flips the referent: "too big" / "too small")
   defeats both, which is why the book's sample is built of such pairs.
 """
 from __future__ import annotations
@@ -27,7 +27,8 @@ from torch import Tensor
 from ..stats import wilson_interval
 from .dependencies import _best_head, _checked_word_maps
 
-__all__ = ["Case", "AntecedentScore", "antecedent_accuracy", "antecedent_baselines", "coreference_sample"]
+__all__ = ["Case", "AntecedentScore", "antecedent_accuracy", "antecedent_baselines", "antecedent_rule_hits",
+           "coreference_sample"]
 
 
 class Case(NamedTuple):
@@ -122,8 +123,8 @@ def antecedent_accuracy(word_maps: Sequence[Tensor], cases: Sequence[Case]) -> A
                            torch.stack(hits).bool())
 
 
-def antecedent_baselines(cases: Sequence[Case]) -> Dict[str, Tuple[float, Tuple[float, float]]]:
-    """The rules a coreference head must beat, with their accuracy and Wilson 95% interval.
+def antecedent_rule_hits(cases: Sequence[Case]) -> Dict[str, Tensor]:
+    """Per case, whether each rule a coreference head must beat chooses the answer (for a paired test).
 
     ``"nearest"``: the candidate closest before the pronoun (after it, the closest, if none is before).
     ``"nearest agreeing"``: the same among the candidates that agree with the pronoun (every case
@@ -133,7 +134,7 @@ def antecedent_baselines(cases: Sequence[Case]) -> Dict[str, Tuple[float, Tuple[
         cases: :class:`Case` items.
 
     Returns:
-        {rule: (accuracy in [0, 1], (low, high))}.
+        {rule: bool tensor (cases,)}, True where the rule picks the answer.
 
     Raises:
         ValueError: no cases, a case that is not a valid :class:`Case` (as :func:`antecedent_accuracy`
@@ -150,13 +151,33 @@ def antecedent_baselines(cases: Sequence[Case]) -> Dict[str, Tuple[float, Tuple[
 
     out = {}
     for rule in ("nearest", "nearest agreeing"):
-        right = 0
+        hits = []
         for i, case in enumerate(case_list):
             if rule == "nearest agreeing" and case.agrees is None:
                 raise ValueError(f"cases[{i}] gives no agrees: the 'nearest agreeing' rule needs it")
             allowed = case.agrees if rule == "nearest agreeing" else [True] * len(case.candidates)
-            right += nearest(case, allowed) == case.answer
-        out[rule] = (right / len(case_list), wilson_interval(right, len(case_list)))
+            hits.append(nearest(case, allowed) == case.answer)
+        out[rule] = torch.tensor(hits, dtype=torch.bool)
+    return out
+
+
+def antecedent_baselines(cases: Sequence[Case]) -> Dict[str, Tuple[float, Tuple[float, float]]]:
+    """The rules a coreference head must beat (:func:`antecedent_rule_hits`), with their accuracy and
+    Wilson 95% interval.
+
+    Args:
+        cases: :class:`Case` items.
+
+    Returns:
+        {rule: (accuracy in [0, 1], (low, high))}.
+
+    Raises:
+        ValueError: as :func:`antecedent_rule_hits`.
+    """
+    out = {}
+    for rule, hits in antecedent_rule_hits(cases).items():
+        right = int(hits.sum())
+        out[rule] = (right / len(hits), wilson_interval(right, len(hits)))
     return out
 
 

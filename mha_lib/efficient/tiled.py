@@ -95,8 +95,8 @@ def hbm_accesses(seq_len: int, head_dim: int, sram_elements: int) -> Dict[str, f
     The counts follow the paper's algorithms term by term: standard attention (its Algorithm 0) reads
     Q and K (2 N d), writes S, reads it, writes P and reads it again (4 N^2), reads V (N d) and writes
     O (N d): 4 N d + 4 N^2. FlashAttention (Algorithm 1) reads K and V once (2 N d) and, for each of
-    its T_c = ceil(N / B_c) key blocks of B_c = floor(M / (4 d)) keys, reads Q, reads O and writes O
-    (3 N d): 2 N d + 3 N d T_c, about 12 N^2 d^2 / M. The running statistics l and m (2 N per block)
+    its T_c = ceil(N / B_c) key blocks of B_c = ceil(M / (4 d)) keys (the paper's block size), reads Q,
+    reads O and writes O (3 N d): 2 N d + 3 N d T_c, about 12 N^2 d^2 / M. The running statistics l and m (2 N per block)
     are left out. A model of the traffic, not a measurement.
 
     Args:
@@ -116,6 +116,6 @@ def hbm_accesses(seq_len: int, head_dim: int, sram_elements: int) -> Dict[str, f
     if M < 4 * d:
         raise ValueError(f"sram_elements={M} < 4 * head_dim = {4 * d}: a key block needs at least one key")
     standard = 4 * N * d + 4 * N * N
-    blocks = math.ceil(N / (M // (4 * d)))
+    blocks = math.ceil(N / math.ceil(M / (4 * d)))  # T_c = ceil(N / B_c), B_c = ceil(M / 4d)
     flash = 2 * N * d + 3 * N * d * blocks
     return {"standard": float(standard), "flash": float(flash), "ratio": standard / flash}

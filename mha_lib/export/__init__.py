@@ -21,6 +21,8 @@ name                     type, shape                     meaning
 ``last_hidden_state``    float32 (B, L, d_model)         BertEncoder, Encoder
 ``sentence_embedding``   float32 (B, d_model)            BertEncoder: ``pool`` (mean over real
                                                          tokens, L2-normalised for MiniLM)
+``layer_inputs``         float32 (num_layers, 1, L,      only with ``layer_inputs=True``: every block's
+                         d_model)                        input, of the first sequence
 =======================  ==============================  =========================================
 
 Every file also records its sizes in the model's ``metadata_props`` (``mha_lib.vocab_size``,
@@ -42,6 +44,10 @@ fetches only those its text's tokens need (:class:`TokenRows` reads them in Pyth
 all-MiniLM-L6-v2 that is a 21.8 MB file instead of 90 MB plus about 8 row files of 24 KB per
 sentence, with attention weights within about 0.002 of mha_lib's. :func:`quantize_for_web` makes the
 smallest single file (8-bit weights, 24.8 MB, attention weights within about 0.03).
+:func:`split_layers_for_web` splits a BertEncoder by layer (what the book serves for MiniLM: the
+embeddings file, split as above, and one float16 file per layer, about 3.5 MB each), so that a page draws the
+first layer's maps after a few megabytes and computes the others as they arrive; :func:`onnx_session` runs
+them as one model (:class:`LayeredSession`).
 :func:`compare_on_sentences` and :func:`compare_onnx` measure how far any file is from mha_lib.
 
 Needs the extra ``pip install "mha_lib[export]"`` (onnx, onnxscript; onnxruntime to run the files);
@@ -51,7 +57,9 @@ The files, each importing only those before it: ``common.py`` (the extra's impor
 keys :data:`METADATA_PREFIX`, path checks, files replaced only once complete), ``trace.py``
 (:func:`export_onnx`, :func:`export_attention_core`, :class:`ExportInfo`), ``quantize.py`` (:func:`quantize_for_web`), ``feeds.py``
 (the inputs checked before onnxruntime runs), ``rows.py`` (:class:`TokenRows`), ``split.py``
-(:func:`split_for_web`), ``run.py`` (:func:`onnx_session`, :func:`run_onnx`, :func:`compare_onnx`,
+(:func:`split_for_web`), ``layers.py`` (:func:`split_layers_for_web`), ``chain.py`` (:class:`LayeredSession`),
+``steps.py`` (:func:`export_attention_steps`: one layer's self-attention, every stage an output, for the
+live ``"steps"`` view), ``run.py`` (:func:`onnx_session`, :func:`run_onnx`, :func:`compare_onnx`,
 :func:`compare_on_sentences`, :data:`CHECK_SENTENCES`). This module re-exports them.
 
 Sources: the ONNX operator set (https://onnx.ai/onnx/operators/); onnxruntime's ``MatMulNBits``
@@ -64,6 +72,9 @@ from .quantize import QUANT_BLOCK_SIZES, quantize_for_web
 from .rows import ROWS_INDEX, TokenRows
 from .run import CHECK_SENTENCES, compare_on_sentences, compare_onnx, onnx_session, run_onnx
 from .split import split_for_web
+from .layers import split_layers_for_web
+from .chain import LayeredSession
+from .steps import export_attention_steps
 from .trace import MAX_OPSET, MIN_OPSET, ExportInfo, export_attention_core, export_onnx
 from . import common as _common, quantize as _quantize, run as _run
 
@@ -80,10 +91,13 @@ CHECK_SENTENCES = _run.CHECK_SENTENCES
 
 __all__ = [
     "export_attention_core",
+    "export_attention_steps",
     "ExportInfo",
     "export_onnx",
     "quantize_for_web",
     "split_for_web",
+    "split_layers_for_web",
+    "LayeredSession",
     "TokenRows",
     "onnx_session",
     "run_onnx",

@@ -12,6 +12,7 @@ from torch import nn
 from .. import checks
 from .common import METADATA_PREFIX, _checked_path, _read_metadata, _require
 from .feeds import _as_array, _checked_feeds
+from .chain import layered
 from .rows import TokenRows
 from .trace import _describe, _metadata
 
@@ -69,7 +70,9 @@ def onnx_session(path: Union[str, os.PathLike], *, threads: Optional[int] = None
 
     A file from :func:`split_for_web` reads its token rows from files: the session gets them as
     ``session.mha_lib_token_rows`` (a :class:`TokenRows`), so that :func:`run_onnx` takes
-    ``input_ids`` for it as for any other file.
+    ``input_ids`` for it as for any other file. The embeddings file of :func:`split_layers_for_web`
+    (it lists its layer files) opens with every layer's file beside it, as one
+    :class:`~mha_lib.export.chain.LayeredSession` that answers as the whole model's session.
 
     Args:
         path: the ``.onnx`` file.
@@ -80,7 +83,7 @@ def onnx_session(path: Union[str, os.PathLike], *, threads: Optional[int] = None
     Raises:
         ValueError: no such file (or a folder), a file onnxruntime cannot load, a bad ``threads``,
             or a split file whose row folder has no ``index.json`` or holds another model's rows
-            (see :class:`TokenRows`).
+            (see :class:`TokenRows`); an embeddings file whose layer files are missing or do not fit.
         ImportError: onnxruntime missing (names ``pip install "mha_lib[export]"``).
     """
     path = _checked_path(path, "path", must_exist=True)
@@ -89,10 +92,16 @@ def onnx_session(path: Union[str, os.PathLike], *, threads: Optional[int] = None
     options.log_severity_level = 3  # errors only
     if threads is not None:
         options.intra_op_num_threads = checks.positive_int(threads, "threads")
-    try:
-        session = ort.InferenceSession(path, options, providers=["CPUExecutionProvider"])
-    except Exception as err:  # onnxruntime's InvalidProtobuf, Fail, ...
-        raise ValueError(f"path={path!r}: onnxruntime cannot load it as an ONNX model ({err})") from None
+
+    def open_one(file):
+        try:
+            return ort.InferenceSession(file, options, providers=["CPUExecutionProvider"])
+        except Exception as err:  # onnxruntime's InvalidProtobuf, Fail, ...
+            raise ValueError(f"path={file!r}: onnxruntime cannot load it as an ONNX model ({err})") from None
+
+    session = open_one(path)
+    if "layers" in _read_metadata(session):  # split_layers_for_web's embeddings: every layer's file runs after it
+        session = layered(path, session, open_one)
     inputs = {i.name: i for i in session.get_inputs()}
     if "token_rows" in inputs:
         meta = _read_metadata(session)
@@ -110,7 +119,7 @@ def _session(session):
     if isinstance(session, (str, os.PathLike)):
         return onnx_session(session)
     ort = _require("onnxruntime")
-    if not isinstance(session, ort.InferenceSession):
+    if not isinstance(session, ort.InferenceSession) and not getattr(type(session), "_mha_lib_session", False):
         raise ValueError(f"session must be an onnxruntime.InferenceSession (onnx_session(path)) or a path, got "
                          f"{type(session).__name__}: {session!r:.60}")
     return session
@@ -175,8 +184,8 @@ def compare_onnx(model: nn.Module, session, inputs: Mapping[str, torch.Tensor],
             a model :func:`export_onnx` refuses, or a model whose kind or sizes differ from those
             the file records (its ``metadata_props``).
     """
-    desc = _describe(model)
     session = _session(session)
+    desc = _describe(model, layer_inputs="layer_inputs" in [o.name for o in session.get_outputs()])
     if not isinstance(inputs, Mapping):
         raise ValueError(f"inputs must be a dict {{input name: tensor}}, got {type(inputs).__name__}")
     if "head_mask" in inputs:
@@ -197,7 +206,8 @@ def compare_onnx(model: nn.Module, session, inputs: Mapping[str, torch.Tensor],
         feeds["input_ids"] = torch.as_tensor(_as_array(inputs["input_ids"], "input_ids"), dtype=torch.long,
                                              device=device)
     with torch.no_grad():
-        ref = desc["wrapper"](model, desc["kind"]).eval()(**{k: feeds[k] for k in desc["inputs"]})
+        ref = desc["wrapper"](model, desc["kind"], desc.get("layer_inputs", False)).eval()(
+            **{k: feeds[k] for k in desc["inputs"]})
     ref = {name: r.cpu() for name, r in zip(desc["outputs"], ref)}
     names = [o.name for o in session.get_outputs()]
     got = {k: torch.from_numpy(v) for k, v in zip(names, session.run(names, checked))}
@@ -208,6 +218,8 @@ def compare_onnx(model: nn.Module, session, inputs: Mapping[str, torch.Tensor],
         diff = (got[name] - r).abs()
         if real is not None and name == "attentions":
             diff = diff.permute(1, 3, 0, 2, 4)[real]  # (real queries, num_layers, H, L)
+        elif real is not None and name == "layer_inputs":
+            diff = diff[:, 0, real[0]]  # (num_layers, real positions of the first sequence, d_model)
         elif real is not None and diff.dim() == 3 and diff.shape[:2] == real.shape:
             diff = diff[real]  # (real positions, features)
         elif rows is not None and diff.dim() == 2:

@@ -87,6 +87,41 @@ def _earlier_row_files(rows_dir: str, src: str, dst: str) -> List[str]:
     return numbered
 
 
+def _float16_candidates(model, skip=()) -> dict:
+    """``{name: float32 array}``: the initializers of ``model`` that :func:`_store_float16` stores as float16 --
+    float32, at least two dimensions and ``_FLOAT16_MIN_ELEMENTS`` values (the weight matrices, the position
+    table; not the 1-D biases and LayerNorm vectors), except the names in ``skip``.
+
+    Raises:
+        ValueError: one of them holds a value beyond float16's range (65504), naming it.
+    """
+    from onnx import TensorProto, numpy_helper
+
+    out = {t.name: numpy_helper.to_array(t) for t in model.graph.initializer if t.name not in skip
+           and t.data_type == TensorProto.FLOAT and len(t.dims) >= 2 and int(np.prod(t.dims)) >= _FLOAT16_MIN_ELEMENTS}
+    for name, value in out.items():
+        if np.abs(value).max() > np.finfo(np.float16).max:
+            raise ValueError(f"initializer {name!r} holds {np.abs(value).max():.4g}, beyond float16's range")
+    return out
+
+
+def _store_float16(model, float16: dict) -> None:
+    """Store the initializers ``float16`` (from :func:`_float16_candidates`) as float16 ``{name}_float16``, each
+    cast back to float32 by a ``Cast`` node placed first in the graph (onnxruntime folds it when a session
+    starts: computation stays float32). In place."""
+    from onnx import TensorProto, helper, numpy_helper
+
+    graph = model.graph
+    nodes = [helper.make_node("Cast", [f"{name}_float16"], [name], to=TensorProto.FLOAT) for name in float16]
+    nodes += list(graph.node)
+    del graph.node[:]
+    graph.node.extend(nodes)
+    keep = [t for t in graph.initializer if t.name not in float16]
+    keep += [numpy_helper.from_array(v.astype(np.float16), f"{name}_float16") for name, v in float16.items()]
+    del graph.initializer[:]
+    graph.initializer.extend(keep)
+
+
 @contextlib.contextmanager
 def _staged(rows_dir: str, dst: str, replace: Sequence[str]):
     """Stage a split's files: yields (a temporary folder inside ``rows_dir`` for the row files and
@@ -218,11 +253,9 @@ def split_for_web(src: Union[str, os.PathLike], dst: Union[str, os.PathLike], ro
                          "from input_ids that nothing else reads): nothing to split")
     gather = gathers[0]
     table = numpy_helper.to_array(inits[gather.input[0]])  # (V, d) float32
-    float16 = {name: numpy_helper.to_array(t) for name, t in inits.items() if name != gather.input[0]
-               and t.data_type == TensorProto.FLOAT and len(t.dims) >= 2 and int(np.prod(t.dims)) >= _FLOAT16_MIN_ELEMENTS}
-    for name, value in [(gather.input[0], table), *float16.items()]:
-        if np.abs(value).max() > np.finfo(np.float16).max:
-            raise ValueError(f"initializer {name!r} holds {np.abs(value).max():.4g}, beyond float16's range")
+    if np.abs(table).max() > np.finfo(np.float16).max:
+        raise ValueError(f"initializer {gather.input[0]!r} holds {np.abs(table).max():.4g}, beyond float16's range")
+    float16 = _float16_candidates(model, skip=(gather.input[0],))  # refuses values beyond float16's range
 
     # the graph: token_rows (U, d) float16 and token_index (B, L) replace the table and input_ids
     V, d = table.shape
@@ -233,7 +266,7 @@ def split_for_web(src: Union[str, os.PathLike], dst: Union[str, os.PathLike], ro
     graph.input.remove(ids_input)
     graph.input.insert(position, index_type)
     graph.input.append(rows_type)
-    nodes = [helper.make_node("Cast", [f"{name}_float16"], [name], to=TensorProto.FLOAT) for name in float16]
+    nodes = []
     for node in graph.node:
         if node is gather:
             nodes += [helper.make_node("Cast", ["token_rows"], ["token_rows_float32"], to=TensorProto.FLOAT),
@@ -242,10 +275,10 @@ def split_for_web(src: Union[str, os.PathLike], dst: Union[str, os.PathLike], ro
             nodes.append(node)
     del graph.node[:]
     graph.node.extend(nodes)
-    keep = [t for t in graph.initializer if t.name != gather.input[0] and t.name not in float16]
-    keep += [numpy_helper.from_array(v.astype(np.float16), f"{name}_float16") for name, v in float16.items()]
+    keep = [t for t in graph.initializer if t.name != gather.input[0]]
     del graph.initializer[:]
     graph.initializer.extend(keep)
+    _store_float16(model, float16)
     files = -(-V // rows_per_file)
     rows16 = table.astype("<f2")
     digest = hashlib.sha256(rows16.tobytes()).hexdigest()

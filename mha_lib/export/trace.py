@@ -56,21 +56,24 @@ class ExportInfo:
 class _Exported(nn.Module):
     """A model with the export's fixed signature and outputs (see the module docstring)."""
 
-    def __init__(self, model: nn.Module, kind: str):
+    def __init__(self, model: nn.Module, kind: str, layer_inputs: bool = False):
         super().__init__()
         self.model = model
         self.kind = kind
+        self.layer_inputs = layer_inputs
 
     def _run(self, inputs, key_padding_mask, head_mask, **kwargs):
         out = self.model(inputs, key_padding_mask=key_padding_mask, head_mask=head_mask, output_attentions=True,
-                         **kwargs)
+                         output_hidden_states=self.layer_inputs, **kwargs)
         attentions = torch.stack(out.attentions)  # (num_layers, B, H, L, L)
+        # every block's input, of the first sequence: (num_layers, 1, L, d_model) (the "steps" view's X)
+        extra = (torch.stack(out.hidden_states[:-1])[:, :1],) if self.layer_inputs else ()
         if self.kind == "token-classifier":
-            return out.logits, attentions  # (B, L, C) or (B, C)
+            return (out.logits, attentions, *extra)  # (B, L, C) or (B, C)
         h = out.last_hidden_state  # (B, L, d_model)
         if self.kind == "bert":
-            return h, self.model.pool(h, key_padding_mask), attentions  # pooled (B, d_model)
-        return h, attentions
+            return (h, self.model.pool(h, key_padding_mask), attentions, *extra)  # pooled (B, d_model)
+        return (h, attentions, *extra)
 
 
 class _TokensWithTypes(_Exported):
@@ -119,10 +122,12 @@ def _describe_seq2seq(model) -> dict:
                 max_length=min(cfg.max_len, enc.config.max_len), source_vocab_size=enc.config.vocab_size)
 
 
-def _describe(model, pattern_input: bool = False) -> dict:
+def _describe(model, pattern_input: bool = False, layer_inputs: bool = False) -> dict:
     """Kind, wrapper, names and sizes of an exportable model; ValueError for anything else."""
 
     if isinstance(model, EncoderDecoder):
+        if layer_inputs:
+            raise ValueError("layer_inputs=True takes an encoder or a token classifier, not an EncoderDecoder")
         return _describe_seq2seq(model)
     if isinstance(model, BertEncoder):
         kind, encoder = "bert", model
@@ -159,11 +164,12 @@ def _describe(model, pattern_input: bool = False) -> dict:
         wrapper, inputs = _Tokens, ("input_ids", "key_padding_mask", "head_mask")
     outputs = {"token-classifier": ("logits", "attentions"), "encoder": ("last_hidden_state", "attentions"),
                "bert": ("last_hidden_state", "sentence_embedding", "attentions")}[kind]
+    outputs += ("layer_inputs",) if layer_inputs else ()
     max_positions = None if cfg.positional == "none" else cfg.max_len  # positions the file can embed
     if kind == "bert":
         max_positions = min(cfg.max_len, model.tokenizer.max_length)  # the tokenizer cuts there (256 for MiniLM)
     return dict(kind=kind, wrapper=wrapper, inputs=inputs, outputs=outputs, config=cfg, num_layers=len(heads),
-                num_heads=heads[0], max_length=max_positions)
+                num_heads=heads[0], max_length=max_positions, layer_inputs=layer_inputs)
 
 
 def _example_inputs(desc: dict, device) -> dict:
@@ -217,7 +223,7 @@ def _dynamic_shapes(desc: dict, example: dict) -> dict:
 
 
 def export_onnx(model: nn.Module, path: Union[str, os.PathLike], *, opset: int = 18,
-                pattern_input: bool = False) -> ExportInfo:
+                pattern_input: bool = False, layer_inputs: bool = False) -> ExportInfo:
     """Export an mha_lib encoder to one ONNX file (weights inside), dynamic batch and length.
 
     The model is traced with ``torch.onnx.export(..., dynamo=True)`` in eval mode (its training
@@ -245,6 +251,10 @@ def export_onnx(model: nn.Module, path: Union[str, os.PathLike], *, opset: int =
             ``key_padding_mask``, so that a page can run the weights under any sparse pattern. The
             model's config must hold no pattern of its own (``attention_window``, ``sparse_block``) and
             no MLA.
+        layer_inputs: add the output ``layer_inputs``, float32 (num_layers, 1, L, d_model): the input of
+            every block, of the first sequence only (what the live ``"steps"`` view gives
+            :func:`export_attention_steps`'s file; a batch of texts would make it large). Not for an
+            EncoderDecoder.
 
     Returns:
         :class:`ExportInfo` (names, sizes, bytes).
@@ -260,7 +270,7 @@ def export_onnx(model: nn.Module, path: Union[str, os.PathLike], *, opset: int =
     if not MIN_OPSET <= opset <= MAX_OPSET:
         raise ValueError(f"opset={opset} is outside [{MIN_OPSET}, {MAX_OPSET}]")
     path = _checked_onnx_output(path, "path")
-    desc = _describe(model, checks.flag(pattern_input, "pattern_input"))
+    desc = _describe(model, checks.flag(pattern_input, "pattern_input"), checks.flag(layer_inputs, "layer_inputs"))
     _require("onnx")
     optimizer = _require("onnxscript.optimizer")
     try:
@@ -268,7 +278,7 @@ def export_onnx(model: nn.Module, path: Union[str, os.PathLike], *, opset: int =
     except StopIteration:
         device = torch.device("cpu")
     example = _example_inputs(desc, device)
-    wrapper = desc["wrapper"](model, desc["kind"])
+    wrapper = desc["wrapper"](model, desc["kind"], desc.get("layer_inputs", False))
     was_training = model.training
     model.eval()
     try:

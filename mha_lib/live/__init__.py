@@ -6,9 +6,10 @@ finds it and imports ``_static/live/mha_live.mjs`` (the source is ``mha_lib/web/
 which draws the maps on canvas from the numbers in ``data-config`` -- computed here, by mha_lib,
 when the notebook ran -- and loads the ONNX model (:mod:`mha_lib.export`, written to
 ``_static/models/`` by ``tools/export_site_models.py``) only at the reader's first action: the
-reader's browser recomputes the maps (onnxruntime-web). MiniLM's file holds float16 weights
-without its token table; the page fetches the rows of each text's tokens from
-``_static/models/all-MiniLM-L6-v2.rows/`` (:func:`mha_lib.export.split_for_web`).
+reader's browser recomputes the maps (onnxruntime-web). MiniLM is served split by layer
+(:func:`mha_lib.export.split_layers_for_web`: float16 weights, an embeddings file and one file per layer, the
+first maps drawn after the runtime, the embeddings and one layer); the page fetches the rows of each text's
+tokens from ``_static/models/all-MiniLM-L6-v2.rows/``.
 
 In a kernel (Jupyter, Colab, VS Code) with ``anywidget`` installed (the ``viz`` extra), the same
 output is also a widget, :class:`LiveWidget`: its ES module is the book's modules of
@@ -21,7 +22,7 @@ the model's inputs (token ids, token types, padding mask, head mask) as a widget
 shows; ``_config.yml`` makes the html builder prefer it) and the widget's view. Without anywidget,
 or outside a kernel, it is ``text/html`` only; where no script runs, the fallback figure shows.
 
-Seven views (``data-view``):
+Ten views (``data-view``):
 
 * ``"sentence"`` -- all-MiniLM-L6-v2 on a sentence the reader types, every head of a layer
   (:func:`sentence_config`);
@@ -43,6 +44,13 @@ Seven views (``data-view``):
 * ``"patterns"`` -- chapter 9: a sparse pattern the reader picks (every key, a sliding window with
   sinks, BigBird's blocks) run on the weights of chapter 5's or 9's models: the mask, the maps, the
   predictions and the bytes a KV cache would hold (:func:`patterns_config`).
+* ``"speed"`` -- "How to use the interactive figures": every view above (:func:`speed_views`) timed on the
+  reader's device, its first update and later ones, beside the book's machine (:func:`speed_config`, the
+  record of ``benchmarks/bench_live.py --write``).
+* ``"steps"`` -- chapter 2: one head of one layer taken apart on the reader's sentence (MiniLM) or
+  sequence (chapter 1's models): X, the head's Q, K and V, Q K^T, / sqrt(d_k), the mask, the softmax,
+  the weighted values, the heads concatenated, the head's term through W^O and the output, step by
+  step (:func:`steps_config`; the page runs the model's ``layer_inputs`` and the layer's steps file).
 
 Usage in a chapter cell::
 
@@ -63,7 +71,9 @@ The files, each importing only those before it: ``values.py`` (a config's number
 :func:`induction_readings`, :func:`copyable_positions`), ``patterns.py`` (chapter 9's view: :func:`patterns_config`,
 :func:`patterns_readings`, :func:`pattern_model`, :func:`reader_pattern_mask`, :func:`pattern_cache_bytes`),
 ``timing.py`` (chapter 3's view: :func:`timing_config`), ``translate.py`` (chapter 6's view:
-:func:`translation_config`, :func:`translation_readings`), ``esm.py`` (:func:`widget_esm`,
+:func:`translation_config`, :func:`translation_readings`), ``speed.py`` (the speed view: :func:`speed_views`,
+:func:`speed_config`, :func:`book_speed`), ``steps.py`` (chapter 2's step-by-step view:
+:func:`steps_config`, :func:`steps_readings`, :func:`steps_id`), ``esm.py`` (:func:`widget_esm`,
 :data:`WIDGET_MODULES`), ``kernel.py`` (:class:`KernelRunner`, the kernel's models and the check of
 a run message's feeds), ``widget.py`` (:class:`LiveWidget`, made on first use), ``element.py``
 (:func:`live_view`, :class:`LiveView`). This module re-exports them.
@@ -75,7 +85,9 @@ from .digit import MAX_DIGIT_EXAMPLES, digit_config, digit_readings
 from .induction import checkpoint_id, copyable_positions, induction_config, induction_readings
 from .patterns import (pattern_cache_bytes, pattern_model, patterns_config, patterns_readings,
                        reader_pattern_mask)
+from .steps import STEPS_SUFFIX, steps_config, steps_id, steps_readings
 from .timing import timing_config
+from .speed import SPEED_VIEWS, book_speed, speed_config, speed_views
 from .translate import translation_config, translation_readings
 from .contract import view_contract
 from .element import VIEWS, WIDGET_VIEW_MIME, LiveView, live_view
@@ -101,7 +113,8 @@ __all__ = ["VIEWS", "LiveView", "live_view", "sentence_config", "toy_compare_con
            "digit_config", "digit_readings", "MAX_DIGIT_EXAMPLES", "induction_config", "induction_readings",
            "copyable_positions", "checkpoint_id", "translation_config", "translation_readings",
            "timing_config", "patterns_config", "patterns_readings", "pattern_model", "reader_pattern_mask",
-           "pattern_cache_bytes",
+           "pattern_cache_bytes", "speed_views", "speed_config", "book_speed", "SPEED_VIEWS",
+           "steps_config", "steps_readings", "steps_id", "STEPS_SUFFIX",
            "paraphrase_scores", "DECIMALS", "KernelRunner", "widget_esm", "MAX_KERNEL_ROWS", "MAX_KERNEL_TOKENS"]
 
 

@@ -12,7 +12,8 @@ from .values import _rounded
 from .widget import _in_kernel, _widget_class
 
 #: The kinds of live view that ``mha_lib/web/mha_live.mjs`` draws.
-VIEWS = ("sentence", "toy-compare", "prune", "timing", "induction", "translate", "digit", "patterns")
+VIEWS = ("sentence", "toy-compare", "prune", "timing", "induction", "translate", "digit", "patterns", "steps",
+         "speed")
 
 _MODEL_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,99}")  # a file stem under _static/models/
 
@@ -83,12 +84,13 @@ def live_view(view: str, model: str, config: Mapping[str, Any], *, fallback: Any
     """Write the HTML element of a live view (see the module docstring).
 
     Args:
-        view: ``"sentence"``, ``"toy-compare"``, ``"prune"``, ``"timing"``, ``"induction"``, ``"translate"``, ``"digit"`` or ``"patterns"`` (:data:`VIEWS`).
+        view: ``"sentence"``, ``"toy-compare"``, ``"prune"``, ``"timing"``, ``"induction"``, ``"translate"``, ``"digit"``,
+            ``"patterns"`` or ``"steps"`` (:data:`VIEWS`).
         model: the model id the view runs, e.g. ``"all-MiniLM-L6-v2"`` or ``"ch1-h1"`` (the first
             of a toy-compare's models): letters, digits, ``_ . -``.
         config: the view's configuration, from :func:`sentence_config`,
             :func:`toy_compare_config`, :func:`prune_config`, :func:`timing_config`, :func:`induction_config`,
-            :func:`translation_config` or :func:`digit_config` (a dict of numbers, strings,
+            :func:`translation_config`, :func:`digit_config` or :func:`steps_config` (a dict of numbers, strings,
             lists and tensors; floats are rounded to 4 decimals).
         fallback: the static figure shown where the view cannot run: PNG bytes, or an object
             with ``to_png()`` (a :class:`mha_lib.viz.HeadsFigure`), or None.

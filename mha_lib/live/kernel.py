@@ -9,8 +9,10 @@ import torch
 from .. import tasks
 from ..model import EncoderDecoder
 from ..pretrained import BertEncoder, load_bert
+from ..analysis.steps import STAGES, attention_steps
 from .induction import STEP_SEPARATOR
 from .patterns import PATTERN_SUFFIX, pattern_model
+from .steps import parse_steps_id, steps_id
 
 MINILM_ID = "all-MiniLM-L6-v2"
 
@@ -25,6 +27,9 @@ _KERNEL_MODELS: Dict[str, Any] = {}  # model id -> loaded model, shared by every
 
 def _kernel_model(model_id: str):
     """The mha_lib model behind a site model id, loaded once per kernel, in eval mode."""
+    steps = parse_steps_id(model_id)
+    if steps is not None:  # a layer's steps file (the "steps" view): its model's, loaded once
+        return _kernel_model(steps[0])
     if model_id not in _KERNEL_MODELS:
         name, sep, step = model_id.partition(STEP_SEPARATOR)
         if model_id == MINILM_ID:
@@ -63,6 +68,11 @@ class KernelRunner:
       ``head_mask`` instead; the encoder-decoder (chapter 6) takes ``src_ids`` (1, S),
       ``input_ids`` (1, T) and ``head_mask`` (a row per attention module) and answers with
       ``logits`` and the stacked ``encoder_attentions``, ``attentions`` and ``cross_attentions``.
+      The ``"steps"`` view's model also answers ``layer_inputs`` (num_layers, 1, L, d_model), every block's
+      input (as ``export_onnx(..., layer_inputs=True)``), and its layers' steps ids (``<model>.attn<l>``,
+      as :func:`~mha_lib.export.export_attention_steps`' files) take ``hidden`` (1, L, d_model) numbers and
+      ``attn_mask`` (L, L) 0/1 (1 = blocked) and answer every stage of
+      :func:`mha_lib.analysis.attention_steps` (``blocked`` as 0/1).
     * anything wrong -> ``{"op": "error", "message": ...}`` naming the offending value.
 
     Args:
@@ -73,8 +83,10 @@ class KernelRunner:
 
     def __init__(self, view: str, model: str, config: Mapping[str, Any]):
         self.view = view
-        many = ("toy-compare", "induction", "translate", "digit", "patterns")
+        many = ("toy-compare", "induction", "translate", "digit", "patterns", "speed")
         self.models = list(config["models"]) if view in many else [model]
+        if view == "steps":  # the model, then a steps id per layer
+            self.models += [steps_id(model, layer) for layer in range(int(config["num_layers"]))]
 
     def answer(self, content: Any) -> Tuple[dict, List[bytes]]:
         """The answer to one message: ``(content, buffers)``. Never raises: an error is an answer.
@@ -118,8 +130,14 @@ class KernelRunner:
         Raises:
             ValueError: ``model_id`` not one of this view's models.
         """
-        return {"info": _model_info(self._model(model_id), _takes_pattern(model_id)),
-                "vocab": _vocab_text(self._model(model_id))}
+        model = self._model(model_id)
+        steps = parse_steps_id(model_id)
+        if steps is not None:
+            return {"info": _steps_info(model, steps[1]), "vocab": None}
+        info = _model_info(model, _takes_pattern(model_id))
+        if self.view == "steps":
+            info["outputs"].append("layer_inputs")
+        return {"info": info, "vocab": _vocab_text(model)}
 
     @torch.no_grad()
     def run(self, model_id: Any, feeds: Any) -> Dict[str, torch.Tensor]:
@@ -139,6 +157,9 @@ class KernelRunner:
                 numbers (the message names the feed, the position and the value).
         """
         model = self._model(model_id)
+        steps = parse_steps_id(model_id)
+        if steps is not None:
+            return _run_steps(model, steps[1], feeds)
         info = _model_info(model, _takes_pattern(model_id))
         cfg = _config_of(model)
         if isinstance(model, EncoderDecoder):
@@ -152,12 +173,62 @@ class KernelRunner:
             out = model(x["patches"], head_mask=x["head_mask"], output_attentions=True)
         else:
             out = model(x["input_ids"], token_type_ids=x.get("token_type_ids"), key_padding_mask=x.get("key_padding_mask"),
-                        attn_mask=x.get("attn_mask"), head_mask=x["head_mask"], output_attentions=True)
+                        attn_mask=x.get("attn_mask"), head_mask=x["head_mask"], output_attentions=True,
+                        output_hidden_states=self.view == "steps")
         attentions = torch.stack(out.attentions)[:, :1].float().cpu()  # (num_layers, 1, H, L, L): row 0, drawn
+        # the "steps" view: every block's input, of row 0 (num_layers, 1, L, d_model)
+        extra = {"layer_inputs": torch.stack(out.hidden_states[:-1])[:, :1].float().cpu()} if self.view == "steps" else {}
         if info["kind"] == "bert":
             embedding = model.pool(out.last_hidden_state, x["key_padding_mask"])  # (B, d_model)
-            return {"sentence_embedding": embedding.float().cpu(), "attentions": attentions}
-        return {"logits": out.logits.float().cpu(), "attentions": attentions}
+            return {"sentence_embedding": embedding.float().cpu(), "attentions": attentions, **extra}
+        return {"logits": out.logits.float().cpu(), "attentions": attentions, **extra}
+
+
+def _encoder_blocks(model) -> list:
+    return list(getattr(model, "encoder", model).blocks)
+
+
+def _steps_info(model, layer: int) -> dict:
+    """What a layer's steps file's manifest entry says (:func:`mha_lib.export.export_attention_steps`)."""
+    blocks = _encoder_blocks(model)
+    if not 0 <= layer < len(blocks):
+        raise ValueError(f"layer {layer} is outside the model's {len(blocks)} layers")
+    cfg = _config_of(model)
+    max_length = min(cfg.max_len, model.tokenizer.max_length) if isinstance(model, BertEncoder) else cfg.max_len
+    return {"kind": "attention-steps", "num_layers": 1, "num_heads": blocks[layer].attn.num_heads,
+            "max_length": max_length, "inputs": ["hidden", "attn_mask"], "outputs": list(STAGES)}
+
+
+def _run_steps(model, layer: int, feeds: Any) -> Dict[str, torch.Tensor]:
+    """Every stage of layer ``layer``'s self-attention on a steps message's ``hidden`` and ``attn_mask``."""
+    info = _steps_info(model, layer)
+    if not isinstance(feeds, Mapping) or set(feeds) != {"hidden", "attn_mask"}:
+        got = sorted(map(repr, feeds)) if isinstance(feeds, Mapping) else type(feeds).__name__
+        raise ValueError(f"feeds must hold exactly the inputs ['attn_mask', 'hidden'], got {got}")
+    block = _encoder_blocks(model)[layer]
+    d = block.attn.d_model
+    feed = feeds["hidden"]
+    dims, data = (feed.get("dims"), feed.get("data")) if isinstance(feed, Mapping) else (None, None)
+    if (not isinstance(dims, list) or len(dims) != 3 or dims[0] != 1 or dims[2] != d or isinstance(dims[1], bool)
+            or not isinstance(dims[1], int) or not 1 <= dims[1] <= info["max_length"]):
+        raise ValueError(f"feeds['hidden'].dims must be [1, L, {d}] with 1 <= L <= {info['max_length']}, got {dims!r:.60}")
+    L = dims[1]
+    if not isinstance(data, list) or len(data) != L * d:
+        raise ValueError(f"feeds['hidden'].data must be a list of {L * d} numbers, got "
+                         f"{len(data) if isinstance(data, list) else type(data).__name__}")
+    for i, v in enumerate(data):
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or not (-1e38 < v < 1e38):  # float32's range
+            raise ValueError(f"feeds['hidden'][0][{i // d}][{i % d}] = {v!r:.40} is not a finite number")
+    feed = feeds["attn_mask"]
+    dims, mask = (feed.get("dims"), feed.get("data")) if isinstance(feed, Mapping) else (None, None)
+    if dims != [L, L] or not isinstance(mask, list) or len(mask) != L * L:
+        raise ValueError(f"feeds['attn_mask'] must be {{dims: [{L}, {L}], data: {L * L} values 0/1}}, got {feed!r:.60}")
+    for i, v in enumerate(mask):
+        if isinstance(v, bool) or v not in (0, 1):
+            raise ValueError(f"feeds['attn_mask'][{i // L}][{i % L}] = {v!r:.40} is not 0 or 1 (1 = blocked)")
+    hidden = torch.tensor(data, dtype=torch.float32).view(1, L, d)
+    steps = attention_steps(block, hidden, attn_mask=torch.tensor(mask, dtype=torch.bool).view(L, L))
+    return {name: steps[name].float().cpu() for name in STAGES}
 
 
 def _config_of(model):

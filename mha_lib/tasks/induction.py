@@ -39,14 +39,18 @@ class InductionTask(_SeededDataset):
         vocab_size: V >= 2.
         seq_len: L >= 4.
         repeat_lengths: the segment lengths r to draw from, each >= 2 with 2 r <= L.
+        max_distance: None (the book's task: s2 anywhere after the first copy), or D >= every r:
+            s2 - s1 <= D, so that every copy lies within D tokens (chapter 9's within-reach test
+            of a window of D keys). Left out of :meth:`to_dict` when None.
 
     Raises:
-        ValueError: on a V, L or r that breaks these bounds (naming it).
+        ValueError: on a V, L, r or D that breaks these bounds (naming it).
     """
 
     vocab_size: int = 64
     seq_len: int = 32
     repeat_lengths: Tuple[int, ...] = (3, 4, 5, 6, 7, 8)
+    max_distance: Optional[int] = None
 
     relations = ("previous", "induction")
     kind = "induction"
@@ -61,6 +65,12 @@ class InductionTask(_SeededDataset):
         if too_long:
             raise ValueError(f"repeat_lengths {too_long} do not fit twice in seq_len={L}")
         object.__setattr__(self, "repeat_lengths", lengths)
+        if self.max_distance is not None:
+            D = checks.int_at_least(self.max_distance, "max_distance", 2)
+            if D < max(lengths):
+                raise ValueError(f"max_distance={D} is shorter than repeat length {max(lengths)}: the copies "
+                                 "would overlap")
+            object.__setattr__(self, "max_distance", D)
 
     @property
     def num_classes(self) -> int:
@@ -82,7 +92,10 @@ class InductionTask(_SeededDataset):
         choices = torch.tensor(self.repeat_lengths)
         r = choices[torch.randint(0, len(choices), (B,), generator=generator)]  # (B,)
         s1 = (torch.rand(B, generator=generator) * (L - 2 * r + 1)).long()  # (B,) in [0, L - 2r]
-        s2 = s1 + r + (torch.rand(B, generator=generator) * (L - 2 * r - s1 + 1)).long()  # in [s1 + r, L - r]
+        span = L - 2 * r - s1 + 1  # (B,) choices of s2 in [s1 + r, L - r] ...
+        if self.max_distance is not None:  # ... and in [s1 + r, s1 + D]
+            span = torch.minimum(span, self.max_distance - r + 1)
+        s2 = s1 + r + (torch.rand(B, generator=generator) * span).long()
         x = torch.randint(0, V, (B, L), generator=generator)  # (B, L)
         rows = torch.arange(B)
         labels = torch.full((B, L), IGNORE_INDEX, dtype=torch.long)
@@ -130,8 +143,11 @@ class InductionTask(_SeededDataset):
 
     def to_dict(self) -> dict:
         """JSON-able description, inverse of :func:`task_from_dict`."""
-        return {"kind": self.kind, "vocab_size": self.vocab_size, "seq_len": self.seq_len,
-                "repeat_lengths": list(self.repeat_lengths)}
+        out = {"kind": self.kind, "vocab_size": self.vocab_size, "seq_len": self.seq_len,
+               "repeat_lengths": list(self.repeat_lengths)}
+        if self.max_distance is not None:
+            out["max_distance"] = self.max_distance
+        return out
 
 
 @torch.no_grad()

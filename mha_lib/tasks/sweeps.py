@@ -19,6 +19,7 @@ RECORDS: Dict[str, str] = {
     "ch4_fresh_seeds": "scripts/ch4_fresh_seeds.py",
     "ch7_budget_sweep": "scripts/train_ch7_budget.py",
     "ch8_ensemble": "scripts/ch8_ensemble.py",
+    "ch9_fresh_seeds": "scripts/ch9_fresh_seeds.py",
 }
 _SWEEP_KEYS = {"heads": int, "seed": int, "steps": int, "lr": float, "accuracy": float, "solved": bool}
 
@@ -80,8 +81,11 @@ def shipped_record(name: str, path: Union[str, Path, None] = None) -> dict:
     analyses on fresh seeds (``ch4_fresh_seeds``: seed, accuracy_full, single-head ablation
     counts, pruning curves, gates, fine-tuning), chapter 7's budget sweep
     (``ch7_budget_sweep``: heads, seed, steps, accuracy, cpu_seconds) and chapter 8's ensembles
-    (``ch8_ensemble``: seed and ensemble, the ensemble's index; member_seeds, member_accuracy, accuracy,
-    params, joint_params, cpu_seconds); the script named in
+    (``ch8_ensemble``: kind "ensemble" with seed and ensemble, the ensemble's index, member_seeds,
+    member_accuracy, accuracy, params, joint_params, cpu_seconds; kind "joint", a ``ch1-h4`` model on a
+    fresh seed: seed, accuracy, params, cpu_seconds) and chapter 9's 2,000-step families on fresh seeds
+    (``ch9_fresh_seeds``: family, data, seed, fresh, steps, hits and count per copy-distance bin,
+    accuracy, curve, cpu_seconds); the script named in
     :data:`RECORDS` writes it and its docstring says what each field means. Accuracies are
     fractions in [0, 1]; CPU times are in seconds.
 

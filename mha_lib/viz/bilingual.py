@@ -21,6 +21,7 @@ kernel's display of figures; the Chinese build swaps the Chinese image in (``_ex
 from __future__ import annotations
 
 import base64
+import logging
 import os
 import re
 import warnings
@@ -28,6 +29,7 @@ import weakref
 from pathlib import Path
 from typing import Any, Callable
 
+from .. import notebook
 from ..notebook import ZH_FIGURE_KEY
 from ._extras import Figure, matplotlib
 
@@ -38,6 +40,7 @@ LABELS_ENV = "MHA_FIGURE_LABELS"  # the figure label catalog (locale/zh_CN/figur
 FONT_ENV = "MHA_ZH_FONT"  # the Chinese font the figures are drawn with (a TTF of Noto Sans SC)
 METADATA_KEY = ZH_FIGURE_KEY  # output.metadata["image/png"][METADATA_KEY]: the Chinese copy and its report
 _MATH = re.compile(r"(?<!\\)\$[^$]*(?<!\\)\$|\{[A-Za-z_]\w*\}")  # math, and {placeholders} (diagrams)
+_DOLLARS = re.compile(r"(?<!\\)\$[^$]*(?<!\\)\$")  # mathtext spans: a translation keeps them exactly
 _WORD = re.compile(r"[A-Za-z]{2,}")
 _KEPT: "weakref.WeakSet[Any]" = weakref.WeakSet()  # axes (their tick labels) and texts that are data
 _FONTS: dict[str, str] = {}  # path -> family name, fonts registered with matplotlib
@@ -67,13 +70,16 @@ class LabelCatalog:
         keep: a regular expression of the spans that are the same in every language (found anywhere in a text).
 
     Raises:
-        ValueError: an entry that is not a string pair, or a pattern that does not compile (naming it).
+        ValueError: an entry that is not a string pair, a pattern that does not compile, or a translation whose
+            ``$...$`` math differs from its text's (naming it; for a rule, when :meth:`translate` applies it).
     """
 
     def __init__(self, exact: dict, rules: list, keep: str = r"(?!x)x"):
         if not isinstance(exact, dict) or not all(isinstance(k, str) and isinstance(v, str)
                                                    for k, v in exact.items()):
             raise ValueError("exact must map English strings to Chinese strings")
+        for english, chinese in exact.items():
+            self._same_math(english, chinese)
         self.exact = dict(exact)
         self.rules = []
         for rule in rules:
@@ -81,6 +87,17 @@ class LabelCatalog:
                 raise ValueError(f"a rule must be [pattern, replacement], got {rule!r}")
             self.rules.append((self._compile(rule[0]), rule[1]))
         self.keep = self._compile(keep)
+
+    @staticmethod
+    def _same_math(english: str, chinese: str) -> None:
+        """Refuse a translation whose ``$...$`` spans differ from its text's: math is the same in every language,
+        and a span the translator wrote could be mathtext matplotlib cannot draw (the figure would not draw).
+
+        Raises:
+            ValueError: naming both texts."""
+        if sorted(_DOLLARS.findall(english)) != sorted(_DOLLARS.findall(chinese)):
+            raise ValueError(f"the translation {chinese!r} of {english!r} must keep its math ($...$) exactly, "
+                             f"got {_DOLLARS.findall(chinese)} for {_DOLLARS.findall(english)}")
 
     @staticmethod
     def _compile(pattern: str) -> re.Pattern:
@@ -130,6 +147,7 @@ class LabelCatalog:
                     return text, False
                 lines = [self.translate(line) for line in text.split("\n")]
                 return "\n".join(line for line, _ in lines), all(ok for _, ok in lines)
+            self._same_math(text, out)  # a rule's groups are only known now
         return out, not self.needs_translation(out)
 
 
@@ -167,6 +185,19 @@ class _Translating(matplotlib.ticker.Formatter):
         return self.translate(self.inner.get_offset())
 
 
+class _MissingGlyphs(logging.Handler):
+    """Collects mathtext's "Font ... does not have a glyph for ..." log records into a set of messages."""
+
+    def __init__(self, found: set):
+        super().__init__(logging.WARNING)
+        self.found = found
+
+    def emit(self, record: logging.LogRecord) -> None:
+        message = record.getMessage()
+        if "does not have a glyph" in message:
+            self.found.add(message)
+
+
 def draw_in_chinese(fig: Figure, draw: Callable[[Figure], Any], catalog: LabelCatalog,
                     font: str | Path) -> tuple[Any, dict]:
     """``draw(fig)`` with every text of ``fig`` in Chinese, drawn with the font at ``font`` after each text's own.
@@ -177,7 +208,8 @@ def draw_in_chinese(fig: Figure, draw: Callable[[Figure], Any], catalog: LabelCa
     Returns:
         (what ``draw`` returned, report): the report's ``"untranslated"`` lists the texts (sorted, once each) that
         the catalog could not translate (they are drawn in English), ``"missing_glyphs"`` matplotlib's warnings
-        about characters no font has, and ``"translated"`` how many texts changed.
+        about characters no font has (and mathtext's, which it logs instead), and ``"translated"`` how many
+        texts changed.
 
     Raises:
         ValueError: ``fig`` is not a matplotlib Figure, or no font file at ``font``.
@@ -211,9 +243,15 @@ def draw_in_chinese(fig: Figure, draw: Callable[[Figure], Any], catalog: LabelCa
             wrapped = _Translating(formatter, translate)
             wrapped.set_axis(formatter.axis)
             ticker.formatter = wrapped
-        with warnings.catch_warnings(record=True) as caught, matplotlib.rc_context({"font.family": fonts}):
-            warnings.simplefilter("always")
-            result = draw(fig)
+        math_log = logging.getLogger("matplotlib.mathtext")  # mathtext's missing glyphs: logged, not warned
+        handler = _MissingGlyphs(report["missing_glyphs"])
+        math_log.addHandler(handler)
+        try:
+            with warnings.catch_warnings(record=True) as caught, matplotlib.rc_context({"font.family": fonts}):
+                warnings.simplefilter("always")
+                result = draw(fig)
+        finally:
+            math_log.removeHandler(handler)
         for warning in caught:
             if "missing from font" in str(warning.message):
                 report["missing_glyphs"].add(str(warning.message))
@@ -237,7 +275,9 @@ def bilingual_figures(labels: str | None = None, font: str | None = None) -> boo
     texts in Chinese (:func:`mha_lib.viz.bilingual.draw_in_chinese`), and the Chinese PNG goes into the output's
     metadata, ``metadata["image/png"]["mha_zh_CN"]``, with the texts left untranslated and the glyphs missing
     (``tests/test_i18n.py`` fails on either). Glued figures carry it too (myst-nb's ``glue`` formats the figure
-    the same way). The Chinese edition shows the Chinese copy (``_ext/mha_i18n.py``).
+    the same way), and so do both renderings of :func:`mha_lib.notebook.figure_pair` (in its HTML's metadata,
+    ``metadata["text/html"]["mha_zh_CN"]["pngs"]``). The Chinese edition shows the Chinese copy
+    (``_ext/mha_i18n.py``).
 
     Only where the book's execution asks: ``labels`` (the catalog) and ``font`` default to the environment's
     ``MHA_FIGURE_LABELS`` and ``MHA_ZH_FONT`` (``tools/execute_notebooks.py`` sets them); without either, as in
@@ -292,6 +332,7 @@ def bilingual_figures(labels: str | None = None, font: str | None = None) -> boo
     both._mha_english = english
     formatter.for_type(Figure, both)
     _ACTIVE.update(catalog=catalog, font=font)
+    notebook.chinese_copy_hook = chinese_copy  # figure_pair's two renderings get their Chinese copies too
     return True
 
 

@@ -4,9 +4,11 @@
 //   attentions  [layer][head][query][key]  weights in [0, 1], each query's row sums to 1
 //   head mask   [layer][head]  1 = head on, 0 = off (its output is zeroed; its own weights are still computed)
 // A model is what a backend's load() gives (see view.mjs): its session runs one call at a time (queued).
+// Each run function takes an optional Clock (clock.mjs) that gets the update's feeds, run and read times.
 // Every output the page reads passes checkFinite (float numbers, finite, 16-bit ones decoded) and every stacked
 // map output checkMapDims (the layers and heads the model declares) before anything is drawn from it.
 
+import { NO_CLOCK, nextTask } from "./clock.mjs";
 import { t } from "./i18n.mjs";
 import { headsText, layersText } from "./text.mjs";
 
@@ -75,36 +77,6 @@ export function argmaxRows(logits, L, C) {
 }
 
 /**
- * Fidelity and paraphrase ranking, as mha_lib.live.paraphrase_scores (chapter 4's evaluation).
- * Texts are anchors (A), then candidates: anchor i's paraphrase is text A + i.
- * @param {Float32Array} emb  (N, d) sentence embeddings, row-major
- * @param {Float32Array} ref  (N, d) the unpruned model's
- * @param {number} d
- * @param {number} A          number of anchors
- * @returns {{fidelity:number, mrr:number}} mean cosine to ref; mean 1 / rank of the paraphrase
- */
-export function paraphraseScores(emb, ref, d, A) {
-  const N = emb.length / d;
-  if (!Number.isInteger(N) || ref.length !== emb.length || N < 2 * A || A < 1) {
-    throw new Error(`paraphraseScores: ${emb.length} and ${ref.length} values, d=${d}, A=${A} do not fit`);
-  }
-  const dot = (x, i, y, j) => {
-    let s = 0;
-    for (let k = 0; k < d; k++) s += x[i * d + k] * y[j * d + k];
-    return s;
-  };
-  let fidelity = 0;
-  for (let i = 0; i < N; i++) fidelity += dot(emb, i, ref, i) / Math.sqrt(dot(emb, i, emb, i) * dot(ref, i, ref, i));
-  let mrr = 0;
-  for (let a = 0; a < A; a++) {
-    const right = dot(emb, a, emb, A + a);
-    let rank = 1;
-    for (let c = A; c < N; c++) if (dot(emb, a, emb, c) > right) rank += 1;
-    mrr += 1 / rank;
-  }
-  return { fidelity: fidelity / N, mrr: mrr / A };
-}
-
 /** A float16 bit pattern as a number (IEEE 754 binary16: 1 sign, 5 exponent, 10 fraction bits). */
 function halfToNumber(h) {
   const sign = h & 0x8000 ? -1 : 1;
@@ -269,15 +241,15 @@ export async function checkOwnModel(model, ids, types, expect = ["logits", "atte
  * session call at a time, and a run that must first fetch word vectors may not be overtaken by a
  * later one that needs none (the maps of an older text would land last).
  */
-function queued(model, task) {
+export function queued(model, task) {
   const next = model.queue.then(task);
   model.queue = next.catch(() => {});
   return next;
 }
 
-/** Run a session, one call at a time per model. */
-function runSession(model, feeds) {
-  return queued(model, () => model.session.run(feeds));
+/** Run a session, one call at a time per model; its time (the call, not the wait in the queue) goes to `clock`. */
+export function runSession(model, feeds, clock = NO_CLOCK) {
+  return queued(model, () => clock.run(model.session, feeds));
 }
 
 /** The head_mask input, (num_layers, H) float32, from [layer][head] 0/1. */
@@ -317,7 +289,7 @@ export function tokenRowFeeds(spec, rowFiles, ids, B, L, Tensor) {
 }
 
 /** The feeds the model's file asks for (its inputs), from (B, L) token rows. */
-function feedsFor(model, rows, types, mask, attnMask = null) {
+export function feedsFor(model, rows, types, mask, attnMask = null) {
   const B = rows.length;
   const L = Math.max(...rows.map((r) => r.length));
   const ids = new BigInt64Array(B * L);
@@ -347,38 +319,19 @@ function feedsFor(model, rows, types, mask, attnMask = null) {
   return feeds;
 }
 
-/**
- * MiniLM on texts: tokens, maps of text 0, sentence embeddings of all.
- * @returns {{encodings, attentions: [layer][head][q][k] of text 0, embeddings: Float32Array (N, d), d}}
- */
-export async function runBert(model, texts, mask, onFetch) {
-  const encodings = texts.map((t) => model.tokenizer.encode(t));
-  const ids = encodings.map((e) => e.ids);
-  const out = await queued(model, async () => {
-    await model.prepare(ids, onFetch); // a split model: the word vectors of these tokens, in the queue
-    return checkFinite(model.id, await model.session.run(feedsFor(model, ids, null, mask)));
-  });
-  const L = Math.max(...ids.map((row) => row.length));
-  const att = checkMapDims(model, "attentions", out.attentions, [ids.length, L, L]);
-  const emb = out.sentence_embedding;
-  return {
-    encodings,
-    attentions: attentionsFromOutput(att.data, att.dims, 0, encodings[0].ids.length),
-    embeddings: emb ? emb.data : null,
-    d: emb ? Number(emb.dims[1]) : 0,
-  };
-}
-
 /** A toy TokenClassifier on one sequence: maps, predictions per position. */
-export async function runToy(model, ids, types) {
-  const out = checkFinite(model.id, await runSession(model, feedsFor(model, [ids], [types], null)));
-  const [, L, C] = checkLogitsDims(model, out.logits, [1, ids.length]).dims.map(Number);
-  const att = checkMapDims(model, "attentions", out.attentions, [1, ids.length, ids.length]);
-  return {
-    attentions: attentionsFromOutput(att.data, att.dims, 0, ids.length),
-    ...argmaxRows(out.logits.data, L, C),
-    classes: C,
-  };
+export async function runToy(model, ids, types, clock = NO_CLOCK) {
+  const feeds = clock.time("feeds", () => feedsFor(model, [ids], [types], null));
+  const out = checkFinite(model.id, await runSession(model, feeds, clock));
+  return clock.time("read", () => {
+    const [, L, C] = checkLogitsDims(model, out.logits, [1, ids.length]).dims.map(Number);
+    const att = checkMapDims(model, "attentions", out.attentions, [1, ids.length, ids.length]);
+    return {
+      attentions: attentionsFromOutput(att.data, att.dims, 0, ids.length),
+      ...argmaxRows(out.logits.data, L, C),
+      classes: C,
+    };
+  });
 }
 
 /**
@@ -438,18 +391,20 @@ export function digitReadings(attentions, logits, side) {
  * as one-pixel patches (1, side^2, 1) after [CLS]; every head on.
  * @returns {{probabilities, prediction, cls, cls_self, rollout}}  see digitReadings
  */
-export async function runDigit(model, pixels, side) {
+export async function runDigit(model, pixels, side, clock = NO_CLOCK) {
   const { Tensor } = model.ort;
-  const feeds = { patches: new Tensor("float32", Float32Array.from(pixels), [1, pixels.length, 1]),
-    head_mask: headMaskTensor(model, null) };
+  const feeds = clock.time("feeds", () => ({ patches: new Tensor("float32", Float32Array.from(pixels), [1, pixels.length, 1]),
+    head_mask: headMaskTensor(model, null) }));
   for (const name of model.session.inputNames) {
     if (!(name in feeds)) throw new Error(`the model ${model.id} asks for an input "${name}" the digit view does not give`);
   }
-  const out = checkFinite(model.id, await runSession(model, feeds));
-  const C = Number(out.logits.dims[out.logits.dims.length - 1]);
-  const att = checkMapDims(model, "attentions", out.attentions, [1, pixels.length + 1, pixels.length + 1]);
-  const attentions = attentionsFromOutput(att.data, att.dims, 0, pixels.length + 1);
-  return digitReadings(attentions, out.logits.data.subarray(0, C), side);
+  const out = checkFinite(model.id, await runSession(model, feeds, clock));
+  return clock.time("read", () => {
+    const C = Number(out.logits.dims[out.logits.dims.length - 1]);
+    const att = checkMapDims(model, "attentions", out.attentions, [1, pixels.length + 1, pixels.length + 1]);
+    const attentions = attentionsFromOutput(att.data, att.dims, 0, pixels.length + 1);
+    return digitReadings(attentions, out.logits.data.subarray(0, C), side);
+  });
 }
 
 /**
@@ -521,11 +476,13 @@ export function inductionReadings(attentions, logits, ids) {
 }
 
 /** A causal token model (chapter 5) on one sequence, heads switched off by `mask` ([layer][head] 0/1). */
-export async function runInduction(model, ids, mask) {
-  const out = checkFinite(model.id, await runSession(model, feedsFor(model, [ids], null, mask)));
-  const att = checkMapDims(model, "attentions", out.attentions, [1, ids.length, ids.length]);
-  const attentions = attentionsFromOutput(att.data, att.dims, 0, ids.length);
-  return inductionReadings(attentions, out.logits.data, ids);
+export async function runInduction(model, ids, mask, clock = NO_CLOCK) {
+  const feeds = clock.time("feeds", () => feedsFor(model, [ids], null, mask));
+  const out = checkFinite(model.id, await runSession(model, feeds, clock));
+  return clock.time("read", () => {
+    const att = checkMapDims(model, "attentions", out.attentions, [1, ids.length, ids.length]);
+    return inductionReadings(attentionsFromOutput(att.data, att.dims, 0, ids.length), out.logits.data, ids);
+  });
 }
 
 /**
@@ -579,12 +536,14 @@ export function patternReach(ids, copyable, mask) {
 }
 
 /** A chapter 9 model (its file takes attn_mask) on one sequence under a pattern mask (patternMask). */
-export async function runPatterns(model, ids, attnMask) {
+export async function runPatterns(model, ids, attnMask, clock = NO_CLOCK) {
   const reach = patternReach(ids, copyablePositions(ids), attnMask); // before the run: the worker takes the buffer
-  const out = checkFinite(model.id, await runSession(model, feedsFor(model, [ids], null, null, attnMask.slice())));
-  const att = checkMapDims(model, "attentions", out.attentions, [1, ids.length, ids.length]);
-  const attentions = attentionsFromOutput(att.data, att.dims, 0, ids.length);
-  return { ...inductionReadings(attentions, out.logits.data, ids), reach };
+  const feeds = clock.time("feeds", () => feedsFor(model, [ids], null, null, attnMask.slice()));
+  const out = checkFinite(model.id, await runSession(model, feeds, clock));
+  return clock.time("read", () => {
+    const att = checkMapDims(model, "attentions", out.attentions, [1, ids.length, ids.length]);
+    return { ...inductionReadings(attentionsFromOutput(att.data, att.dims, 0, ids.length), out.logits.data, ids), reach };
+  });
 }
 
 /**
@@ -645,7 +604,7 @@ export function translationReadings(words, tokens, logits, cross, task, dictiona
  * and the arg-max of its last position is the next token, until EOS or max_words + 1 tokens. The last run read
  * BOS and every token but the last: its cross-attention rows are the steps' (a causal decoder).
  */
-export async function runTranslate(model, words, task, dictionary) {
+export async function runTranslate(model, words, task, dictionary, clock = NO_CLOCK) {
   const { Tensor } = model.ort;
   const src = [...words.map((k) => k + 3), task.eos];
   const feeds = (inputs) => ({
@@ -657,7 +616,7 @@ export async function runTranslate(model, words, task, dictionary) {
   let out = null;
   for (let t = 0; t <= task.max_words; t++) {
     const inputs = [task.bos, ...tokens];
-    out = checkFinite(model.id, await runSession(model, feeds(inputs)));
+    out = checkFinite(model.id, await runSession(model, clock.time("feeds", () => feeds(inputs)), clock));
     const C = Number(out.logits.dims[2]);
     const last = out.logits.data.subarray((inputs.length - 1) * C, inputs.length * C);
     let best = 0;
@@ -668,20 +627,38 @@ export async function runTranslate(model, words, task, dictionary) {
   const T = tokens.length;
   const C = Number(out.logits.dims[2]);
   // the last run read [bos, ...tokens without its last]: T positions, one per token
-  const cross = checkMapDims(model, "cross_attentions", out.cross_attentions, [1, T, src.length], { layers: "at most" });
-  return translationReadings(words, tokens, out.logits.data.subarray(0, T * C),
-    stackedMaps(cross.data, cross.dims), task, dictionary);
+  return clock.time("read", () => {
+    const cross = checkMapDims(model, "cross_attentions", out.cross_attentions, [1, T, src.length], { layers: "at most" });
+    return translationReadings(words, tokens, out.logits.data.subarray(0, T * C),
+      stackedMaps(cross.data, cross.dims), task, dictionary);
+  });
 }
 
-/** `n` numbers in [-1, 1) from a seeded generator (Park-Miller), as a Float32Array: the same inputs at every visit. */
-export function seededFloats(n, seed) {
+/**
+ * `n` numbers in [-1, 1) from a seeded generator (Park-Miller), as a Float32Array: the same inputs at every visit.
+ * With `chunk`, made `chunk` numbers a task (a Promise then): half a million of them hold a busy page's thread
+ * for over 50 ms in one go.
+ */
+export function seededFloats(n, seed, chunk = 0) {
   const out = new Float32Array(n);
   let s = seed % 2147483647 || 1;
-  for (let i = 0; i < n; i++) {
-    s = (s * 16807) % 2147483647;
-    out[i] = (s / 2147483647) * 2 - 1;
+  const fill = (from, to) => {
+    for (let i = from; i < to; i++) {
+      s = (s * 16807) % 2147483647;
+      out[i] = (s / 2147483647) * 2 - 1;
+    }
+  };
+  if (!chunk) {
+    fill(0, n);
+    return out;
   }
-  return out;
+  return (async () => {
+    for (let at = 0; at < n; at += chunk) {
+      if (at) await nextTask();
+      fill(at, Math.min(n, at + chunk));
+    }
+    return out;
+  })();
 }
 
 /** The median of a list of numbers. */
@@ -694,15 +671,21 @@ export function median(xs) {
 /**
  * Time mha_lib's attention function (the site's attention-core.onnx) on q, k, v of shape (batch, H, L, d_model / H)
  * for every H in `heads`: the same FLOPs each time. One untimed warm-up round, then `repeats` rounds, each timing
- * every H once (round-robin, as mha_lib.measure.compare_times: a slow spell hits every H alike). A call's time
- * runs from handing the inputs to the runtime to getting the output back (its worker included).
- * @param {(done: number, total: number, H: number) => void} onProgress
- * @returns {Promise<number[]>} the median seconds per call, one per H
+ * every H once (round-robin, as mha_lib.measure.compare_times: a slow spell hits every H alike); after each round
+ * `onRound(samples)` gets every time so far, so that a first curve shows after one round. A call's time runs from
+ * handing the inputs to the runtime to getting the output back (its worker included).
+ * @param {{onProgress?: (done, total, H) => void, onRound?: (samples: number[][]) => void, clock?: object}} [options]
+ * @returns {Promise<number[][]>} seconds of every timed call: [H index][round]
  */
-export async function timeAttention(model, { heads, d_model: d, seq_len: L, batch: B, repeats }, onProgress = () => {}) {
+export async function timeAttention(model, { heads, d_model: d, seq_len: L, batch: B, repeats },
+  { onProgress = () => {}, onRound = () => {}, clock = NO_CLOCK } = {}) {
   const { Tensor } = model.ort;
   const n = B * L * d;
-  const base = [1, 2, 3].map((seed) => seededFloats(n, seed)); // made once; each call gets its own copies
+  const base = await clock.timeAsync("feeds", async () => { // made once, in tasks of 65536 numbers; copied per call
+    const out = [];
+    for (const seed of [1, 2, 3]) out.push(await seededFloats(n, seed, 1 << 16));
+    return out;
+  });
   const inputs = heads.map((H) => {
     const shape = [B, H, L, d / H];
     return () => ({ q: new Tensor("float32", base[0].slice(), shape), k: new Tensor("float32", base[1].slice(), shape),
@@ -713,15 +696,16 @@ export async function timeAttention(model, { heads, d_model: d, seq_len: L, batc
   let done = 0;
   for (let round = 0; round <= repeats; round++) {
     for (let i = 0; i < heads.length; i++) {
-      const feeds = inputs[i](); // made before the clock starts (a tensor's buffer may go to the worker)
+      const feeds = clock.time("feeds", () => inputs[i]()); // made before the clock starts (the buffers go to the worker)
       const t0 = performance.now();
-      const out = await runSession(model, feeds);
+      const out = await runSession(model, feeds, clock);
       const seconds = (performance.now() - t0) / 1e3;
       checkFinite(model.id, out);
       if (round > 0) samples[i].push(seconds); // round 0 warms up
       done += 1;
       onProgress(done, total, heads[i]);
     }
+    if (round > 0) onRound(samples.map((x) => x.slice()));
   }
-  return samples.map(median);
+  return samples;
 }

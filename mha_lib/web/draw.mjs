@@ -12,21 +12,24 @@
 /** The column labels of `head`'s map: its own keyTokens, else the row labels (a square map). */
 export const keysOf = (head, tokens) => head.keyTokens || tokens;
 
-import { colourOf, greyOf, gridLayout, rowEnd, zoomLayout } from "./layout.mjs";
-import { figureLayout } from "./figure.mjs";
+import { colourOf, greyOf, gridLayout, labelledMap, rowEnd, zoomLayout } from "./layout.mjs";
+import { cellColour, figureLayout } from "./figure.mjs";
 import { el, setText } from "./dom.mjs";
 import { readoutText, shortLabel } from "./text.mjs";
 import { t } from "./i18n.mjs";
 
-/** A map's cells as a rows x columns canvas, one pixel a cell (grey when the head is off); `into` is reused when given. */
-export function bitmapOf(map, vmax, off, into = null) {
+/**
+ * A map's cells as a rows x columns canvas, one pixel a cell (grey when the head is off); `into` is reused when given.
+ * With `head` (figure.mjs's cellColour: a signed matrix, masked cells, its own vmax), its colours.
+ */
+export function bitmapOf(map, vmax, off, into = null, head = null) {
   const n = map.length;
   const m = map[0].length;
   const image = new ImageData(m, n);
   const colour = off ? greyOf : colourOf;
   for (let q = 0; q < n; q++) {
     for (let k = 0; k < m; k++) {
-      const [r, g, b] = colour(map[q][k], vmax);
+      const [r, g, b] = head ? cellColour(head, q, k, vmax) : colour(map[q][k], vmax);
       const p = (q * m + k) * 4;
       image.data[p] = r;
       image.data[p + 1] = g;
@@ -47,11 +50,11 @@ let scratch = null; // the one L x L canvas that every map is painted through (m
  * Paint a map's cells into a bitmap (one pixel a cell), then scale it onto `canvas` at (x, y): `size` px for
  * its longer side, square cells (a map that is not square leaves the rest of the size x size box empty).
  */
-function paintMap(ctx, map, vmax, off, x, y, size) {
+export function paintMap(ctx, map, vmax, off, x, y, size, head = null) {
   scratch = scratch || document.createElement("canvas");
   ctx.imageSmoothingEnabled = false;
   const cell = size / Math.max(map.length, map[0].length);
-  ctx.drawImage(bitmapOf(map, vmax, off, scratch), x, y, cell * map[0].length, cell * map.length);
+  ctx.drawImage(bitmapOf(map, vmax, off, scratch, head), x, y, cell * map[0].length, cell * map.length);
 }
 
 /**
@@ -78,7 +81,7 @@ export function figureCanvas(figure) {
   ctx.font = "12px sans-serif";
   figure.heads.forEach((head, i) => {
     const { x, y } = f.at(i);
-    paintMap(ctx, head.map, figure.vmax, head.off, x, y, f.side);
+    paintMap(ctx, head.map, figure.vmax, head.off, x, y, f.side, head);
     ctx.fillText(head.off ? t("{label} (off)", { label: head.label }) : head.label, x, y + f.side + 14);
   });
   return canvas;
@@ -88,7 +91,7 @@ export function figureCanvas(figure) {
  * Size a canvas for `w` x `h` CSS px (square unless h given) at the screen's pixel density, its bitmap at
  * most 4096 px a side (a long map on a phone would pass the largest canvas some browsers allow).
  */
-function sizeCanvas(canvas, w, h = w) {
+export function sizeCanvas(canvas, w, h = w) {
   const dpr = Math.min(window.devicePixelRatio || 1, 4096 / Math.max(w, h));
   const [width, height] = [Math.round(w * dpr), Math.round(h * dpr)];
   const ctx = canvas.getContext("2d");
@@ -107,6 +110,7 @@ function sizeCanvas(canvas, w, h = w) {
 
 /** The words of a map of token-to-token attention (see the top of this file). */
 export const TOKEN_WORDS = {
+  labels: true, // a thumbnail with room for them writes its row and column tokens (HeadGrid)
   cell: (head, tokens, q, k) => readoutText(head.label, tokens, q, k, head.map[q][k], keysOf(head, tokens)),
   map: (head, n) => t("attention map of {n} tokens", { n }),
   get axes() {
@@ -181,6 +185,7 @@ export class HeadGrid {
     const layout = gridLayout({ width, count: this.sameSizeAs || this.heads.length, length: side, minMap: this.minMap });
     this.node.style.gridTemplateColumns = `repeat(${layout.columns}, ${layout.map}px)`;
     this.columns = layout.columns;
+    const fit = this.labelFit(layout.map, side); // token labels on every map, where the maps have room for them
     // reuse the buttons: a redraw after typing must not lose the keyboard focus
     while (this.buttons.length > this.heads.length) this.buttons.pop().remove();
     this.heads.forEach((head, i) => {
@@ -198,14 +203,54 @@ export class HeadGrid {
       button.setAttribute("aria-label", head.off ? t("{label}, turned off: {map}; Enter enlarges it", words)
         : t("{label}: {map}; Enter enlarges it", words));
       const m = keysOf(head, this.tokens).length;
-      const cell = layout.map / side;
-      const ctx = sizeCanvas(canvas, cell * m, cell * n);
-      paintMap(ctx, head.map, this.vmax, head.off, 0, 0, cell * Math.max(n, m));
-      paintInk(ctx, head.ink, 0, 0, layout.map);
+      const { margin, cell } = fit;
+      const ctx = sizeCanvas(canvas, margin + cell * m, margin + cell * n);
+      paintMap(ctx, head.map, this.vmax, head.off, margin, margin, cell * Math.max(n, m));
+      paintInk(ctx, head.ink, margin, margin, cell * n);
+      if (fit.labels) paintLabels(ctx, fit.rows, fit.keys(head), margin, cell);
       button.dataset.cell = String(cell);
+      button.dataset.origin = String(margin);
     });
     // the enlarged map stays under its head's row (the number of columns may have changed)
     if (this.zoomed && this.zoomed.node.parentNode === this.node) this.placeZoom(this.zoomed.node, this.zoomed.index);
+  }
+
+  /**
+   * Whether maps `size` px wide with `side` cells have room for their token labels (TOKEN_WORDS: rows on the left,
+   * columns on top, 10 px type), measured once per draw: {labels, margin, cell, rows, keys(head)}.
+   */
+  labelFit(size, side) {
+    const plain = { labels: false, margin: 0, cell: size / side };
+    if (!this.words.labels) return plain;
+    const rows = this.tokens.map((token) => shortLabel(token, 8));
+    const keyLabels = new Map(); // a map that is not square: its own column labels
+    const keys = (head) => {
+      const list = keysOf(head, this.tokens);
+      if (list === this.tokens) return rows;
+      if (!keyLabels.has(list)) keyLabels.set(list, list.map((token) => shortLabel(token, 8)));
+      return keyLabels.get(list);
+    };
+    const probe = (this.probe = this.probe || document.createElement("canvas").getContext("2d"));
+    probe.font = LABEL_FONT;
+    const all = [...rows, ...this.heads.flatMap((h) => keys(h))];
+    const width = Math.max(...all.map((label) => probe.measureText(label).width));
+    const fit = labelledMap(size, side, width);
+    return fit.labels ? { ...fit, rows, keys } : plain;
+  }
+
+  /** The small note by the pointer that names the cell under it (the readout above says it too, for screen readers). */
+  tipAt(event, text) {
+    if (!this.tip) {
+      this.tip = el("div", { class: "mha-live-tip", "aria-hidden": "true", hidden: "" });
+      this.node.append(this.tip);
+    }
+    const box = this.node.getBoundingClientRect();
+    const x = event.clientX - box.left;
+    setText(this.tip, text);
+    this.tip.hidden = false;
+    this.tip.style.left = `${Math.round(x)}px`;
+    this.tip.style.top = `${Math.round(event.clientY - box.top + 16)}px`;
+    this.tip.classList.toggle("mha-live-tip-left", x > box.width / 2); // on the right half: it opens leftwards
   }
 
   wire(button, i) {
@@ -214,14 +259,45 @@ export class HeadGrid {
       // on a touch screen a tap enlarges the map (click); its cells are read in the enlarged map
       if (event.pointerType === "touch") return;
       const head = this.heads[i];
-      const at = head && cellAt(event, canvas, 0, Number(button.dataset.cell), this.tokens.length,
-        keysOf(head, this.tokens).length);
-      if (head && at) setText(this.readout, this.words.cell(head, this.tokens, at.q, at.k));
+      const at = head && cellAt(event, canvas, Number(button.dataset.origin || 0), Number(button.dataset.cell),
+        this.tokens.length, keysOf(head, this.tokens).length);
+      if (head && at) {
+        const text = this.words.cell(head, this.tokens, at.q, at.k);
+        setText(this.readout, text);
+        this.tipAt(event, text);
+      } else if (this.tip) {
+        this.tip.hidden = true;
+      }
     };
     canvas.addEventListener("pointermove", show);
     canvas.addEventListener("pointerdown", show); // a pen or mouse press (touch: see above)
+    canvas.addEventListener("pointerleave", () => { if (this.tip) this.tip.hidden = true; });
     button.addEventListener("click", () => this.onEnlarge && this.onEnlarge(i));
   }
+}
+
+const LABEL_FONT = "10px sans-serif";
+
+/**
+ * Token labels around a map drawn at (margin, margin) with `cell` px cells: `rows` right-aligned on its left,
+ * `columns` written upwards above it (the enlarged map's way).
+ */
+export function paintLabels(ctx, rows, columns, margin, cell) {
+  ctx.save();
+  ctx.fillStyle = "#222";
+  ctx.font = LABEL_FONT;
+  ctx.textBaseline = "middle";
+  ctx.textAlign = "right";
+  rows.forEach((label, i) => ctx.fillText(label, margin - 3, margin + (i + 0.5) * cell));
+  ctx.textAlign = "left";
+  columns.forEach((label, i) => {
+    ctx.save();
+    ctx.translate(margin + (i + 0.5) * cell, margin - 3);
+    ctx.rotate(-Math.PI / 2);
+    ctx.fillText(label, 0, 0);
+    ctx.restore();
+  });
+  ctx.restore();
 }
 
 /** One head enlarged: token labels on both axes, a cursor cell moved by the arrow keys. */

@@ -5,8 +5,20 @@
 // where heads are [{label, tokens, map: [query][key], off, keyTokens?}] in the order shown (keyTokens: the
 // column labels of a map that is not square) and data is the JSON.
 
-import { colourOf, greyOf } from "./layout.mjs";
+import { colourOf, divergingOf, greyOf, headViewLayout } from "./layout.mjs";
 import { t } from "./i18n.mjs";
+
+/**
+ * The colour of cell (q, k) of `head` on the scale 0 .. vmax: viridis; grey for a head turned off (`off`); the
+ * signed scale -vmax .. vmax for a head with `signed` (the steps view's matrices); #bbb where `blocked[q][k]` is
+ * set (a masked score). A head's own `vmax` wins over the figure's.
+ */
+export function cellColour(head, q, k, vmax) {
+  if (head.blocked && head.blocked[q][k]) return [187, 187, 187];
+  const top = head.vmax || vmax;
+  const colour = head.off ? greyOf : head.signed ? divergingOf : colourOf;
+  return colour(head.map[q][k], top);
+}
 
 /** A figure of more cells than this (heads x L x L) has each map drawn as one image, not a rectangle a cell. */
 export const SVG_RECT_CELLS = 50_000;
@@ -67,10 +79,9 @@ export function figureSvg(figure, imageOf) {
     const cell = f.side / Math.max(n, m); // square cells; a map that is not square fills one side
     out.push(`<g transform="translate(${x} ${y})">`);
     if (rects) {
-      const colour = head.off ? greyOf : colourOf;
       for (let q = 0; q < n; q++) {
         for (let k = 0; k < m; k++) {
-          const [r, g, b] = colour(head.map[q][k], vmax);
+          const [r, g, b] = cellColour(head, q, k, vmax);
           out.push(`<rect x="${+(k * cell).toFixed(3)}" y="${+(q * cell).toFixed(3)}" width="${+cell.toFixed(3)}" ` +
             `height="${+cell.toFixed(3)}" fill="rgb(${r},${g},${b})"/>`);
         }
@@ -103,11 +114,14 @@ export function csvField(value) {
  * @returns {string} CSV (UTF-8 with a byte-order mark) with a header row, lines ending in \n
  */
 export function figureCsv(figure) {
-  const rows = [["head", "off", "query", "key", "query_token", "key_token", "weight"].join(",")];
+  // a figure of other matrices than maps names its own columns (the steps view: stage, row, column, value)
+  const header = figure.columns || ["head", "off", "query", "key", "query_token", "key_token", "weight"];
+  const rows = [header.map(csvField).join(",")];
   for (const head of figure.heads) {
     head.map.forEach((row, q) => row.forEach((w, k) => {
       const keys = head.keyTokens || head.tokens;
-      rows.push([head.label, head.off ? 1 : 0, q, k, head.tokens[q], keys[k], w.toFixed(6)].map(csvField).join(","));
+      // the number as it is (a negative value of a signed matrix is no formula: csvField would quote it)
+      rows.push([...[head.label, head.off ? 1 : 0, q, k, head.tokens[q], keys[k]].map(csvField), w.toFixed(6)].join(","));
     }));
   }
   return "\uFEFF" + rows.join("\n") + "\n"; // the byte-order mark: spreadsheets read the tokens as UTF-8
@@ -117,4 +131,56 @@ export function figureCsv(figure) {
 export function fileName(parts, extension) {
   const stem = parts.map((p) => String(p).replace(/[^A-Za-z0-9.]+/g, "-").replace(/^-+|-+$/g, "")).filter((p) => p).join("_");
   return `${stem.slice(0, 120) || "maps"}.${extension}`;
+}
+
+/** A label's width in an exported figure, px, without a canvas to measure it: 7 px a character of 12 px type. */
+export function labelWidthOf(labels) {
+  return 7 * Math.max(1, ...labels.map((x) => String(x).length));
+}
+
+/**
+ * A head view (lines between tokens, a colour per head) as an SVG document: the title, a key of the heads shown,
+ * the queries on the left and the keys on the right, and for each head a line from query i to key j with
+ * opacity = weight. Only query `figure.query`'s lines where it is a number (the token the reader picked).
+ * @param {{title: string[], tokens: string[], heads: {label, colour, map}[], query: number|null}} figure
+ * @returns {string}
+ */
+export function headViewSvg(figure) {
+  const { title, tokens, heads } = figure;
+  const labels = tokens.map((x) => String(x));
+  const f = headViewLayout(tokens.length, 560, labelWidthOf(labels));
+  const pad = 16;
+  const keyHeight = 18 * Math.ceil(heads.length / 6);
+  const top = pad + 18 * title.length + 8 + keyHeight + 8;
+  const width = f.width + 2 * pad;
+  const height = top + f.height + pad;
+  const out = [`<svg xmlns="http://www.w3.org/2000/svg" width="${width}" height="${height}" ` +
+    `viewBox="0 0 ${width} ${height}" font-family="sans-serif">`, `<rect width="${width}" height="${height}" fill="#fff"/>`];
+  title.forEach((line, i) => out.push(`<text x="${pad}" y="${pad + 14 + 18 * i}" font-size="${i ? 12 : 14}" ` +
+    `fill="#222">${escapeXml(line)}</text>`));
+  heads.forEach((head, i) => {
+    const x = pad + (i % 6) * 90;
+    const y = pad + 18 * title.length + 8 + 18 * Math.floor(i / 6);
+    out.push(`<rect x="${x}" y="${y}" width="12" height="12" fill="${escapeXml(head.colour)}"/>`,
+      `<text x="${x + 16}" y="${y + 11}" font-size="12" fill="#222">${escapeXml(head.label)}</text>`);
+  });
+  out.push(`<g transform="translate(${pad} ${top})">`);
+  for (const head of heads) {
+    head.map.forEach((row, q) => {
+      if (typeof figure.query === "number" && q !== figure.query) return;
+      row.forEach((w, k) => {
+        if (!(w > 0.005)) return; // invisible at this opacity: left out, as on the page
+        out.push(`<line x1="${f.left}" y1="${+f.y(q).toFixed(2)}" x2="${f.right}" y2="${+f.y(k).toFixed(2)}" ` +
+          `stroke="${escapeXml(head.colour)}" stroke-width="2" stroke-opacity="${+Math.min(1, w).toFixed(3)}"/>`);
+      });
+    });
+  }
+  labels.forEach((label, i) => {
+    const y = +(f.y(i) + 4).toFixed(2);
+    const bold = figure.query === i ? ' font-weight="bold"' : "";
+    out.push(`<text x="${f.left - 6}" y="${y}" font-size="12" text-anchor="end" fill="#222"${bold}>${escapeXml(label)}</text>`,
+      `<text x="${f.right + 6}" y="${y}" font-size="12" fill="#222">${escapeXml(label)}</text>`);
+  });
+  out.push("</g>", "</svg>");
+  return out.join("\n");
 }

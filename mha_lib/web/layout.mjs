@@ -89,3 +89,72 @@ export function zoomLayout(width, length, labelWidth, minCell = 12) {
   const size = margin + cell * length;
   return { cell, margin, size, labels: true, scrolls: size > side };
 }
+
+/** matplotlib's RdBu_r at 11 evenly spaced points: blue for negative values, near-white at 0, red for positive. */
+export const RDBU = [
+  [5, 48, 97], [33, 102, 172], [67, 147, 195], [146, 197, 222], [209, 229, 240], [247, 247, 247],
+  [253, 219, 199], [244, 165, 130], [214, 96, 77], [178, 24, 43], [103, 0, 31],
+];
+
+/**
+ * Colour of a signed value on the scale -vmax .. vmax (RdBu_r, linearly interpolated): the steps view's
+ * activations, projections and scores.
+ * @param {number} value  clipped into [-vmax, vmax]; not finite: the colour of 0
+ * @param {number} vmax   half the scale's range (> 0)
+ * @returns {number[]} [r, g, b], integers in 0..255
+ */
+export function divergingOf(value, vmax) {
+  const top = vmax > 0 ? vmax : 1;
+  const v = Number.isFinite(value) ? value : 0;
+  const t = (Math.min(1, Math.max(-1, v / top)) + 1) / 2 * (RDBU.length - 1);
+  const i = Math.min(RDBU.length - 2, Math.floor(t));
+  const f = t - i;
+  return RDBU[i].map((c, j) => Math.round(c + f * (RDBU[i + 1][j] - c)));
+}
+
+/** Largest absolute finite value of a [row][column] matrix; 1 when there is none (or all are 0). */
+export function largestAbs(matrix) {
+  let top = 0;
+  for (const row of matrix) for (const v of row) if (Number.isFinite(v) && Math.abs(v) > top) top = Math.abs(v);
+  return top > 0 ? top : 1;
+}
+
+/**
+ * Whether a thumbnail `size` px a side, of `length` cells along its longer side, has room for its token labels
+ * (rows on the left, columns on top) of `labelWidth` px: the map then shrinks by the label margin, and its cells
+ * stay at least `minCell` px (one line of labels each).
+ * @returns {{labels: boolean, margin: number, cell: number}}  margin 0 and the whole size when there is no room
+ */
+export function labelledMap(size, length, labelWidth, minCell = 10) {
+  if (!(size > 0) || !(length >= 1)) throw new Error(`labelledMap needs a size and a length, got ${size}, ${length}`);
+  const margin = Math.ceil(labelWidth) + 6;
+  const cell = (size - margin) / length;
+  if (margin < size * 0.45 && cell >= minCell) return { labels: true, margin, cell };
+  return { labels: false, margin: 0, cell: size / length };
+}
+
+/** A qualitative colour per head (d3's category10, then two more), cycling past 12 heads. */
+export const HEAD_COLOURS = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2",
+  "#7f7f7f", "#bcbd22", "#17becf", "#393b79", "#ad494a"];
+
+/** The colour of head `h`. */
+export function headColour(h) {
+  return HEAD_COLOURS[((h % HEAD_COLOURS.length) + HEAD_COLOURS.length) % HEAD_COLOURS.length];
+}
+
+/**
+ * Where a head view (BertViz's: queries on the left, keys on the right, a line per pair) puts things, for `n`
+ * tokens in a box `width` px wide with labels of at most `labelWidth` px: the two label columns, the line ends and
+ * the row height. The same layout draws the page's canvas and the exported SVG.
+ * @returns {{width, height, row, top, left, right, labelWidth, y: (i) => number}}  left/right: x of the line ends
+ */
+export function headViewLayout(n, width, labelWidth, row = 22) {
+  if (!(n >= 1)) throw new Error(`headViewLayout needs tokens, got ${n}`);
+  const w = Math.max(200, Math.min(Math.floor(width), 560));
+  const label = Math.min(Math.ceil(labelWidth), Math.floor(w * 0.3));
+  const top = 8;
+  const left = label + 10;
+  const right = w - label - 10;
+  return { width: w, height: top * 2 + n * row, row, top, left, right, labelWidth: label,
+    y: (i) => top + (i + 0.5) * row };
+}

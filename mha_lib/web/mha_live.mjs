@@ -1,6 +1,6 @@
 // mha_live.mjs -- the book's live attention views: the page imports this module, which mounts them.
 //
-// One component, eight views, chosen by the element's data-view:
+// One component, nine views, chosen by the element's data-view:
 //   "sentence"    MiniLM (all-MiniLM-L6-v2) on a sentence the reader types (view_sentence.mjs);
 //   "toy-compare" chapter 1's task read by the 1-, 2-, 4- and 8-head models side by side (view_toy_compare.mjs);
 //   "prune"       MiniLM with a 6 x 12 grid of head toggles, embedding fidelity and paraphrase ranking
@@ -15,6 +15,10 @@
 //                 head's [CLS] attention over the pixels, the rollout (view_digit.mjs);
 //   "patterns"    chapter 9: a sparse pattern the reader picks (every key, a window with sinks, BigBird's
 //                 blocks) on chapter 5's or 9's weights: the mask, the maps, the cache bytes (view_patterns.mjs).
+//   "speed"       "How to use the interactive figures": every view above timed on the reader's device, beside
+//                 the book's machine (view_speed.mjs, speed.mjs: the code benchmarks/bench_live.py runs).
+//   "steps"       chapter 2: one head of one layer taken apart on the reader's sentence (MiniLM) or sequence
+//                 (chapter 1's models): X, Q, K, V, Q·Kᵀ, ÷√d_k, mask, softmax, ·V, concat, W^O (view_steps.mjs).
 //
 // The element is written by mha_lib.live (Python) in a notebook cell:
 //   <div class="mha-live-view" data-view="sentence" data-model="all-MiniLM-L6-v2"
@@ -32,6 +36,7 @@
 //   figure.mjs           what a view exports: the figure's layout, its SVG, the CSV, file names (pure)
 //   text.mjs             the texts shown (sizes, labels, the readout)
 //   compute.mjs          feeds, running a model, reading its outputs, scores (either backend)
+//   steps.mjs            one head's stages from a layer's steps file, the steps view's input and export (pure)
 //   integrity.mjs        SHA-256 of fetched files
 //   runtime_browser.mjs  backend: onnxruntime-web (in its Web Worker), files from ../models/ or the reader's disk
 //   runtime_kernel.mjs   backend: the notebook's kernel (anywidget messages)
@@ -40,9 +45,10 @@
 //   styles.mjs           adds mha_live.css to the page
 //   view.mjs             what every view shares, and the backend interface the views use
 //   layer_maps.mjs       MiniLM's maps by layer (sentence and prune)
+//   head_view.mjs        the sentence view's lines between tokens (BertViz's head view), one colour per head
 //   head_toggles.mjs     the grid of head toggles (prune, induction)
 //   view_sentence.mjs, view_toy_compare.mjs, view_prune.mjs, view_timing.mjs, view_induction.mjs, view_translate.mjs,
-//   view_digit.mjs, view_patterns.mjs  the views
+//   view_digit.mjs, view_patterns.mjs, view_steps.mjs, view_speed.mjs  the views
 //   mha_live.mjs         mounting, and anywidget's render (this file)
 //
 // Contract for tests (issue 17): element.mhaLive = {view, model, models, backend, run(input) ->
@@ -65,9 +71,12 @@ import { InductionView } from "./view_induction.mjs";
 import { TranslateView } from "./view_translate.mjs";
 import { DigitView } from "./view_digit.mjs";
 import { PatternsView } from "./view_patterns.mjs";
+import { StepsView } from "./view_steps.mjs";
+import { SpeedView } from "./view_speed.mjs";
 
 const VIEWS = { sentence: SentenceView, "toy-compare": ToyCompareView, prune: PruneView, timing: TimingView,
-  induction: InductionView, translate: TranslateView, digit: DigitView, patterns: PatternsView };
+  induction: InductionView, translate: TranslateView, digit: DigitView, patterns: PatternsView, steps: StepsView,
+  speed: SpeedView };
 
 /**
  * Turn one .mha-live-view element into a live view (once). Returns element.mhaLive.
@@ -81,7 +90,8 @@ export function mount(element, { backend = browserBackend } = {}) {
   const view = element.dataset.view;
   try {
     const config = checkConfig(view, JSON.parse(element.dataset.config || "null"), element.dataset.model);
-    const instance = new VIEWS[view](element, config, backend);
+    // the speed view mounts the views it times (with the same backend)
+    const instance = new VIEWS[view](element, config, backend, (node) => mount(node, { backend }));
     element.mhaLive = instance.api(view, instance.primary || instance.modelIds[0]);
   } catch (err) {
     const message = el("p", { class: "mha-live-status mha-live-error", role: "status" });

@@ -1,112 +1,23 @@
 // runtime_browser.mjs -- the default backend: onnxruntime-web in the reader's browser, files from the site.
 //
-// The model (an ONNX file exported by mha_lib.export, listed with its size in ../models/manifest.json)
-// is fetched at the reader's first action and run by onnxruntime-web (vendored in ../vendor/onnxruntime-web/),
-// one thread, inside onnxruntime-web's Web Worker (env.wasm.proxy), so that the page keeps answering while
-// a model compiles or runs. The execution provider is picked once per page (chooseProvider): WebGPU where the
-// browser gives a hardware GPU adapter, WebAssembly everywhere else and whenever WebGPU cannot make a session.
-// The runtime and every model are loaded once per page, shared by its views. The views see only
+// The models (ONNX files exported by mha_lib.export, listed with their sizes and SHA-256 in
+// ../models/manifest.json) are fetched at the reader's first action (fetch_files.mjs: in a worker, checked,
+// kept in the Cache API for the next visit) and run by onnxruntime-web (ort_runtime.mjs: vendored in
+// ../vendor/onnxruntime-web/, in its own Web Worker, one queue for the page). MiniLM is split by layer
+// (mha_lib.export.split_layers_for_web): its first action fetches the runtime, the embeddings and the first
+// layer, and each later layer when a run first needs it, so that the first maps are drawn after a few
+// megabytes. The runtime and every model are loaded once per page, shared by its views. The views see only
 // `browserBackend` (the interface is in view.mjs).
 
 import { WordPieceTokenizer } from "./wordpiece.mjs";
-import { checkDigest } from "./integrity.mjs";
 import { onnxMetadata } from "./onnx_file.mjs";
 import { checkOwnModel, rowFilesFor } from "./compute.mjs";
-import { downloadText, errorText, formatMB, modelsText } from "./text.mjs";
+import { nextTask } from "./clock.mjs";
+import { fetchBytes, fetchJsonFresh } from "./fetch_files.mjs";
+import { URLS, chooseProvider, createSession, loadRuntime, loaded, markLoaded, onLoad, providerName, releaseModel,
+  runtimeBinary, runtimeRequested, supportsWasmSimd, webgpuHere } from "./ort_runtime.mjs";
+import { downloadText, errorText, formatMB, layeredDownloadText, modelsText } from "./text.mjs";
 import { t } from "./i18n.mjs";
-
-const HERE = import.meta.url;
-/** `path` relative to this module; null where the module has no folder (anywidget loads it from a blob: URL). */
-function besideModule(path) {
-  try {
-    return new URL(path, HERE).href;
-  } catch {
-    return null;
-  }
-}
-export const URLS = {
-  ortDir: besideModule("../vendor/onnxruntime-web/"),
-  models: besideModule("../models/"),
-};
-/**
- * onnxruntime-web's two builds that the site serves, by execution provider: the ES module and the
- * WebAssembly binary its loader asks for (the WebGPU build's binary also runs the WebAssembly provider).
- */
-export const BUILDS = {
-  wasm: { name: "WebAssembly", module: "ort.wasm.min.mjs", binary: "ort-wasm-simd-threaded.wasm" },
-  webgpu: { name: "WebGPU", module: "ort.webgpu.min.mjs", binary: "ort-wasm-simd-threaded.asyncify.wasm" },
-};
-const buildUrl = (file) => new URL(file, URLS.ortDir).href;
-
-/** The provider the page's address asks for (?mha-ep=wasm or ?mha-ep=webgpu), or null. */
-function askedProvider() {
-  try {
-    const asked = new URLSearchParams(globalThis.location ? globalThis.location.search : "").get("mha-ep");
-    return Object.hasOwn(BUILDS, asked) ? asked : null;
-  } catch {
-    return null;
-  }
-}
-
-const PROBE_MS = 5000; // a WebGPU probe that takes longer counts as no WebGPU: WebAssembly runs
-
-/** `promise`, or a rejection naming `what` after `ms` milliseconds. */
-function withinTime(promise, ms, what) {
-  let timer;
-  const late = new Promise((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`${what} took over ${ms / 1000} s`)), ms);
-  });
-  return Promise.race([promise, late]).finally(() => clearTimeout(timer));
-}
-
-/**
- * Can WebGPU run here? A GPU adapter, and a device from it (made and destroyed at once: a browser can give an
- * adapter and then refuse the device, and onnxruntime's worker does not recover from that refusal).
- * @returns {Promise<{ok: boolean, software: boolean, why: string}>}
- */
-async function probeWebGpu() {
-  const gpu = typeof navigator === "object" ? navigator.gpu : undefined;
-  if (!gpu) return { ok: false, software: false, why: "this browser has no WebGPU" };
-  let adapter = null;
-  try {
-    adapter = await withinTime(gpu.requestAdapter(), PROBE_MS, "requestAdapter");
-  } catch {
-    adapter = null;
-  }
-  if (!adapter) return { ok: false, software: false, why: "WebGPU gives no GPU adapter here" };
-  const software = Boolean((adapter.info && adapter.info.isFallbackAdapter) || adapter.isFallbackAdapter);
-  try {
-    (await withinTime(adapter.requestDevice(), PROBE_MS, "requestDevice")).destroy();
-  } catch (err) {
-    return { ok: false, software, why: `WebGPU gives no device here (${errorText(err)})` };
-  }
-  return software ? { ok: true, software, why: "WebGPU's only adapter here is a software one (a CPU emulating a GPU)" }
-    : { ok: true, software, why: "WebGPU gives a GPU adapter" };
-}
-
-let providerPromise = null;
-/**
- * Which execution provider runs this page's models: the one the address asks for (?mha-ep=wasm or webgpu;
- * WebGPU only where probeWebGpu finds a device), else WebGPU on a hardware GPU adapter, else WebAssembly
- * (a software adapter such as SwiftShader is slower than WebAssembly). Asked once per page, when a view first
- * says its download size (the probe opens a WebGPU device on the page and closes it; it fetches nothing).
- * @returns {Promise<{ep: "wasm"|"webgpu", why: string}>}
- */
-export function chooseProvider() {
-  if (!providerPromise) {
-    providerPromise = (async () => {
-      const asked = askedProvider();
-      if (asked === "wasm") return { ep: "wasm", why: "the page's address asks for it (mha-ep=wasm)" };
-      const gpu = await probeWebGpu();
-      if (asked === "webgpu") {
-        return gpu.ok ? { ep: "webgpu", why: "the page's address asks for it (mha-ep=webgpu)" }
-          : { ep: "wasm", why: `the page's address asks for WebGPU, but ${gpu.why}` };
-      }
-      return gpu.ok && !gpu.software ? { ep: "webgpu", why: gpu.why } : { ep: "wasm", why: gpu.why };
-    })();
-  }
-  return providerPromise;
-}
 
 /** Licence wording of the files the site ships, by licence file (the manifest's `license`), in the page's language. */
 const LICENCE_NAMES = {
@@ -139,119 +50,18 @@ export function licenceParts(modelIds, manifest) {
   return parts;
 }
 
-// The smallest WebAssembly module that uses a SIMD instruction (wasm-feature-detect's probe).
-const SIMD_PROBE = new Uint8Array([0, 97, 115, 109, 1, 0, 0, 0, 1, 5, 1, 96, 0, 1, 123, 3, 2, 1, 0, 10, 10, 1, 8, 0,
-  65, 0, 253, 15, 253, 98, 11]);
-
-/** Can this browser run onnxruntime-web's WebAssembly backend (WebAssembly with SIMD)? */
-function supportsWasmSimd() {
-  try {
-    return typeof WebAssembly === "object" && WebAssembly.validate(SIMD_PROBE);
-  } catch {
-    return false;
-  }
-}
-
-/** The bytes of `response`'s body (an ArrayBuffer), `onBytes(received)` after each chunk. Also sent, as source,
- * to the download worker below: one loop for both threads. */
-async function readBody(response, onBytes) {
-  if (!response.body || !response.body.getReader) {
-    const buffer = await response.arrayBuffer();
-    onBytes(buffer.byteLength);
-    return buffer;
-  }
-  const reader = response.body.getReader();
-  const chunks = [];
-  let received = 0;
-  for (;;) {
-    const { done, value } = await reader.read();
-    if (done) break;
-    chunks.push(value);
-    received += value.length;
-    onBytes(received);
-  }
-  // joined by the browser (a Blob), not by a loop of ours: a model is 22 MB
-  return new Blob(chunks).arrayBuffer();
-}
-
-// A large download is read in a worker of its own. On the page's thread, finishing the body of a 14-22 MB file
-// cost one task of 26-35 ms of CPU (Chromium traces of chapter 5's first run), which with the result's drawing
-// came close to the 50 ms bound. The worker streams the body, reports its progress and transfers the bytes.
-const DOWNLOAD_WORKER = `${readBody.toString()}
-self.onmessage = async (event) => {
-  const url = event.data.url;
-  try {
-    const response = await fetch(url);
-    if (!response.ok) { self.postMessage({ error: "HTTP " + response.status + " for " + url }); return; }
-    const buffer = await readBody(response, (received) => self.postMessage({ received }));
-    self.postMessage({ buffer }, [buffer]);
-  } catch (err) {
-    self.postMessage({ error: String((err && err.message) || err) });
-  }
-};`;
-let downloadWorkerUrl = null;
-
-/** The bytes of `url`, downloaded in a worker; rejects with {workerFailed: true} where no worker can start. */
-function fetchInWorker(url, onBytes) {
-  return new Promise((resolve, reject) => {
-    let worker;
-    try {
-      downloadWorkerUrl = downloadWorkerUrl || URL.createObjectURL(new Blob([DOWNLOAD_WORKER], { type: "text/javascript" }));
-      worker = new Worker(downloadWorkerUrl);
-    } catch (err) {
-      reject(Object.assign(new Error(errorText(err)), { workerFailed: true }));
-      return;
-    }
-    worker.onmessage = ({ data }) => {
-      if (data.buffer) {
-        worker.terminate();
-        resolve(new Uint8Array(data.buffer));
-      } else if (data.error) {
-        worker.terminate();
-        reject(new Error(data.error));
-      } else {
-        onBytes(data.received);
-      }
-    };
-    worker.onerror = (event) => { // the worker's script did not run (a page policy that forbids blob: workers)
-      event.preventDefault();
-      worker.terminate();
-      reject(Object.assign(new Error(event.message || "the download worker did not start"), { workerFailed: true }));
-    };
-    worker.postMessage({ url: new URL(url, globalThis.location ? globalThis.location.href : undefined).href });
-  });
-}
-
-/**
- * GET `url` (a plain GET: the browser's HTTP cache keeps the file) and report progress; the bytes as a
- * Uint8Array, read in a worker where one can start, else on the page's thread.
- */
-async function fetchBytes(url, onBytes) {
-  if (typeof Worker === "function" && typeof URL.createObjectURL === "function") {
-    try {
-      return await fetchInWorker(url, onBytes);
-    } catch (err) {
-      if (!err.workerFailed) throw err;
-    }
-  }
-  const response = await fetch(url);
-  if (!response.ok) throw new Error(`HTTP ${response.status} for ${url}`);
-  return new Uint8Array(await readBody(response, onBytes));
-}
-
 let manifestPromise = null;
 let manifestRead = null; // the manifest, once read (licence links)
 /**
- * ../models/manifest.json: {models: {id: {file, bytes, kind, num_layers, num_heads, inputs, outputs, vocab,
- * vocab_sha256, token_rows: {dir, rows, dim, rows_per_file, file_bytes, file_sha256: [one per file]}, license}}}.
- * Fetched once; a failed fetch is forgotten, so the next action (or "Try again") asks again.
+ * ../models/manifest.json: {models: {id: {file, bytes, sha256, kind, num_layers, num_heads, inputs, outputs, vocab,
+ * vocab_sha256, token_rows: {dir, rows, dim, rows_per_file, file_bytes, file_sha256: [one per file]}, license}}};
+ * a model split by layer also has `layers`: [{file, bytes, sha256}, one per layer] (its `file` is the embeddings,
+ * its `bytes` every part's). Asked of the network once (offline: the copy kept from the last visit); a failed
+ * fetch is forgotten, so the next action (or "Try again") asks again.
  */
 export function getManifest() {
   if (!manifestPromise) {
-    const promise = fetch(URLS.models + "manifest.json").then((r) => {
-      if (!r.ok) throw new Error(`HTTP ${r.status} for ${URLS.models}manifest.json`);
-      return r.json();
-    });
+    const promise = fetchJsonFresh(URLS.models + "manifest.json");
     promise.then((manifest) => {
       manifestRead = manifest;
     }, () => {
@@ -262,192 +72,76 @@ export function getManifest() {
   return manifestPromise;
 }
 
-let runtimeBytes = null; // size of the chosen build's WebAssembly binary, from a HEAD request
-/** Size in bytes of the WebAssembly binary the page will fetch (a HEAD request: nothing downloaded), or 0. */
-async function getRuntimeBytes() {
-  if (runtimeBytes === null) {
-    runtimeBytes = chooseProvider().then(({ ep }) => fetch(buildUrl(BUILDS[ep].binary), { method: "HEAD" }))
-      .then((r) => (r.ok ? Number(r.headers.get("content-length")) || 0 : 0))
-      .catch(() => 0);
-  }
-  return runtimeBytes;
-}
-
-const loaded = new Set(); // "runtime" and model ids, once loaded: shared by every view of the page
-const loadListeners = new Set(); // called when something is loaded (views re-say what is left to download)
-function markLoaded(what) {
-  loaded.add(what);
-  for (const listener of loadListeners) listener(what);
-}
-
-const runtimes = new Map(); // build ("wasm" | "webgpu") -> Promise<ort>: each build has its own worker
-let webgpuBroken = null; // why the WebGPU build could not make a session; later models use the WebAssembly build
-
-/** The build the page's next model loads on: the chosen provider's, or WebAssembly's once WebGPU broke. */
-async function currentBuild() {
-  return webgpuBroken === null ? (await chooseProvider()).ep : "wasm";
-}
-
-/**
- * Import onnxruntime-web once per build (`ep`, or the current build), one thread; `onBytes` follows the
- * .wasm download.
- */
-async function loadRuntime(onBytes, ep = null) {
-  const key = ep || (await currentBuild());
-  if (!runtimes.has(key)) {
-    const promise = (async () => {
-      if (!supportsWasmSimd()) throw new Error(t("this browser cannot run WebAssembly with SIMD"));
-      const build = BUILDS[key];
-      const [ort, wasm] = await Promise.all([import(buildUrl(build.module)), fetchBytes(buildUrl(build.binary), onBytes)]);
-      // onnxruntime-web's own module worker (its "proxy") compiles the runtime, creates the sessions and runs
-      // them, so the page stays responsive while a model loads or runs; inputs and outputs are transferred
-      ort.env.wasm.proxy = typeof Worker === "function";
-      ort.env.wasm.numThreads = 1; // static hosts send no cross-origin isolation: one thread for everyone
-      ort.env.wasm.wasmPaths = URLS.ortDir; // the loader module beside the build's module
-      ort.env.wasm.wasmBinary = wasm.buffer; // fetched above, with progress
-      markLoaded("runtime");
-      return ort;
-    })();
-    promise.catch(() => {
-      if (runtimes.get(key) === promise) runtimes.delete(key); // let a later action try again
-    });
-    runtimes.set(key, promise);
-  }
-  return runtimes.get(key);
-}
-
-// onnxruntime-web's worker answers each kind of request ("create", "run") in the order it was sent, and the
-// page matches the answers in that order; on WebGPU the worker's creates and runs are asynchronous and can
-// finish out of order (seen here: a model got another model's session). So the page sends the worker one
-// request at a time: every session creation and run of the page goes through this one queue.
-let workerQueue = Promise.resolve();
-function oneAtATime(task) {
-  const done = workerQueue.then(task, task);
-  workerQueue = done.catch(() => {});
-  return done;
-}
-
-/** `session` with its run() sent through the page's one queue (the names and metadata are the session's). */
-function queuedSession(session) {
-  const queued = Object.create(session);
-  queued.run = (...args) => oneAtATime(() => session.run(...args));
-  queued.release = () => oneAtATime(() => session.release());
-  return queued;
-}
-
-// errors only: not onnxruntime's warning, on WebGPU, that some nodes of each model run on the CPU (shape ops)
-const SESSION = { logSeverityLevel: 3 };
-
-/** A copy of a run's feeds: the worker takes the buffers it is sent, and a run may have to be sent again. */
-function copyFeeds(ort, feeds) {
-  const copy = {};
-  for (const [name, t] of Object.entries(feeds)) copy[name] = new ort.Tensor(t.type, t.data.slice(), t.dims);
-  return copy;
-}
-
-/**
- * An inference session for a model's bytes, on the current build's provider, and the runtime it runs on:
- * {session: {run, inputNames, outputNames, inputMetadata, provider: "webgpu"|"wasm", why}, ort}.
- * On WebGPU, the nodes it has no kernel for run on the CPU inside the same session (onnxruntime assigns them).
- * Where WebGPU cannot make the session, this and every later model load on the WebAssembly build (its own
- * worker: the WebGPU build's does not recover). Where its first run fails (seen here: SwiftShader has no
- * shader-f16, which MiniLM's float16 weights need), the model runs on the WebGPU build's WebAssembly provider
- * from then on, the first run is sent again there, and `why` says why: the reader sees the maps. A WebGPU
- * session that has run once keeps its errors (they are the input's, not the device's).
- * @param {Uint8Array} bytes  the .onnx file (handed to the worker: do not use it afterwards)
- * @param {(bytes: number) => void} onBytes  progress of a runtime download, if one is needed
- */
-async function createSession(bytes, onBytes = () => {}) {
-  const onWasm = async (ort) => oneAtATime(() => ort.InferenceSession.create(bytes, { ...SESSION, executionProviders: ["wasm"] }));
-  const settle = (ort, session, why) => ({ session: Object.assign(queuedSession(session), { provider: "wasm", why }), ort });
-  if ((await currentBuild()) === "wasm") {
-    const ort = await loadRuntime(onBytes, "wasm");
-    return settle(ort, await onWasm(ort), webgpuBroken || (await chooseProvider()).why);
-  }
-  const ort = await loadRuntime(onBytes, "webgpu");
-  let gpu;
-  try {
-    const copy = bytes.slice(); // WebAssembly needs the bytes if WebGPU fails
-    gpu = queuedSession(await oneAtATime(() => ort.InferenceSession.create(copy, { ...SESSION, executionProviders: ["webgpu"] })));
-  } catch (err) {
-    const wasm = await loadRuntime(onBytes, "wasm");
-    const session = await onWasm(wasm); // a file WebAssembly cannot load either is the file's fault: its error
-    console.warn("mha_live: WebGPU could not load the model; the WebAssembly build runs it:", err);
-    webgpuBroken = webgpuBroken || `WebGPU could not load a model (${errorText(err)})`;
-    return settle(wasm, session, webgpuBroken);
-  }
-  const session = Object.assign(Object.create(gpu), { provider: "webgpu", why: (await chooseProvider()).why });
-  let proven = false;
-  let fallback = null;
-  /** run(feeds, options?): on WebGPU, or on WebAssembly once WebGPU failed a first run the other ran. */
-  session.run = async (feeds, options) => {
-    if (fallback) return fallback.run(feeds, options);
-    const spare = proven ? null : copyFeeds(ort, feeds);
-    try {
-      // until it has run once, a failure is reported here (a warning), not logged by onnxruntime as an error
-      const out = await gpu.run(feeds, proven ? options : { ...options, logSeverityLevel: 4 });
-      proven = true;
-      bytes = null; // no fallback from now on: the bytes can go
-      return out;
-    } catch (err) {
-      if (proven) throw err;
-      const wasm = queuedSession(await onWasm(ort));
-      let out;
-      try {
-        out = await wasm.run(spare, options);
-      } catch (wasmErr) { // WebAssembly fails too: the input's fault; WebGPU keeps the model
-        wasm.release().catch(() => {});
-        throw wasmErr;
-      }
-      console.warn("mha_live: WebGPU could not run the model; it runs on WebAssembly:", err);
-      fallback = wasm;
-      bytes = null;
-      gpu.release().catch(() => {});
-      Object.assign(session, { provider: "wasm", why: `WebGPU could not run it (${errorText(err)})` });
-      return out;
-    }
-  };
-  session.release = () => (fallback || gpu).release();
-  return { session, ort };
-}
-
-/** Free a model's session in its worker (the reader's own model, replaced or dropped); errors are ignored. */
-function releaseModel(model) {
-  if (model && model.session && model.session.release) {
-    Promise.resolve().then(() => model.session.release()).catch(() => {});
-  }
-}
-
-/**
- * The execution providers that ran `models` last, in words: "WebAssembly", "WebGPU" or "WebGPU and WebAssembly";
- * null for models not loaded by this runtime.
- */
-export function providerName(models) {
-  const names = new Set(models.filter((m) => m && m.session && m.session.provider).map((m) => BUILDS[m.session.provider].name));
-  return names.size ? [...names].sort().reverse().join(" and ") : null;
-}
-
 /** The vocabulary of a model (vocab.txt), checked against the manifest's vocab_sha256 before use. */
 async function fetchVocab(info) {
-  const response = await fetch(URLS.models + info.vocab);
-  if (!response.ok) throw new Error(`HTTP ${response.status} for ${info.vocab}`);
-  const bytes = new Uint8Array(await response.arrayBuffer());
-  await checkDigest(info.vocab, bytes, info.vocab_sha256);
+  const bytes = await fetchBytes(URLS.models + info.vocab, { sha256: info.vocab_sha256, name: info.vocab });
   return new TextDecoder("utf-8").decode(bytes);
-}
-
-/** Resolves in a later task: long work split at it leaves the page room to handle input and paint. */
-export function nextTask() {
-  return new Promise((resolve) => setTimeout(resolve, 0));
 }
 
 const modelPromises = new Map(); // model id -> Promise<Model>, shared by every view of the page
 
+/** Bytes of a model's first load: its file, or for a model split by layer its embeddings and first maps file. */
+function firstBytes(info) {
+  if (!info.layers) return info.bytes || 0;
+  const rest = info.bytes - info.layers.reduce((s, part) => s + part.bytes, 0); // the embeddings and the first maps
+  return info.first_maps ? rest : rest + info.layers[0].bytes; // no first maps file: the first layer itself
+}
+
+const DONE = Promise.resolve(null); // a layer's fetch whose bytes became its session
+
 /**
- * Load one model: the runtime, the .onnx file and, for MiniLM, its vocabulary.
+ * The bytes of layer `i`'s file (checked against the manifest), fetched once. Once a run has its word vectors
+ * (model.stream(), called by compute_bert.mjs after the embeddings), each layer's arrival starts the next one's
+ * fetch: the layers stream one file at a time, in order, after what the first maps need -- the runtime, the
+ * embeddings, layer 0 and the text's word vectors -- so that on a slow link nothing else shares it until then.
+ */
+function layerBytes(model, i, onBytes = () => {}) {
+  if (!model.layerFetches[i]) {
+    const part = model.info.layers[i];
+    const promise = fetchBytes(URLS.models + part.file, { onBytes, sha256: part.sha256, size: part.bytes, name: part.file });
+    promise.then(() => {
+      if (model.streaming && i + 1 < model.info.layers.length) layerBytes(model, i + 1).catch(() => {}); // ahead of need
+    }, () => {
+      if (model.layerFetches[i] === promise) model.layerFetches[i] = null; // a later run asks again
+    });
+    model.layerFetches[i] = promise;
+  }
+  return model.layerFetches[i];
+}
+
+/**
+ * Layer `i` of a model split by layer: its session, made once when a run first needs it (made on demand, so that
+ * onnxruntime's one queue runs layer i before it compiles layer i + 1). `onWait(i, bytes)` is told when its file
+ * has not arrived yet.
+ */
+function layerSession(model, i, onBytes, onWait = () => {}) {
+  if (!model.layerPromises[i]) {
+    const part = model.info.layers[i];
+    if (!model.layerFetches[i]) onWait(i, part.bytes);
+    const promise = layerBytes(model, i, onBytes)
+      .then((bytes) => {
+        model.layerFetches[i] = DONE; // its bytes go to onnxruntime's worker
+        return createSession(bytes);
+      })
+      .then(({ session }) => Object.assign(session, { file: part.file }));
+    promise.then(() => {
+      promise.ready = true;
+    }, () => {
+      if (model.layerPromises[i] !== promise) return;
+      model.layerPromises[i] = null; // a later run asks again, for the file too
+      if (model.layerFetches[i] === DONE) model.layerFetches[i] = null;
+    });
+    model.layerPromises[i] = promise;
+  }
+  return model.layerPromises[i];
+}
+
+/**
+ * Load one model: the runtime, the .onnx file and, for MiniLM, its vocabulary; for a model split by layer, its
+ * embeddings and first layer (the other layers when a run first needs them: model.layer(i)).
  * @param {string} id
  * @param {(what: string, bytes: number) => void} onBytes  progress, per file
- * @returns {Promise<{id, info, session, ort, tokenizer}>}
+ * @returns {Promise<{id, info, session, ort, tokenizer, queue, prepare, layer?}>}
  */
 function loadModel(id, onBytes) {
   if (!modelPromises.has(id)) {
@@ -456,17 +150,36 @@ function loadModel(id, onBytes) {
       const info = manifest.models && manifest.models[id];
       if (!info) throw new Error(`the site has no model "${id}" (models/manifest.json)`);
       const runtimeBytes = (n) => onBytes("runtime", n);
-      const [, bytes, vocab] = await Promise.all([
+      const model = { id, info, tokenizer: null, queue: Promise.resolve(), layerPromises: [], layerFetches: [] };
+      const maps = info.layers && info.first_maps; // the first layer's weights alone: drawn before the rest arrives
+      const [, bytes, vocab, first] = await Promise.all([
         loadRuntime(runtimeBytes), // fetched beside the model
-        fetchBytes(URLS.models + info.file, (n) => onBytes(id, n)),
+        fetchBytes(URLS.models + info.file, { onBytes: (n) => onBytes(id, n), sha256: info.sha256, name: info.file,
+          size: info.layers ? null : info.bytes }),
         info.vocab ? fetchVocab(info) : null,
+        maps ? fetchBytes(URLS.models + maps.file, { onBytes: (n) => onBytes(`${id}:maps`, n), sha256: maps.sha256,
+          size: maps.bytes, name: maps.file }).then((b) => createSession(b))
+          .then(({ session }) => Object.assign(session, { file: maps.file }))
+          : info.layers ? layerSession(model, 0, (n) => onBytes(`${id}:0`, n)) : null, // else the first layer itself
       ]);
       const { session, ort } = await createSession(bytes, runtimeBytes);
       await nextTask(); // the vocabulary's tables are built in a task of their own
       const tokenizer = vocab === null ? null : WordPieceTokenizer.fromVocabText(vocab, { maxLength: info.max_length || 256 });
-      markLoaded(id);
-      const model = { id, info, session, ort, tokenizer, queue: Promise.resolve() };
+      Object.assign(model, { session: Object.assign(session, { file: info.file }), ort, tokenizer });
       model.prepare = (ids, onFetch) => fetchTokenRows(model, ids, onFetch); // a split model's word vectors
+      if (first) {
+        if (maps) model.firstMaps = first;
+        model.layer = (i, onWait) => layerSession(model, i, () => {}, onWait);
+        model.layerReady = (i) => Boolean(model.layerPromises[i] && model.layerPromises[i].ready);
+        model.stream = () => { // the later layers' files, one after another, from the first one not yet asked for
+          if (model.streaming) return;
+          model.streaming = true;
+          const next = model.layerFetches.findIndex((f, i) => !f && !model.layerPromises[i]);
+          const from = next < 0 ? model.layerFetches.length : next;
+          if (from < model.info.layers.length) layerBytes(model, from).catch(() => {});
+        };
+      }
+      markLoaded(id);
       return model;
     })();
     promise.catch(() => modelPromises.delete(id));
@@ -478,26 +191,30 @@ function loadModel(id, onBytes) {
 /**
  * A split model (mha_lib.export.split_for_web) keeps its token-embedding table in row files of
  * `rows_per_file` float16 rows (manifest: info.token_rows). Fetch, once each, the files holding the
- * rows of `ids` (and row 0, the padding id), into model.rowFiles: file number -> Uint16Array.
+ * rows of `ids` (and row 0, the padding id), into model.rowFiles: file number -> Uint16Array, each checked
+ * against the manifest's digest (fetch_files.mjs: in the download worker, kept for the next visit).
  * runBert calls it inside the model's queue, so two calls never fetch the same file at once.
  */
 export async function fetchTokenRows(model, ids, onFetch = () => {}) {
   const spec = model.info.token_rows;
   if (!spec) return;
   model.rowFiles = model.rowFiles || new Map();
+  model.rowFetches = model.rowFetches || new Map(); // file number -> its fetch under way (a prefetch and a run share it)
   const missing = rowFilesFor(spec, ids.flat()).filter((k) => !model.rowFiles.has(k));
-  if (missing.length) onFetch(missing.length, missing.length * spec.file_bytes);
-  await Promise.all(missing.map(async (k) => {
+  const fresh = missing.filter((k) => !model.rowFetches.has(k));
+  if (fresh.length) onFetch(fresh.length, fresh.length * spec.file_bytes);
+  for (const k of fresh) {
     const name = `${spec.dir}${String(k).padStart(4, "0")}.bin`;
     const rows = Math.min(spec.rows_per_file, spec.rows - k * spec.rows_per_file);
-    if (!(k >= 0 && rows > 0)) throw new Error(`token id ${k * spec.rows_per_file} is outside the model's ${spec.rows} rows`);
-    const bytes = await fetchBytes(URLS.models + name, () => {});
-    if (bytes.byteLength !== rows * spec.dim * 2) {
-      throw new Error(`${name} holds ${bytes.byteLength} bytes, not ${rows * spec.dim * 2}`);
-    }
-    await checkDigest(name, bytes, (spec.file_sha256 || [])[k]);
-    model.rowFiles.set(k, new Uint16Array(bytes.buffer, bytes.byteOffset, bytes.byteLength / 2));
-  }));
+    const promise = (async () => {
+      if (!(k >= 0 && rows > 0)) throw new Error(`token id ${k * spec.rows_per_file} is outside the model's ${spec.rows} rows`);
+      const bytes = await fetchBytes(URLS.models + name, { sha256: (spec.file_sha256 || [])[k], size: rows * spec.dim * 2, name });
+      model.rowFiles.set(k, new Uint16Array(bytes.buffer, bytes.byteOffset, bytes.byteLength / 2));
+    })();
+    promise.catch(() => {}).finally(() => model.rowFetches.delete(k)); // a failed file is asked again next time
+    model.rowFetches.set(k, promise);
+  }
+  await Promise.all(missing.map((k) => model.rowFetches.get(k)).filter(Boolean)); // a failed file rejects every caller
 }
 
 /**
@@ -640,11 +357,12 @@ async function loadOwnBert(name, buffer, tokenizer) {
   return checkedOwnModel(model, own.encode("").ids, null, OWN_CONTRACTS.bert.outputs);
 }
 
-/** Bytes still to download for `modelIds`: model files no view of the page has asked for, and the runtime. */
+/** Bytes that load() still downloads for `modelIds`: what no view of the page has asked for (a model split by layer:
+ * its embeddings and first layer), and the runtime. */
 async function bytesToLoad(modelIds) {
   const manifest = await getManifest();
-  const fresh = modelIds.filter((id) => !modelPromises.has(id));
-  return fresh.reduce((s, id) => s + ((manifest.models[id] || {}).bytes || 0), 0) + (runtimes.size ? 0 : await getRuntimeBytes());
+  const models = modelIds.filter((id) => !modelPromises.has(id)).reduce((s, id) => s + firstBytes(manifest.models[id] || {}), 0);
+  return models + (runtimeRequested() ? 0 : (await runtimeBinary()).bytes);
 }
 
 /** The default backend: onnxruntime-web in the reader's browser, files from the site (see view.mjs). */
@@ -660,6 +378,10 @@ export const browserBackend = {
     return on ? t("in your browser ({provider})", { provider: on }) : t("in your browser");
   },
   providerName,
+  /** For the speed table: the provider this page runs on ({ep, why}) and what WebGPU has here ({ok, software, why}). */
+  async providers() {
+    return { chosen: await chooseProvider(), gpu: await webgpuHere() };
+  },
   get who() {
     return t("The model");
   },
@@ -693,10 +415,12 @@ export const browserBackend = {
     try {
       const manifest = await getManifest();
       const fresh = modelIds.filter((id) => !loaded.has(id)); // another view may have loaded some
-      const model = fresh.reduce((sum, id) => sum + ((manifest.models[id] || {}).bytes || 0), 0);
-      const runtime = loaded.has("runtime") ? 0 : await getRuntimeBytes();
-      what = downloadText(fresh.length, model, runtime);
-      const split = fresh.map((id) => manifest.models[id] || {}).find((m) => m.token_rows);
+      const infos = fresh.map((id) => manifest.models[id] || {});
+      const runtime = loaded.has("runtime") ? 0 : (await runtimeBinary()).bytes;
+      const layered = infos.length === 1 && infos[0].layers;
+      what = layered ? layeredDownloadText(firstBytes(infos[0]), infos[0].bytes - firstBytes(infos[0]), runtime)
+        : downloadText(fresh.length, infos.reduce((sum, info) => sum + (info.bytes || 0), 0), runtime);
+      const split = infos.find((m) => m.token_rows);
       if (split) what += note(split);
     } catch (err) {
       console.warn("mha_live: the download size is unknown:", err);
@@ -709,7 +433,7 @@ export const browserBackend = {
   load(modelIds, show) {
     return bytesToLoad(modelIds).then((all) => {
       const many = modelIds.length > 1;
-      const what = runtimes.size ? (many ? t("the models") : t("the model"))
+      const what = runtimeRequested() ? (many ? t("the models") : t("the model"))
         : many ? t("the models and the runtime") : t("the model and the runtime");
       const downloading = (got, total) => t("Downloading {what}: {got} of {total}…", { what, got, total });
       show.start(all, all ? downloading("0", formatMB(all)) : t("Preparing the model…"));
@@ -735,6 +459,6 @@ export const browserBackend = {
 
   /** `listener()` when any view of the page loads the runtime or a model (what is left to download changes). */
   onLoaded(listener) {
-    loadListeners.add(listener);
+    onLoad(listener);
   },
 };

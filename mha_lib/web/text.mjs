@@ -25,6 +25,17 @@ export function downloadText(models, modelBytes, runtime) {
   return model && engine ? t("{models} and {runtime}", { models: model, runtime: engine }) : model || engine;
 }
 
+/**
+ * What the first action downloads for a model split by layer, in words: "the runtime (14.2 MB) and what the model's
+ * first maps need (1.3 MB), then its other layers (21.4 MB) as they are computed" (no runtime: without it).
+ */
+export function layeredDownloadText(firstBytes, otherBytes, runtime) {
+  const words = { first: formatMB(firstBytes), rest: formatMB(otherBytes), runtime: formatMB(runtime) };
+  return runtime ? t("the runtime ({runtime}) and what the model's first maps need ({first}), then its other layers " +
+    "({rest}) as they are computed", words)
+    : t("what the model's first maps need ({first}), then its other layers ({rest}) as they are computed", words);
+}
+
 /** How many layers, in words: "1 layer", "6 layers". */
 export function layersText(n) {
   return n > 1 ? t("{n} layers", { n }) : t("{n} layer", { n });

@@ -9,6 +9,7 @@
 //   privacy                   "the book was built", what happens to typed text
 //   whereFor(models)          optional: `where` with what ran the models ("in your browser (WebGPU)")
 //   providerName(models)      optional: "WebAssembly", "WebGPU" or both, for the timing view's label
+//   providers()               optional: Promise<{chosen: {ep, why}, gpu: {ok, software, why}}> (the speed table)
 //   about(modelIds)           {lead, parts: [{label, detail, href}]}: the "what runs here" line
 //   firstTimeText(ids, note)  Promise<string>: what the first action fetches (note(info): a split
 //                             model's word vectors); rejects where the view cannot run here
@@ -16,8 +17,13 @@
 //   loadedText(ids, seconds), loadFailedText(message)
 //   onLoaded(listener)        listener() when another view loads something (what is left changes)
 // A Model is {id, info, tokenizer, session: {inputNames, run(feeds), provider?}, ort: {Tensor}, queue,
-// prepare(ids, onFetch)}; compute.mjs runs it.
+// prepare(ids, onFetch), layer?(i, onWait) -> Promise<session>, stream?()}; compute.mjs and compute_bert.mjs run it.
+// A model split by layer (the browser's MiniLM) has layer(): its session is the embeddings', and layer i's session
+// (inputs hidden, key_padding_mask, head_mask) is fetched and made when first asked; stream() starts fetching the
+// layers not yet asked for, one after another.
 
+import { Clock, debugAsked } from "./clock.mjs";
+import { fetchedFiles } from "./fetch_files.mjs";
 import { browserBackend } from "./runtime_browser.mjs";
 import { Legend, ZoomView, bitmapOf, figureCanvas } from "./draw.mjs";
 import { fileName, figureCsv, figureSvg } from "./figure.mjs";
@@ -274,11 +280,16 @@ export class View {
     if (!this.status.classList.contains("mha-live-error")) setText(this.status, text);
   }
 
-  /** Run `work` (a Promise-returning function) after the models load; keep the timings. */
+  /**
+   * Run `work(clock)` (a Promise-returning function; clock: a Clock of clock.mjs, given to the run functions) after
+   * the models load; keep the timings: run_ms (the whole update) and parts (where its time went).
+   */
   async compute(work) {
     await this.ensureModels();
     this.status.classList.remove("mha-live-error"); // a refused input's message gives way to this run's
     const t0 = performance.now();
+    const clock = new Clock();
+    this.clock = clock; // the maps' drawing adds to it (LayerMaps.draw)
     let result;
     const slow = setTimeout(() => this.busy(t("Computing {where}…", { where: this.where })), 150); // no flicker for fast runs
     this.running = (this.running || 0) + 1;
@@ -289,9 +300,10 @@ export class View {
       if (!this.running) this.root.classList.remove("mha-live-busy");
     };
     try {
-      result = await work();
+      result = await work(clock);
     } catch (err) {
       done();
+      if (this.clock === clock) this.clock = null;
       this.status.classList.add("mha-live-error");
       setText(this.status, t("{who} could not compute this input ({error}). The maps show the last result.",
         { who: this.backend.who, error: errorText(err) }));
@@ -299,7 +311,31 @@ export class View {
     }
     done();
     this.timings.run_ms = performance.now() - t0;
+    this.timings.parts = clock.done();
+    if (this.clock === clock) this.clock = null;
+    this.showDebug();
     return result;
+  }
+
+  /**
+   * ?mha-debug=1 in the page's address: a line under the status with the last update's parts (clock.mjs), the
+   * load, and the files fetched (from the network or the cache). For developers and benchmarks: English only.
+   */
+  showDebug() {
+    if (!debugAsked()) return;
+    if (!this.debug) {
+      this.debug = el("p", { class: "mha-live-note mha-live-debug" });
+      this.status.after(this.debug);
+    }
+    const p = this.timings.parts;
+    const ms = (x) => x.toFixed(1);
+    const files = fetchedFiles.filter((f) => !f.cached);
+    const kept = fetchedFiles.length - files.length;
+    const mb = files.reduce((s, f) => s + f.bytes, 0) / 1e6;
+    setText(this.debug, p ? `update ${ms(p.total_ms)} ms: feeds ${ms(p.feeds_ms)} · load ${ms(p.load_ms)} · run ${ms(p.run_ms)} ` +
+      `(${p.runs.length} calls: ${p.runs.map(ms).join(" ")}) · read ${ms(p.read_ms)} · draw ${ms(p.draw_ms)} · other ` +
+      `${ms(p.other_ms)}. First load ${this.timings.load_ms ? ms(this.timings.load_ms) : "–"} ms. This page fetched ` +
+      `${mb.toFixed(2)} MB in ${files.length} files, and read ${kept} from the cache.` : "");
   }
 
   /** The export buttons: the maps shown as PNG or SVG, their numbers as CSV or JSON, in one click each. */
@@ -377,11 +413,14 @@ export class View {
   async download(kind) {
     const figure = this.exportFigure();
     let blob;
+    // a figure that is not a grid of maps (the sentence view's lines) brings its own canvas and SVG
     if (kind === "png") {
-      blob = await new Promise((resolve, reject) => figureCanvas(figure).toBlob(
+      const canvas = figure.toCanvas ? figure.toCanvas() : figureCanvas(figure);
+      blob = await new Promise((resolve, reject) => canvas.toBlob(
         (b) => (b ? resolve(b) : reject(new Error("the browser made no PNG"))), "image/png"));
     } else if (kind === "svg") {
-      const svg = figureSvg(figure, (head) => bitmapOf(head.map, figure.vmax, head.off).toDataURL("image/png"));
+      const svg = figure.toSvg ? figure.toSvg()
+        : figureSvg(figure, (head) => bitmapOf(head.map, figure.vmax, head.off, null, head).toDataURL("image/png"));
       blob = new Blob([svg], { type: "image/svg+xml" });
     } else if (kind === "csv") {
       blob = new Blob([figureCsv(figure)], { type: "text/csv" });

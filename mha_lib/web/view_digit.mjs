@@ -230,7 +230,9 @@ export class DigitView extends View {
     const help = el("p", { class: "mha-live-note" },
       t("Draw a digit with the mouse, a pen or a finger (Erase clears pixels), or pick a test digit. With the keyboard: " +
       "focus the pad, move with the arrow keys, Space inks or clears a pixel."));
-    return el("div", { class: "mha-live-digit-controls" }, this.pad.node,
+    // the answer above the pad: in sight while the reader draws, on a phone too (the bars follow below)
+    this.verdict = el("p", { class: "mha-live-scores mha-live-digit-answer", "aria-live": "polite" });
+    return el("div", { class: "mha-live-digit-controls" }, this.verdict, this.pad.node,
       el("div", {}, help,
         el("div", { class: "mha-live-controls" }, ...this.modeButtons, clear),
         el("div", { class: "mha-live-controls" }, el("label", { for: this.examples.id }, t("Load a test digit")), this.examples),
@@ -238,7 +240,6 @@ export class DigitView extends View {
   }
 
   buildMaps() {
-    this.verdict = el("p", { class: "mha-live-scores", "aria-live": "polite" });
     this.bars = el("div", { class: "mha-live-probs", role: "list", "aria-label": t("the model's probability of each digit") });
     this.others = el("p", { class: "mha-live-note" });
     this.grids = [];
@@ -255,7 +256,7 @@ export class DigitView extends View {
       this.rolloutLegend.node, this.rolloutGrid.node);
     const key = el("p", { class: "mha-live-note" }, t("In every map the dots mark the pixels inked at least half way " +
       "(grey level 0.5 or more, as chapter 7 counts ink), and each head's label gives the weight [CLS] keeps on itself."));
-    return el("div", {}, this.verdict, this.bars, this.others, key, this.layers, rollout);
+    return el("div", {}, this.bars, this.others, key, this.layers, rollout);
   }
 
   /** Show new pixels on the pad and run them (Clear, a test digit). */
@@ -383,7 +384,7 @@ export class DigitView extends View {
     const request = (this.requests += 1);
     let result;
     try {
-      result = await this.compute(() => this.runModels(pixels, label, request));
+      result = await this.compute((clock) => this.runModels(pixels, label, request, clock));
     } catch (err) {
       if (request === this.requests) this.root.classList.remove("mha-live-stale"); // the status says why
       throw err;
@@ -395,15 +396,15 @@ export class DigitView extends View {
   }
 
   /** Every model on `pixels`; the result is drawn when `request` is still the latest. */
-  async runModels(pixels, label, request) {
+  async runModels(pixels, label, request, clock) {
     const t0 = performance.now();
     const models = {};
-    for (const model of this.models) models[model.id] = await runDigit(model, pixels, this.side);
+    for (const model of this.models) models[model.id] = await runDigit(model, pixels, this.side, clock);
     const t1 = performance.now();
     this.timings.infer_ms = t1 - t0;
     const out = { pixels, label, models, source: this.backend.kind };
-    if (request === this.requests) this.show(out);
-    this.timings.draw_ms = performance.now() - t1;
+    if (request === this.requests) clock.time("draw", () => this.show(out));
+    this.timings.draw_ms = clock.parts.draw_ms;
     return { ...out, tokens: this.labels, attentions: models[this.primary].cls, primary: this.primary };
   }
 }

@@ -310,12 +310,12 @@ export class InductionView extends View {
     const request = (this.requests += 1);
     let result;
     try {
-      result = await this.compute(async () => {
+      result = await this.compute(async (clock) => {
         const t0 = performance.now();
-        const readings = await runInduction(this.models[spec.checkpoint], spec.ids, spec.mask);
+        const readings = await runInduction(this.models[spec.checkpoint], spec.ids, spec.mask, clock);
         this.timings.infer_ms = performance.now() - t0;
         const out = { ...readings, ids: spec.ids, checkpoint: spec.checkpoint, mask: spec.mask, source: this.backend.kind };
-        if (request === this.requests) this.show(out);
+        if (request === this.requests) clock.time("draw", () => this.show(out));
         return { ...out, tokens: spec.ids.map(String), step: this.steps[spec.checkpoint] };
       });
     } catch (err) {

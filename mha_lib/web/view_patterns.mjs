@@ -284,13 +284,13 @@ export class PatternsView extends View {
     const request = (this.requests += 1);
     let result;
     try {
-      result = await this.compute(async () => {
+      result = await this.compute(async (clock) => {
         const t0 = performance.now();
-        const mask = patternMask(spec.pattern, spec.ids.length, this.layouts);
-        const readings = await runPatterns(this.models[spec.model], spec.ids, mask);
+        const mask = clock.time("feeds", () => patternMask(spec.pattern, spec.ids.length, this.layouts));
+        const readings = await runPatterns(this.models[spec.model], spec.ids, mask, clock);
         this.timings.infer_ms = performance.now() - t0;
         const out = { ...readings, ids: spec.ids, model: spec.model, pattern: spec.pattern, source: this.backend.kind };
-        if (request === this.requests) this.show(out);
+        if (request === this.requests) clock.time("draw", () => this.show(out));
         return { ...out, tokens: spec.ids.map(String) };
       });
     } catch (err) {

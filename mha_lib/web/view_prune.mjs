@@ -1,7 +1,8 @@
 // view_prune.mjs -- the "prune" view: MiniLM with a 6 x 12 grid of head toggles (the model's head_mask
 // input): embedding fidelity and paraphrase ranking against the unpruned model.
 
-import { paraphraseScores, rowFilesFor, runBert } from "./compute.mjs";
+import { rowFilesFor } from "./compute.mjs";
+import { paraphraseScores, runBert } from "./compute_bert.mjs";
 import { checkHeadMask, describeValue, isList } from "./checks.mjs";
 import { debounce, el, setText } from "./dom.mjs";
 import { formatMB, truncationText } from "./text.mjs";
@@ -76,21 +77,20 @@ export class PruneView extends View {
       { count: this.config.texts.length, size: formatMB(files * info.token_rows.file_bytes) });
   }
 
-  /** The embeddings with all heads on, once: the reference of fidelity. */
-  async referenceEmbeddings() {
+  /** The embeddings of the scores' texts with all heads on, once: the reference of fidelity. */
+  async referenceEmbeddings(clock) {
     if (!this.reference) {
       const full = this.mask.map((row) => row.map(() => 1));
-      const r = await runBert(this.models[0], this.texts(), full, this.onFetch);
-      const texts = r.embeddings.subarray(r.d); // row 0 is the sentence of the maps
-      const scores = paraphraseScores(texts, texts, r.d, this.config.num_anchors);
+      const r = await runBert(this.models[0], this.scoreTexts(), full, { onFetch: this.onFetch, maps: false, clock });
+      const scores = paraphraseScores(r.embeddings, r.embeddings, r.d, this.config.num_anchors);
       this.reference = { embeddings: r.embeddings, d: r.d, mrr: scores.mrr };
     }
     return this.reference;
   }
 
-  /** The sentence first (its maps), then the texts of the scores; stripped as mha_lib does. */
-  texts(text = this.text) {
-    return [text, ...this.config.texts.map((x) => x.trim())];
+  /** The texts of the scores (anchors, then candidates), stripped as mha_lib does. */
+  scoreTexts() {
+    return this.config.texts.map((x) => x.trim());
   }
 
   /** run()'s input as {mask?: [layer][head] of 0/1 (a copy), text?}; throws, naming the value, on anything else. */
@@ -135,29 +135,34 @@ export class PruneView extends View {
       this.toggles.set(newMask);
     }
     const mask = this.mask.map((row) => row.slice());
-    const texts = this.texts();
-    const out = await this.compute(async () => {
-      const ref = await this.referenceEmbeddings();
-      const t0 = performance.now();
-      const r = await runBert(this.models[0], texts, mask, this.onFetch);
-      const n = r.embeddings.length / r.d;
-      const scores = paraphraseScores(r.embeddings.subarray(r.d), ref.embeddings.subarray(ref.d), r.d,
-        this.config.num_anchors);
-      const t1 = performance.now();
-      this.timings.infer_ms = t1 - t0;
-      await this.maps.show(r.encodings[0].tokens, r.attentions, mask, texts[0]);
-      this.showScores(scores.fidelity, scores.mrr, mask);
-      this.describeSentence(texts[0]);
-      this.timings.draw_ms = performance.now() - t1;
+    const sentence = this.text;
+    const out = await this.compute(async (clock) => {
+      const model = this.models[0];
+      const NL = model.info.num_layers;
+      // the sentence's maps first, layer by layer from the first layer whose heads changed (one frame per layer) ...
+      const draws = [];
+      const r = await runBert(model, [sentence], mask, { onFetch: this.onFetch, clock,
+        onTokens: (encodings) => this.maps.begin(encodings[0].tokens, NL, mask, sentence),
+        onLayer: (l, maps) => draws.push(this.maps.setLayer(l, maps)) });
+      await Promise.all(draws);
+      this.maps.commit();
+      this.describeSentence(sentence);
+      // ... then every text's embedding (the same: from the first layer whose heads changed), and the scores
+      const ref = await this.referenceEmbeddings(clock);
+      const e = await runBert(model, this.scoreTexts(), mask, { onFetch: this.onFetch, maps: false, clock });
+      const scores = clock.time("read", () => paraphraseScores(e.embeddings, ref.embeddings, e.d, this.config.num_anchors));
+      clock.time("draw", () => this.showScores(scores.fidelity, scores.mrr, mask));
+      this.timings.draw_ms = clock.parts.draw_ms;
+      this.timings.infer_ms = performance.now() - clock.started - clock.parts.draw_ms;
       const enc = r.encodings[0];
-      return { tokens: enc.tokens, attentions: r.attentions, mask, ...scores, texts: n - 1,
+      return { tokens: enc.tokens, attentions: r.attentions, mask, ...scores, texts: e.embeddings.length / e.d,
         truncated: enc.truncated, fullLength: enc.fullLength, source: this.backend.kind };
     });
     this.result = out;
     const done = t("Recomputed {count} embeddings and the maps {where} in {ms} ms.",
       { count: out.texts, where: this.where, ms: Math.round(this.timings.run_ms) });
     // a sentence past the model's limit: say so, as the sentence view does (the scores' texts are short)
-    this.note(out.truncated ? sentences(done, truncationText(texts[0], out.fullLength, out.tokens.length)) : done);
+    this.note(out.truncated ? sentences(done, truncationText(sentence, out.fullLength, out.tokens.length)) : done);
     return out;
   }
 }

@@ -1,14 +1,17 @@
 // view_sentence.mjs -- the "sentence" view: MiniLM (all-MiniLM-L6-v2) on a sentence the reader types,
 // every head of a layer (or of all six layers), recomputed as they type.
 
-import { runBert } from "./compute.mjs";
+import { runBert } from "./compute_bert.mjs";
 import { describeValue } from "./checks.mjs";
 import { debounce, el, setText } from "./dom.mjs";
 import { errorText, formatMB, headsText, layersText, shortLabel, truncationText, unknownText } from "./text.mjs";
 import { t } from "./i18n.mjs";
 import { hasWords } from "./wordpiece.mjs";
 import { LayerMaps } from "./layer_maps.mjs";
+import { linesMode } from "./head_view.mjs";
 import { MINILM, TYPING_DELAY_MS, View } from "./view.mjs";
+
+const PREFETCH_DELAY_MS = 60; // the word vectors of the text being typed are fetched after this pause
 
 /** "sentence": MiniLM on the reader's text. */
 export class SentenceView extends View {
@@ -24,19 +27,32 @@ export class SentenceView extends View {
     this.maps = new LayerMaps(this, config.attentions.length, config.layer || 0, config.roles);
     this.root.setAttribute("aria-label", t("Live attention maps of all-MiniLM-L6-v2 for a sentence you type"));
     this.shown = el("p", { class: "mha-live-shown" }); // whose maps these are (dimmed while they are an older text's)
+    this.lines = linesMode(this); // the heads as lines between the tokens (BertViz's head view), or as maps
     this.attach([el("div", {}, label, this.text, ...this.englishModelNote(), privacy, ...this.ownModelInput()),
-      this.maps.control.node],
-      [this.shown, this.maps.node]);
+      this.lines.control, this.maps.control.node],
+      [this.shown, this.maps.node, this.lines.node]);
     this.result = { tokens: config.tokens, attentions: config.attentions, text: config.text, source: "config" };
     this.describeShown();
     this.maps.control.update();
     this.maps.show(config.tokens, config.attentions, null, config.text || "");
     const later = debounce(() => this.run(this.text.value).catch(() => {}), TYPING_DELAY_MS);
+    const prefetch = debounce(() => this.prefetch(this.text.value), PREFETCH_DELAY_MS);
     this.text.addEventListener("input", () => {
       this.describeShown(); // the maps shown are now the previous text's
       this.ensureModels().catch(() => {}); // the first keystroke starts the download (or the kernel's load)
+      prefetch();
       later();
     });
+  }
+
+  /**
+   * While the reader types: the word vectors of the text so far are fetched (a model whose token rows are files),
+   * so that the run after the typing delay finds them (no fetch on its critical path). Errors are the run's to say.
+   */
+  prefetch(text) {
+    const model = this.current;
+    if (!model || !model.tokenizer || !hasWords(text)) return;
+    model.prepare([model.tokenizer.encode(text).ids]).catch(() => {});
   }
 
   /**
@@ -150,6 +166,12 @@ export class SentenceView extends View {
   redraw() {
     this.maps.draw();
     this.zoom.draw();
+    this.lines.draw();
+  }
+
+  /** The export: the lines where they are shown, else the maps (View's). */
+  exportFigure() {
+    return this.lines.active ? this.lines.exportFigure() : super.exportFigure();
   }
 
   /**
@@ -167,18 +189,29 @@ export class SentenceView extends View {
     const request = (this.requests = (this.requests || 0) + 1);
     let out;
     try {
-      out = await this.compute(async () => {
-        const t0 = performance.now();
+      out = await this.compute(async (clock) => {
         const model = this.current;
-        const r = await runBert(model, [text], null, this.onFetch);
-        if (request !== this.requests) return { stale: true }; // a newer run (maybe of another model) draws
-        const t1 = performance.now();
+        const current = () => request === this.requests; // a newer run (maybe of another model) draws instead
+        const draws = []; // each layer's maps are drawn as soon as they are computed (one frame per layer)
+        const r = await runBert(model, [text], null, { onFetch: this.onFetch, clock, stale: () => !current(),
+          onWait: (l, bytes) => this.busy(t("Fetching layer {layer} of the model ({size}), then computing {where}…",
+            { layer: l, size: formatMB(bytes), where: this.where })),
+          onTokens: (encodings) => {
+            if (!current()) return;
+            this.maps.setLayerCount(model.info.num_layers); // the reader's own model may have more or fewer layers
+            this.maps.useBookRoles(!model.info.own); // the measured roles are the book model's heads'
+            this.maps.begin(encodings[0].tokens, model.info.num_layers, null, text);
+          },
+          onLayer: (l, maps) => {
+            if (current()) draws.push(this.maps.setLayer(l, maps));
+          } });
+        if (!r || !current()) return { stale: true };
+        await Promise.all(draws);
+        this.maps.commit();
+        this.lines.show();
         const enc = r.encodings[0];
-        this.maps.setLayerCount(r.attentions.length); // the reader's own model may have more or fewer layers
-        this.maps.useBookRoles(!model.info.own); // the measured roles are the book model's heads'
-        await this.maps.show(enc.tokens, r.attentions, null, text);
-        this.timings.infer_ms = t1 - t0;
-        this.timings.draw_ms = performance.now() - t1;
+        this.timings.draw_ms = clock.parts.draw_ms;
+        this.timings.infer_ms = performance.now() - clock.started - clock.parts.draw_ms;
         return { tokens: enc.tokens, attentions: r.attentions, text, truncated: enc.truncated,
           fullLength: enc.fullLength, source: this.backend.kind, model: model.id, own: Boolean(model.info.own) };
       });

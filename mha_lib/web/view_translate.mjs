@@ -274,12 +274,12 @@ export class TranslateView extends View {
     const request = (this.requests += 1);
     let result;
     try {
-      result = await this.compute(async () => {
+      result = await this.compute(async (clock) => {
         const t0 = performance.now();
-        const readings = await runTranslate(this.models[0], words, this.task, this.dictionary);
+        const readings = await runTranslate(this.models[0], words, this.task, this.dictionary, clock);
         this.timings.infer_ms = performance.now() - t0;
         const out = { ...readings, words, source: this.backend.kind };
-        if (request === this.requests) this.show(out);
+        if (request === this.requests) clock.time("draw", () => this.show(out));
         return { ...out, model: this.modelIds[0], attentions: out.cross };
       });
     } catch (err) {

@@ -1,11 +1,11 @@
-"""The live views of chapters 5, 6, 7 and 9 in a kernel (the anywidget ``LiveWidget``), in Chromium.
+"""The live views of chapters 2 (steps), 5, 6, 7 and 9 in a kernel (the anywidget ``LiveWidget``), in Chromium.
 
 As ``test_kernel_widget_draws_what_the_kernel_computes`` of test_live_views.py: the widget's own ES module
 (``widget_esm``) mounts each view with the kernel backend, and every widget message is answered by
 :class:`mha_lib.live.KernelRunner` in this process. Checked: the induction view (a checkpoint id, a head
 mask), the translate view (the encoder-decoder, a step per message), the digit view (patches) and the patterns
-view (a ``.pattern`` model with its ``attn_mask`` feed) give
-what mha_lib computes; their texts say the kernel computes; no file is fetched.
+view (a ``.pattern`` model with its ``attn_mask`` feed) and chapter 2's steps view (the model's layer inputs, then a
+layer's ``.attn<l>`` stages) give what mha_lib computes; their texts say the kernel computes; no file is fetched.
 """
 from __future__ import annotations
 
@@ -19,9 +19,10 @@ from test_live_views import KERNEL_REL, MOUNT_WIDGETS, _watch
 
 pytestmark = pytest.mark.browser
 pytest.importorskip("anywidget")
+STEPS_SEQUENCE = {"ids": [3, 1, 4, 1, 5, 2], "types": [0, 0, 1, 0, 0, 0]}
 
 
-def test_kernel_widgets_of_chapters_5_6_7_9_draw_what_the_kernel_computes(chromium_browser, book_url):
+def test_kernel_widgets_of_chapters_2_5_6_7_9_draw_what_the_kernel_computes(chromium_browser, book_url):
     from mha_lib import live, tasks
 
     images, labels = tasks.SHIPPED["ch7-digits-h4"].make_task().images("test")
@@ -32,7 +33,8 @@ def test_kernel_widgets_of_chapters_5_6_7_9_draw_what_the_kernel_computes(chromi
                                          live.translation_config("ch6-translation", [14, 3, 18, 19])),
              "digit": live.live_view("digit", "ch7-digits-h2",
                                      live.digit_config(["ch7-digits-h1", "ch7-digits-h2"], images[:3], labels[:3])),
-             "patterns": live.live_view("patterns", "ch5-induction-l2.pattern", live.patterns_config(repeat))}
+             "patterns": live.live_view("patterns", "ch5-induction-l2.pattern", live.patterns_config(repeat)),
+             "steps": live.live_view("steps", "ch1-h4", live.steps_config("ch1-h4", STEPS_SEQUENCE, head=1))}
     widgets = {key: v.widget() for key, v in views.items()}
 
     def kernel(key, text):
@@ -76,6 +78,14 @@ def test_kernel_widgets_of_chapters_5_6_7_9_draw_what_the_kernel_computes(chromi
             want = live.digit_readings(tasks.load_trained(name), images[2])
             assert r["models"][name]["prediction"] == want["prediction"]
             assert (torch.tensor(r["models"][name]["cls"]) - torch.tensor(want["cls"])).abs().max() <= 1e-5
+        # chapter 2's steps view: the model's layer inputs, then the layer's stages, each a message
+        sequence = {"ids": [7, 0, 6, 2, 2], "types": [0, 1, 0, 0, 0]}
+        r = run_view("steps", {**sequence, "head": 3, "causal": True})
+        want = live.steps_readings(tasks.load_trained("ch1-h4"), sequence, layer=0, head=3, causal=True)
+        assert r["source"] == "kernel" and r["tokens"] == want["tokens"] and r["head"] == 3
+        for stage in ("x", "q", "k", "v", "scores", "scaled", "blocked", "weights", "head_out", "concat", "contribution", "out"):
+            diff = (torch.tensor(r["stages"][stage], dtype=torch.float64) - torch.tensor(want[stage], dtype=torch.float64))
+            assert diff.abs().max() <= 1e-5 * max(1.0, float(torch.tensor(want[stage]).abs().max())), stage
         pattern = {"kind": "window", "window": 3, "sinks": 2, "block": 4}
         r = run_view("patterns", {"model": 2, "pattern": pattern})
         want = live.patterns_readings(live.pattern_model("ch9-window8"), repeat, pattern)

@@ -279,8 +279,8 @@ def test_a_reader_adds_their_own_exported_model_to_the_toy_view(chromium_browser
         page.wait_for_function(f"{view}.querySelector('.mha-live-status').textContent.includes('not added')",
                                timeout=60_000)
         assert "“notes.onnx” could not be read as an ONNX model" in status.text_content()
-        # ONNX, but not a toy model of the view's contract: MiniLM's file, whose inputs differ
-        picker.set_input_files(str(HTML_ROOT / "_static" / "models" / "all-MiniLM-L6-v2.onnx"))
+        # ONNX, but not a toy model of the view's contract: MiniLM's embeddings file, whose inputs differ
+        picker.set_input_files(str(HTML_ROOT / "_static" / "models" / "all-MiniLM-L6-v2.embed.onnx"))
         page.wait_for_function(f"{view}.querySelector('.mha-live-status').textContent.includes('has the inputs')",
                                timeout=60_000)
         assert "the toy view runs models with the inputs [input_ids, token_type_ids, key_padding_mask, head_mask]" \

@@ -70,11 +70,16 @@ def test_timing_fills_every_row_and_the_downloads_hold_the_numbers(chromium_brow
         assert same, "a second click while timing joins the first run"
         assert r["source"] == "browser" and r["heads"] == [1, 2, 8, 32] and len(r["seconds"]) == 4
         assert all(t > 0 and np.isfinite(t) for t in r["seconds"]) and r["ratios"][0] == 1
+        # issue 49: every round timed each head count; the median and the spread of the calls are shown
+        assert r["rounds"] == 2 and [len(x) for x in r["samples"]] == [2, 2, 2, 2]
+        assert all(lo <= m <= hi for (lo, hi), m in zip(r["spread"], r["seconds"])) and r["busy"] in (True, False)
+        assert page.evaluate(f"{VIEW}.mhaLive.timings.first_curve_ms") > 0  # a curve after the first round
         cells = page.locator("[data-view=timing] tr td:last-child").all_text_contents()
-        assert len(cells) == 4 and all(c.endswith("×)") for c in cells)
+        assert len(cells) == 4 and all("×) " in c for c in cells)  # the median, its multiple, the spread
         alt = page.locator("[data-view=timing] img.mha-live-chart").get_attribute("alt")
         assert "this device" in alt and "not timed" not in alt
-        assert "Timed on this device" in page.locator("[data-view=timing] .mha-live-status").text_content()
+        status = page.locator("[data-view=timing] .mha-live-status").text_content()
+        assert ("Timed on this device" in status) != r["busy"] and ("too busy" in status) == r["busy"], status
         with page.expect_download() as info:
             page.locator("[data-view=timing] .mha-live-export button", has_text="JSON").click()
         data = json.loads(open(info.value.path(), encoding="utf-8").read())
@@ -85,7 +90,8 @@ def test_timing_fills_every_row_and_the_downloads_hold_the_numbers(chromium_brow
         assert open(info.value.path(), "rb").read(8) == b"\x89PNG\r\n\x1a\n"
         with page.expect_download() as info:
             page.locator("[data-view=timing] .mha-live-export button", has_text="CSV").click()
-        assert open(info.value.path(), encoding="utf-8").read().splitlines()[0] == "heads,head_dim,book_seconds,device_seconds"
+        assert open(info.value.path(), encoding="utf-8").read().splitlines()[0] == \
+            "heads,head_dim,book_seconds,device_seconds,device_fastest_seconds,device_slowest_seconds"
         assert visit.console_errors == [] and visit.off_site == []
     finally:
         context.close()

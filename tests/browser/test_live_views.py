@@ -16,6 +16,7 @@ loaded once for the module (one page, shared by the tests that run it).
 """
 from __future__ import annotations
 
+import hashlib
 import json
 from importlib import resources
 
@@ -221,8 +222,8 @@ def test_sentence_view_equals_onnxruntime_on_the_served_file(shared, bert):
     from mha_lib import export
 
     page, _ = shared
-    # the served file and the served row files (onnx_session finds the rows next to the file)
-    session = export.onnx_session(HTML_ROOT / "_static" / "models" / f"{MINILM}.onnx")
+    # the served files: the embeddings file, its layer files and its row files (onnx_session finds them beside it)
+    session = export.onnx_session(HTML_ROOT / "_static" / "models" / f"{MINILM}.embed.onnx")
     for text in SENTENCES:
         r = run(page, "sentence", text)
         batch = bert.tokenize([text])
@@ -365,7 +366,7 @@ def test_phone_width_no_sideways_scroll(chromium_browser, book_url, page_html):
 
 def test_a_model_that_fails_to_load_says_so_and_the_figure_stays(chromium_browser, book_url, page_html):
     _require_models()
-    context, page, visit = _open(chromium_browser, book_url, page_html, routes={f"{MINILM}.onnx": 404})
+    context, page, visit = _open(chromium_browser, book_url, page_html, routes={f"{MINILM}.embed.onnx": 404})
     try:
         err = page.evaluate(f"async () => {{ try {{ await {VIEW % 'sentence'}.mhaLive.run('A cat.'); return null; }} "
                             "catch (e) { return String(e); } }")
@@ -410,7 +411,10 @@ def test_download_notes_give_the_word_vectors_bytes_before_any_download(chromium
         assert f"{len(config['texts'])} texts ({len(files) * rows['file_bytes'] / 1e6:.1f} MB)" in prune, prune
         sentence = page.locator("[data-view=sentence] .mha-live-status").text_content()
         most = manifest["checked"]["row_files_per_text"]["max"] * rows["file_bytes"] / 1e6
-        assert f"the model ({manifest['bytes'] / 1e6:.1f} MB)" in sentence and f"at most {most:.1f} MB" in sentence
+        first = manifest["bytes"] - sum(part["bytes"] for part in manifest["layers"])  # the embeddings, the first maps
+        assert f"what the model's first maps need ({first / 1e6:.1f} MB), then its other layers " \
+            f"({(manifest['bytes'] - first) / 1e6:.1f} MB) as they are computed" in sentence, sentence
+        assert f"at most {most:.1f} MB" in sentence
         assert not any(".onnx" in u or ".bin" in u for u in visit.requests), visit.requests  # nothing fetched yet
     finally:
         context.close()
@@ -497,6 +501,11 @@ def test_chapter_live_views_mount_and_show_the_notebook_numbers(chromium_browser
             fallbackHidden: [...e.querySelectorAll('.mha-live-fallback')].every(i => i.hidden)}))""")
         assert views
         for v in views:
+            if v["view"] == "speed":  # a table of times: the book's until the reader times the views, none mounted yet
+                rows = page.evaluate("document.querySelectorAll('[data-view=speed] table tr').length")
+                mounted = page.evaluate("document.querySelectorAll('[data-view=speed] .mha-live-view').length")
+                assert rows == 1 + len(v["config"]["views"]) and v["result"]["rows"] is None and mounted == 0
+                continue
             assert v["fallbackHidden"] and v["canvases"] >= 1, v["view"]
             if v["view"] == "toy-compare":
                 first = v["config"]["models"][0]
@@ -513,6 +522,10 @@ def test_chapter_live_views_mount_and_show_the_notebook_numbers(chromium_browser
                     assert v["result"]["pattern"] == v["config"]["pattern"] and v["result"]["model"] == v["config"]["model"]
                 expected = v["config"]["attentions"]
                 assert v["result"]["tokens"] == [str(t) for t in v["config"]["ids"]]
+            elif v["view"] == "steps":  # one head's stages: its map is the softmax step's
+                expected = [[v["config"]["weights"]]]
+                assert v["result"]["tokens"] == v["config"]["tokens"]
+                assert v["result"]["stages"]["out"] == v["config"]["out"]
             elif v["view"] == "digit":  # [CLS]'s rows over the pixels, of the model shown
                 expected = v["config"]["results"][v["model"]]["cls"]
                 assert v["result"]["pixels"] == v["config"]["pixels"]
@@ -665,7 +678,7 @@ def test_views_say_which_browsers_run_them_and_link_the_licences(shared):
 
 def test_after_a_failed_load_try_again_brings_the_live_maps_back(chromium_browser, book_url, page_html):
     _require_models()
-    routes = {f"{MINILM}.onnx": 404}
+    routes = {f"{MINILM}.embed.onnx": 404}
     context, page, visit = _open(chromium_browser, book_url, page_html, routes=routes)
     try:
         r = _try_run(page, "sentence", "A cat.")
@@ -1075,6 +1088,10 @@ def test_a_model_with_a_nan_weight_says_so_and_the_maps_stay(chromium_browser, b
     context, page, visit = _open(chromium_browser, book_url, page_html)
     try:
         _serve(page, f"/{name}.onnx", body)
+        # the manifest of a build that wrote this file (the page refuses a file whose digest is not the manifest's)
+        manifest = json.loads((HTML_ROOT / "_static" / "models" / "manifest.json").read_text())
+        manifest["models"][name]["sha256"] = hashlib.sha256(body).hexdigest()
+        _serve(page, "/models/manifest.json", json.dumps(manifest).encode())
         title = page.locator("[data-view=toy-compare] .mha-live-model-title").nth(TOYS.index(name))
         before = (page.evaluate(f"{VIEW % 'toy-compare'}.mhaLive.lastResult"), title.text_content())
         r = _try_run(page, "toy-compare", {"ids": cfg["ids"], "types": cfg["types"]})

@@ -7,13 +7,17 @@ import assert from "node:assert/strict";
 import fs from "node:fs";
 import { fixture } from "./fixture.mjs";
 import { KernelTensor, kernelBackend } from "../runtime_kernel.mjs";
-import { URLS, fetchTokenRows, getManifest, licenceParts } from "../runtime_browser.mjs";
+import { fetchTokenRows, getManifest, licenceParts } from "../runtime_browser.mjs";
+import { URLS } from "../ort_runtime.mjs";
+import { paraphraseScores, runBert } from "../compute_bert.mjs";
 import { VIRIDIS, colourOf, greyOf, gridLayout, largestWeight, rowEnd, zoomLayout } from "../layout.mjs";
 import {
   argmaxRows, attentionsFromOutput, checkFinite, clsRollout, copyablePositions, digitReadings, inductionReadings,
-  markedTokens, median, paraphraseScores, prevMarkedLabels, seededFloats, tokenRowFeeds, translationReadings,
+  markedTokens, median, prevMarkedLabels, seededFloats, tokenRowFeeds, translationReadings,
 } from "../compute.mjs";
-import { timingSvg } from "../view_timing.mjs";
+import { timingSvg, timingVerdict } from "../view_timing.mjs";
+import { Clock } from "../clock.mjs";
+import { speedInput } from "../speed.mjs";
 import { parseSource, wordName } from "../view_translate.mjs";
 import { parseSequence, repeatedSequence } from "../view_induction.mjs";
 import { checkConfig } from "../contract.mjs";
@@ -675,6 +679,51 @@ test("head roles: the book's measured roles follow a head's label, only where gi
   assert.equal(rolesOf(undefined), null);
 });
 
+test("timing: a curve that falls where it cannot (a later H faster in every round, past 10%) is called busy", () => {
+  const heads = [1, 2, 4, 16];
+  const steady = [[1.0, 1.1, 1.05], [1.0, 1.2, 1.1], [1.3, 1.4, 1.35], [2.0, 2.2, 2.1]];
+  assert.deepEqual(timingVerdict(heads, steady), { busy: false });
+  const dip = [[1.0, 1.1], [0.97, 1.05], [1.3, 1.4], [2.0, 2.2]]; // 2 heads a little faster: within the spread
+  assert.equal(timingVerdict(heads, dip).busy, false);
+  const tiny = [[1.0, 1.02], [0.95, 0.97], [1.3, 1.4], [2.0, 2.2]]; // apart, but by less than 10%: not called busy
+  assert.equal(timingVerdict(heads, tiny).busy, false);
+  const busy = [[2.0, 2.1, 1.9], [1.0, 1.1, 1.05], [1.3, 1.4, 1.35], [1.2, 1.25, 1.1]]; // the issue's 0.59x
+  assert.deepEqual(timingVerdict(heads, busy), { busy: true, earlier: 1, later: 2 });
+  const svg = timingSvg(heads, [{ label: "d", seconds: [1, 1, 1.3, 2], colour: "#000", spread: [[0.9, 1.1], [0.9, 1.1],
+    [1.2, 1.4], [1.9, 2.3]], busy: true }], "t");
+  assert.match(svg, /stroke-dasharray/);
+  assert.equal((svg.match(/<line x1="[\d.]+" x2="[\d.]+" y1/g) || []).length >= 4, true); // a bar per head count
+});
+
+test("clock: an update's parts add up with the rest, and every session.run is listed with its file and shapes", async () => {
+  const clock = new Clock();
+  clock.time("feeds", () => { for (let i = 0; i < 1e5; i++); });
+  const session = { file: "m.layer0.onnx", run: async () => ({ out: 1 }) };
+  const feeds = { hidden: { dims: [1, 4, 8] }, head_mask: { dims: [12] } };
+  assert.deepEqual(await clock.run(session, feeds), { out: 1 });
+  clock.add("draw", 2);
+  const parts = clock.done();
+  assert.equal(parts.calls.length, 1);
+  assert.deepEqual(parts.calls[0].dims, { hidden: [1, 4, 8], head_mask: [12] });
+  assert.equal(parts.calls[0].file, "m.layer0.onnx");
+  assert.equal(parts.runs.length, 1);
+  const sum = parts.feeds_ms + parts.load_ms + parts.run_ms + parts.read_ms + parts.draw_ms + parts.other_ms;
+  assert.ok(Math.abs(sum - parts.total_ms) < 1e-6 || parts.other_ms === 0);
+});
+
+test("speed inputs: each view's next input is valid for it and differs from the last", () => {
+  const mask = [[1, 1, 1], [1, 1, 1]];
+  assert.notEqual(speedInput("sentence", 0, {}), speedInput("sentence", 1, {}));
+  assert.equal(speedInput("sentence", 12, {}), `${speedInput("sentence", 0, {})} `); // a new text after the list
+  const toggled = speedInput("prune", 1, { mask }).mask;
+  assert.equal(toggled.flat().filter((x) => x === 0).length, 1);
+  const toy = speedInput("toy-compare", 0, { ids: [1, 2, 3], types: [0, 1, 0] });
+  assert.deepEqual(toy, { ids: [2, 3, 1], types: [1, 0, 0] });
+  assert.deepEqual(speedInput("induction", 13, { mask, steps: 12 }).checkpoint, 1);
+  assert.equal(speedInput("digit", 0, { pixels: new Array(64).fill(0) }).length, 64);
+  assert.equal(speedInput("timing", 0, {}), null);
+});
+
 // ---------------------------------------------------------------------------------------- hostile models (issue 47)
 
 test("backend results: NaN and ±Infinity are refused in every float type, 16-bit ones decoded to numbers", () => {
@@ -785,7 +834,7 @@ test("a sentence model's maps: row 0 of the texts run, from all B rows (the brow
         sentence_embedding: { type: "float32", dims: [3, 4], data: new Float32Array(12) } };
     } });
     model.tokenizer = tokenizer;
-    const r = await compute.runBert(model, texts, null);
+    const r = await runBert(model, texts, null);
     assert.equal(r.attentions.length, 2);
     assert.equal(r.attentions[0].length, 3);
     assert.equal(r.attentions[0][0].length, 4); // text 0's tokens, padding cut
@@ -795,5 +844,5 @@ test("a sentence model's maps: row 0 of the texts run, from all B rows (the brow
     return { attentions: { type: "float32", dims: [2, 4, 3, L, L], data: new Float32Array(2 * 4 * 3 * L * L) } };
   } });
   wrong.tokenizer = tokenizer;
-  await assert.rejects(compute.runBert(wrong, texts, null), /returned attentions of dims \[2,4,3,5,5\]/);
+  await assert.rejects(runBert(wrong, texts, null), /returned attentions of dims \[2,4,3,5,5\]/);
 });
