@@ -161,9 +161,9 @@ export function checkFinite(modelId, outputs) {
  * cross-attention stacks its decoder's layers only: `layers: "at most"` lets it have fewer.
  * @param {object} model   a Model (view.mjs): model.id, model.info.num_layers, model.info.num_heads
  * @param {string} name    the output ("attentions", "cross_attentions")
- * @param {{type, dims, data}} tensor
+ * @param {{type?: string, dims, data}} tensor
  * @param {number[]} shape [B, T, S] the run asked for
- * @returns {{type, dims, data}} the tensor
+ * @returns {{type?: string, dims, data}} the tensor
  * @throws {Error} naming the model, the output, its dims and what the model declares
  */
 export function checkMapDims(model, name, tensor, [B, T, S], { layers = "all" } = {}) {
@@ -182,7 +182,7 @@ export function checkMapDims(model, name, tensor, [B, T, S], { layers = "all" } 
 /**
  * Check a logits output, before a prediction is read from it: dims [B, T, C] of the run (C >= 1 classes) and
  * as many values as they say.
- * @returns {{type, dims, data}} the tensor
+ * @returns {{type?: string, dims, data}} the tensor
  * @throws {Error} naming the model, its dims and the run's
  */
 export function checkLogitsDims(model, tensor, [B, T]) {
@@ -389,7 +389,7 @@ export function digitReadings(attentions, logits, side) {
 /**
  * A chapter-7 Vision Transformer on one image: `pixels` (side * side grey levels in [0, 1], row by row)
  * as one-pixel patches (1, side^2, 1) after [CLS]; every head on.
- * @returns {{probabilities, prediction, cls, cls_self, rollout}}  see digitReadings
+ * @returns {Promise<{probabilities, prediction, cls, cls_self, rollout}>}  see digitReadings
  */
 export async function runDigit(model, pixels, side, clock = NO_CLOCK) {
   const { Tensor } = model.ort;
@@ -674,7 +674,10 @@ export function median(xs) {
  * every H once (round-robin, as mha_lib.measure.compare_times: a slow spell hits every H alike); after each round
  * `onRound(samples)` gets every time so far, so that a first curve shows after one round. A call's time runs from
  * handing the inputs to the runtime to getting the output back (its worker included).
- * @param {{onProgress?: (done, total, H) => void, onRound?: (samples: number[][]) => void, clock?: object}} [options]
+ * @param {object} model  a Model (view.mjs) of attention-core.onnx
+ * @param {{heads: number[], d_model: number, seq_len: number, batch: number, repeats: number}} spec
+ * @param {{onProgress?: (done: number, total: number, H: number) => void, onRound?: (samples: number[][]) => void,
+ *   clock?: object}} [options]
  * @returns {Promise<number[][]>} seconds of every timed call: [H index][round]
  */
 export async function timeAttention(model, { heads, d_model: d, seq_len: L, batch: B, repeats },

@@ -203,7 +203,7 @@ export function filesKept() {
  * on the page's thread.
  * @param {string} url
  * @param {{onBytes?: (received: number) => void, sha256?: string|null|undefined, size?: number|null, name?: string}}
- *   [options]  sha256: hex, or null for a file that has none (undefined is a manifest that lacks one: refused);
+ *   options  sha256: hex, or null for a file that has none (undefined is a manifest that lacks one: refused);
  *   size: the bytes it must hold, checked first (null: any); name: the file as an error names it
  * @throws {Error} an HTTP error, a digest the manifest lacks, or a file that is not the one the build wrote
  *   (`all-MiniLM-L6-v2.rows/0002.bin holds 2 bytes, not 24576`; or its name and both digests)

@@ -99,7 +99,7 @@ export function figureSvg(figure, imageOf) {
 
 /**
  * One CSV field (RFC 4180): quoted when it holds a comma, quote or line break. A field that a
- * spreadsheet would read as a formula (starting with = + - @, a tab or a carriage return) gets a
+ * spreadsheet would read as a formula (starting with =, +, -, an at sign, a tab or a carriage return) gets a
  * leading apostrophe, so that a token such as "=1+1" is shown, never computed.
  */
 export function csvField(value) {
@@ -110,7 +110,7 @@ export function csvField(value) {
 
 /**
  * The numbers of the maps shown, one row per cell: head, query and key positions and tokens, weight.
- * @param {{heads: object[]}} figure
+ * @param {{heads: object[], columns?: string[]}} figure  columns: a figure of other matrices than maps names its own
  * @returns {string} CSV (UTF-8 with a byte-order mark) with a header row, lines ending in \n
  */
 export function figureCsv(figure) {

@@ -78,10 +78,12 @@ const VIEWS = { sentence: SentenceView, "toy-compare": ToyCompareView, prune: Pr
   induction: InductionView, translate: TranslateView, digit: DigitView, patterns: PatternsView, steps: StepsView,
   speed: SpeedView };
 
+/** @typedef {HTMLElement & {mhaLive?: object}} LiveElement  a .mha-live-view element; mhaLive: its view's api */
+
 /**
  * Turn one .mha-live-view element into a live view (once). Returns element.mhaLive.
  * A bad data-config leaves the fallback figure in place, with a visible message.
- * @param {HTMLElement} element
+ * @param {LiveElement} element
  * @param {{backend?: object}} [options]  backend: browserBackend (default) or kernelBackend(widget model)
  */
 export function mount(element, { backend = browserBackend } = {}) {
@@ -107,7 +109,7 @@ export function mount(element, { backend = browserBackend } = {}) {
 
 /** Mount every live view under `root` (the page). */
 export function mountAll(root = document) {
-  return Array.from(root.querySelectorAll(".mha-live-view")).map(mount);
+  return Array.from(root.querySelectorAll(".mha-live-view"), (node) => mount(/** @type {LiveElement} */ (node)));
 }
 
 // In a kernel: anywidget's entry point (mha_lib.live.LiveWidget loads these modules, joined, as its _esm).

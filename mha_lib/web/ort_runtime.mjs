@@ -61,7 +61,8 @@ function withinTime(promise, ms, what) {
  * @returns {Promise<{ok: boolean, software: boolean, why: string}>}
  */
 async function probeWebGpu() {
-  const gpu = typeof navigator === "object" ? navigator.gpu : undefined;
+  // navigator.gpu (WebGPU) is not in TypeScript's dom lib
+  const gpu = typeof navigator === "object" ? /** @type {Navigator & {gpu?: any}} */ (navigator).gpu : undefined;
   if (!gpu) return { ok: false, software: false, why: "this browser has no WebGPU" };
   let adapter = null;
   try {

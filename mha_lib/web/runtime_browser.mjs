@@ -113,6 +113,7 @@ function layerBytes(model, i, onBytes = () => {}) {
  * Layer `i` of a model split by layer: its session, made once when a run first needs it (made on demand, so that
  * onnxruntime's one queue runs layer i before it compiles layer i + 1). `onWait(i, bytes)` is told when its file
  * has not arrived yet.
+ * @param {(layer: number, bytes: number) => void} [onWait]
  */
 function layerSession(model, i, onBytes, onWait = () => {}) {
   if (!model.layerPromises[i]) {
@@ -194,6 +195,9 @@ function loadModel(id, onBytes) {
  * rows of `ids` (and row 0, the padding id), into model.rowFiles: file number -> Uint16Array, each checked
  * against the manifest's digest (fetch_files.mjs: in the download worker, kept for the next visit).
  * runBert calls it inside the model's queue, so two calls never fetch the same file at once.
+ * @param {object} model  a Model (view.mjs) with info.token_rows
+ * @param {number[][]} ids  token ids, [text][position]
+ * @param {(files: number, bytes: number) => void} [onFetch]  told the files and bytes about to be fetched
  */
 export async function fetchTokenRows(model, ids, onFetch = () => {}) {
   const spec = model.info.token_rows;

@@ -115,6 +115,8 @@ export class InductionView extends View {
     this.checkpoint = config.checkpoint;
     this.ids = config.ids.slice();
     this.mask = config.mask.map((row) => row.map((v) => (v ? 1 : 0)));
+    /** @type {HTMLTextAreaElement|null} the sequence box (sequenceControls makes it) */
+    this.box = null;
     this.firstActionText = t("Edit the sequence, move the slider or turn a head off: the model reruns.");
     this.root.setAttribute("aria-label", t("Chapter 5's model at its training checkpoints, on a sequence you edit"));
     this.attach([this.buildControls()], [this.buildMaps()]);

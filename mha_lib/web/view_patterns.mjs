@@ -61,6 +61,8 @@ export class PatternsView extends View {
     this.modelIndex = config.model;
     this.pattern = { ...config.pattern };
     this.ids = config.ids.slice();
+    /** @type {HTMLTextAreaElement|null} the sequence box (sequenceControls makes it) */
+    this.box = null;
     this.firstActionText = t("Pick a pattern or other weights, or edit the sequence: the model reruns.");
     this.root.setAttribute("aria-label", t("Chapter 9's models under an attention pattern you pick, on a sequence you edit"));
     this.attach([this.buildControls()], [this.buildMaps()]);

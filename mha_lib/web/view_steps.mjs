@@ -46,6 +46,7 @@ class MatrixCanvas {
     this.box = el("div", { class: "mha-live-matrix-scroll" }, this.canvas);
     this.node = el("figure", { class: "mha-live-matrix" }, this.caption, this.box);
     this.cursor = null;
+    this.width = 0; // px: the width it is drawn in (the view's layout sets it before the first draw)
     const point = (event) => {
       const at = this.cellAt(event);
       if (at) this.read(at.r, at.c);
