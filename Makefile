@@ -179,7 +179,7 @@ reader: venv
 # runs the same check inside `make test`).
 .PHONY: lint
 # ruff for the Python (rules in pyproject.toml), TypeScript's checker over the live views' JSDoc types
-# (jsconfig.json) and Biome's linter for the JavaScript (biome.json), from tests/browser's npm copies.
+# (jsconfig.json) and Biome's linter for the JavaScript (biome.jsonc), from tests/browser's npm copies.
 JSBIN := tests/browser/node_modules/.bin
 lint: venv $(VENDOR_STAMP)
 	$(BIN)/python -m ruff check .

@@ -1,6 +1,6 @@
 """The linters, as `make lint` runs them, so that CI's `make test` lints too: ruff over the whole checkout
 (Python files and notebooks; rules in pyproject.toml's [tool.ruff]), TypeScript's checker over the live views'
-JSDoc types (jsconfig.json) and Biome's linter over the JavaScript (biome.json)."""
+JSDoc types (jsconfig.json) and Biome's linter over the JavaScript (biome.jsonc)."""
 from __future__ import annotations
 
 import subprocess

@@ -95,8 +95,8 @@ function halfToNumber(h) {
  * @returns {ArrayLike<number>|null}
  */
 export function floatNumbers(tensor) {
-  const data = tensor && tensor.data;
-  const type = tensor && tensor.type;
+  const data = tensor?.data;
+  const type = tensor?.type;
   const F16 = globalThis.Float16Array;
   if ((type === "float16" || type === "bfloat16") && data instanceof Uint16Array) {
     if (type === "float16") return Float32Array.from(data, halfToNumber);
@@ -168,7 +168,7 @@ export function checkFinite(modelId, outputs) {
  */
 export function checkMapDims(model, name, tensor, [B, T, S], { layers = "all" } = {}) {
   const { num_layers: NL, num_heads: H } = model.info;
-  const dims = tensor && tensor.dims ? Array.from(tensor.dims, Number) : null;
+  const dims = tensor?.dims ? Array.from(tensor.dims, Number) : null;
   const fits = dims && dims.length === 5 && (layers === "all" ? dims[0] === NL : dims[0] >= 1 && dims[0] <= NL) &&
     dims[1] >= 1 && dims[1] <= B && dims[2] === H && dims[3] === T && dims[4] === S;
   if (!fits) {
@@ -186,7 +186,7 @@ export function checkMapDims(model, name, tensor, [B, T, S], { layers = "all" } 
  * @throws {Error} naming the model, its dims and the run's
  */
 export function checkLogitsDims(model, tensor, [B, T]) {
-  const dims = tensor && tensor.dims ? Array.from(tensor.dims, Number) : null;
+  const dims = tensor?.dims ? Array.from(tensor.dims, Number) : null;
   const fits = dims && dims.length === 3 && dims[0] === B && dims[1] === T && dims[2] >= 1 &&
     tensor.data && tensor.data.length === B * T * dims[2];
   if (!fits) {

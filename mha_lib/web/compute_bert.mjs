@@ -66,8 +66,8 @@ function idGrid(ids) {
  * against the heads the model declares and the (B, L) ids the page ran.
  */
 function layerMaps(model, tensor, B, L) {
-  const dims = tensor && tensor.dims ? [1, ...Array.from(tensor.dims, Number)] : null;
-  return checkMapDims(model, "attentions", { data: tensor && tensor.data, dims }, [B, L, L], { layers: "at most" });
+  const dims = tensor?.dims ? [1, ...Array.from(tensor.dims, Number)] : null;
+  return checkMapDims(model, "attentions", { data: tensor?.data, dims }, [B, L, L], { layers: "at most" });
 }
 
 /**

@@ -54,7 +54,7 @@ function checkRule(value, rule, path, config, fail) {
       if (rule.min !== undefined) bounds.push(`>= ${rule.min}`);
       if (rule.below !== undefined) bounds.push(`< ${sizeOf(rule.below, config)} (the length of '${rule.below}')`);
       const ok = Number.isInteger(value) && !(value < rule.min) && !(rule.below !== undefined && value >= sizeOf(rule.below, config));
-      return must(ok, `an integer${bounds.length ? " " + bounds.join(" and ") : ""}`);
+      return must(ok, `an integer${bounds.length ? ` ${bounds.join(" and ")}` : ""}`);
     }
     case "enum":
       return must(rule.values.some((x) => x === value), `one of ${quoted(rule.values)}`);

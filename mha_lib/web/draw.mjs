@@ -121,7 +121,7 @@ export function sizeCanvas(canvas, w, h = w) {
 export const TOKEN_WORDS = {
   labels: true, // a thumbnail with room for them writes its row and column tokens (HeadGrid)
   cell: (head, tokens, q, k) => readoutText(head.label, tokens, q, k, head.map[q][k], keysOf(head, tokens)),
-  map: (head, n) => t("attention map of {n} tokens", { n }),
+  map: (_head, n) => t("attention map of {n} tokens", { n }),
   get axes() {
     return t("rows are queries, columns are keys");
   },
@@ -245,7 +245,8 @@ export class HeadGrid {
       if (!keyLabels.has(list)) keyLabels.set(list, list.map((token) => shortLabel(token, 8)));
       return keyLabels.get(list);
     };
-    const probe = (this.probe = this.probe || document.createElement("canvas").getContext("2d"));
+    this.probe = this.probe || document.createElement("canvas").getContext("2d");
+    const probe = this.probe;
     probe.font = LABEL_FONT;
     const all = [...rows, ...this.heads.flatMap((h) => keys(h))];
     const width = Math.max(...all.map((label) => probe.measureText(label).width));
@@ -287,7 +288,7 @@ export class HeadGrid {
     canvas.addEventListener("pointermove", show);
     canvas.addEventListener("pointerdown", show); // a pen or mouse press (touch: see above)
     canvas.addEventListener("pointerleave", () => { if (this.tip) this.tip.hidden = true; });
-    button.addEventListener("click", () => this.onEnlarge && this.onEnlarge(i));
+    button.addEventListener("click", () => this.onEnlarge?.(i));
   }
 }
 

@@ -21,7 +21,7 @@ export const fetchedFiles = [];
 /** The bytes of `response`'s body (an ArrayBuffer), `onBytes(received)` after each chunk. Also run, as source,
  * by the download worker: one loop for both threads. */
 async function readBody(response, onBytes) {
-  if (!response.body || !response.body.getReader) {
+  if (!response.body?.getReader) {
     const buffer = await response.arrayBuffer();
     onBytes(buffer.byteLength);
     return buffer;
@@ -216,7 +216,8 @@ export async function fetchBytes(url, { onBytes = () => {}, sha256, size = null,
   const w = downloadWorker();
   try {
     if (w) {
-      const id = (requests += 1);
+      requests += 1;
+      const id = requests;
       result = await new Promise((resolve, reject) => {
         waiting.set(id, { resolve, reject, onBytes });
         w.postMessage({ id, url: absolute, sha256, size, cacheName: FILE_CACHE });

@@ -141,7 +141,8 @@ export class View {
     if (this.failed) return Promise.reject(this.error);
     if (!this.loading) {
       const started = performance.now();
-      const attempt = (this.attempt = (this.attempt || 0) + 1);
+      this.attempt = (this.attempt || 0) + 1;
+      const attempt = this.attempt;
       const show = {
         start: (bytes, text) => {
           this.describeRuntime(); // licence links, if they were missing
@@ -282,7 +283,7 @@ export class View {
    * for each new text, the row files of its words (the range the build measured on its check texts).
    */
   wordVectorsNote(info) {
-    const files = (info.checked || {}).row_files_per_text;
+    const files = info.checked?.row_files_per_text;
     if (!files) return t(", then the word vectors of the words of each new text");
     const bytes = info.token_rows.file_bytes;
     return t(", then the word vectors of the words of each new text (a median {median} over the build's test " +
@@ -379,7 +380,7 @@ export class View {
     const id = `mha-live-own-${Math.random().toString(36).slice(2)}`;
     const input = el("input", { type: "file", id, accept: ".onnx" });
     input.addEventListener("change", () => {
-      const file = input.files && input.files[0];
+      const file = input.files?.[0];
       input.value = "";
       if (file) onFile(file);
     });

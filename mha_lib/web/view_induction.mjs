@@ -309,7 +309,8 @@ export class InductionView extends View {
     this.slider.value = String(this.checkpoint);
     this.describeStep();
     this.toggles.set(this.mask);
-    const request = (this.requests += 1);
+    this.requests += 1;
+    const request = this.requests;
     let result;
     try {
       result = await this.compute(async (clock) => {

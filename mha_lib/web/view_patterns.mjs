@@ -283,7 +283,8 @@ export class PatternsView extends View {
     Object.assign(this, { ids: spec.ids.slice(), modelIndex: spec.model, pattern: { ...spec.pattern } });
     if (document.activeElement !== this.box) this.box.value = this.ids.join(" ");
     this.setControls();
-    const request = (this.requests += 1);
+    this.requests += 1;
+    const request = this.requests;
     let result;
     try {
       result = await this.compute(async (clock) => {

@@ -271,7 +271,8 @@ export class TranslateView extends View {
       throw this.refuse(err);
     }
     this.stopPlaying();
-    const request = (this.requests += 1);
+    this.requests += 1;
+    const request = this.requests;
     let result;
     try {
       result = await this.compute(async (clock) => {
