@@ -74,7 +74,8 @@ import { PatternsView } from "./view_patterns.mjs";
 import { StepsView } from "./view_steps.mjs";
 import { SpeedView } from "./view_speed.mjs";
 
-const VIEWS = { sentence: SentenceView, "toy-compare": ToyCompareView, prune: PruneView, timing: TimingView,
+/** Each view's class, by the view's name: the names are view_contract.json's (test/views.test.mjs checks it). */
+export const VIEWS = { sentence: SentenceView, "toy-compare": ToyCompareView, prune: PruneView, timing: TimingView,
   induction: InductionView, translate: TranslateView, digit: DigitView, patterns: PatternsView, steps: StepsView,
   speed: SpeedView };
 
