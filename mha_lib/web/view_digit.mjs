@@ -3,7 +3,7 @@
 // head's [CLS] attention over the pixels (the strokes dotted), the attention rollout, and what the other
 // head counts predict.
 
-import { runDigit } from "./compute.mjs";
+import { runDigit } from "./compute_toys.mjs";
 import { checkDigitInput } from "./checks.mjs";
 import { debounce, el, setText } from "./dom.mjs";
 import { HeadGrid, Legend } from "./draw.mjs";

@@ -2,7 +2,7 @@
 // edits, at any of its training checkpoints, with heads switched off at will: every head's map with its
 // previous-token and induction scores on the sequence, and the next token each position predicts.
 
-import { runInduction } from "./compute.mjs";
+import { runInduction } from "./compute_toys.mjs";
 import { checkArray, checkHeadMask, describeValue } from "./checks.mjs";
 import { debounce, el, setText } from "./dom.mjs";
 import { HeadGrid } from "./draw.mjs";

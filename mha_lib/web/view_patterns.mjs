@@ -3,7 +3,7 @@
 // models on a token sequence the reader edits: the mask, every head's map, the next-token predictions, and the
 // bytes a KV cache would hold for that pattern beside MHA, GQA, MQA and MLA.
 
-import { patternCacheBytes, patternMask, runPatterns } from "./compute.mjs";
+import { patternCacheBytes, patternMask, runPatterns } from "./compute_toys.mjs";
 import { checkArray, describeValue } from "./checks.mjs";
 import { debounce, el, setText } from "./dom.mjs";
 import { HeadGrid } from "./draw.mjs";

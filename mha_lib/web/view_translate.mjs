@@ -2,7 +2,7 @@
 // types in the toy language; greedy decoding step by step, each step's cross-attention over the source, the
 // translation so far and the task's own translation.
 
-import { runTranslate } from "./compute.mjs";
+import { runTranslate } from "./compute_toys.mjs";
 import { checkArray, describeValue } from "./checks.mjs";
 import { debounce, el, setText } from "./dom.mjs";
 import { HeadGrid } from "./draw.mjs";

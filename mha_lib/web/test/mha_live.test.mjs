@@ -12,9 +12,9 @@ import { URLS } from "../ort_runtime.mjs";
 import { paraphraseScores, runBert } from "../compute_bert.mjs";
 import { VIRIDIS, colourOf, greyOf, gridLayout, largestWeight, rowEnd, zoomLayout } from "../layout.mjs";
 import {
-  argmaxRows, attentionsFromOutput, checkFinite, clsRollout, copyablePositions, digitReadings, inductionReadings,
-  markedTokens, median, prevMarkedLabels, seededFloats, tokenRowFeeds, translationReadings,
+  argmaxRows, attentionsFromOutput, checkFinite, markedTokens, median, prevMarkedLabels, seededFloats, tokenRowFeeds,
 } from "../compute.mjs";
+import { clsRollout, copyablePositions, digitReadings, inductionReadings, translationReadings } from "../compute_toys.mjs";
 import { timingSvg, timingVerdict } from "../view_timing.mjs";
 import { Clock } from "../clock.mjs";
 import { speedInput } from "../speed.mjs";
