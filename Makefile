@@ -178,8 +178,13 @@ reader: venv
 # ruff over every Python file and notebook, with pyproject.toml's [tool.ruff] rules (tests/test_lint.py
 # runs the same check inside `make test`).
 .PHONY: lint
-lint: venv
+# ruff for the Python (rules in pyproject.toml), TypeScript's checker over the live views' JSDoc types
+# (jsconfig.json) and Biome's linter for the JavaScript (biome.jsonc), from tests/browser's npm copies.
+JSBIN := tests/browser/node_modules/.bin
+lint: venv $(VENDOR_STAMP)
 	$(BIN)/python -m ruff check .
+	$(JSBIN)/tsc -p jsconfig.json
+	$(JSBIN)/biome lint --error-on-warnings .
 
 # Speed and memory comparisons (each prints a table; nothing is asserted). bench_build.py times the build
 # and test phases themselves (it runs `make book` and the test layers): `make bench-build`.

@@ -290,7 +290,7 @@
     for (var i = 0; i < nodes.length; i++) {
       for (var a = 0; a < attributes.length; a++) {
         var value = nodes[i].getAttribute(attributes[a]);
-        if (value && Object.prototype.hasOwnProperty.call(THEME_ZH, value.trim())) {
+        if (value && Object.hasOwn(THEME_ZH, value.trim())) {
           nodes[i].setAttribute(attributes[a], THEME_ZH[value.trim()]);
         }
       }

@@ -89,6 +89,23 @@ def test_minilm_run_equals_mha_lib(bert, masked):
         assert (full["sentence_embedding"] - out["sentence_embedding"]).abs().max() > 1e-2
 
 
+def test_the_models_a_runner_loads_follow_the_view_contract():
+    """view_contract.json is the one list of views: a view whose model is picked from a list key ({"one_of":
+    "models"}) loads every model of it, the others their own model; the steps view adds its layers' steps ids;
+    a view the contract lacks is refused, naming it."""
+    contract = live.view_contract()["views"]
+    assert live.VIEWS == tuple(contract)
+    assert live.KernelRunner("toy-compare", "ch1-h1", {"models": ["ch1-h1", "ch1-h4"]}).models == ["ch1-h1", "ch1-h4"]
+    assert live.KernelRunner("timing", "attention-core", {"models": ["attention-core"]}).models == ["attention-core"]
+    assert live.KernelRunner("prune", MINILM, {}).models == [MINILM]
+    steps = live.KernelRunner("steps", "ch1-h1", {"models": ["ch1-h1"], "num_layers": 2}).models
+    assert steps == ["ch1-h1", live.steps_id("ch1-h1", 0), live.steps_id("ch1-h1", 1)]
+    picked = {v for v, spec in contract.items() if "one_of" in spec["model"]}
+    assert {"toy-compare", "induction", "translate", "digit", "patterns", "speed", "steps"} == picked
+    with pytest.raises(ValueError, match="view must be one of .*'heatmap'"):
+        live.KernelRunner("heatmap", "ch1-h1", {})
+
+
 def test_toy_run_equals_mha_lib():
     task = tasks.SHIPPED["ch1-h4"].make_task()
     batch = task.dataset(3, seed=1)

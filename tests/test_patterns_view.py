@@ -1,6 +1,6 @@
 """Chapter 9's ``"patterns"`` view: the Python side (config, readings, the kernel's answers, the export with a
 pattern input) and the page's pure functions (``patternMask``, ``patternCacheBytes``, ``patternReach`` in
-``mha_lib/web/compute.mjs``) against the same numbers from mha_lib, run by node."""
+``mha_lib/web/compute_toys.mjs``) against the same numbers from mha_lib, run by node."""
 from __future__ import annotations
 
 import json
@@ -142,7 +142,7 @@ def test_the_pages_masks_reach_and_cache_bytes_equal_mha_libs(tmp_path):
                           "bytes": live.pattern_cache_bytes(config["cache"], pattern, len(ids))})
     path = tmp_path / "cases.json"
     path.write_text(json.dumps({"layouts": config["layouts"], "cache": config["cache"], "cases": cases}))
-    script = (f"import {{ patternMask, patternReach, patternCacheBytes }} from {json.dumps((WEB / 'compute.mjs').as_uri())};"
+    script = (f"import {{ patternMask, patternReach, patternCacheBytes }} from {json.dumps((WEB / 'compute_toys.mjs').as_uri())};"
               "import fs from 'node:fs';"
               f"const f = JSON.parse(fs.readFileSync({json.dumps(str(path))}, 'utf8'));"
               "console.log(JSON.stringify(f.cases.map((c) => { const m = patternMask(c.pattern, c.ids.length, f.layouts);"

@@ -3,7 +3,7 @@
 Usage: python tools/web_fixture.py OUT.json
 
 ``mha_lib/web/wordpiece.mjs`` must give exactly the ids of :class:`mha_lib.pretrained.WordPieceTokenizer`,
-and ``mha_lib/web/compute.mjs`` must compute chapters 1, 4, 5, 6 and 7's readings as mha_lib does, and
+and ``mha_lib/web/compute.mjs`` and ``compute_toys.mjs`` must compute chapters 1, 4, 5, 6 and 7's readings as mha_lib does, and
 ``mha_lib/web/steps.mjs`` read chapter 2's steps as :func:`mha_lib.live.steps_readings` gives them. This
 script tokenizes >= 200 texts with mha_lib (accents, CJK, emoji, punctuation, long words, empty and
 whitespace-only text, mixed scripts, special tokens, hostile HTML, text past 256 tokens), runs every code

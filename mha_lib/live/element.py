@@ -7,13 +7,13 @@ import json
 import re
 from typing import Any, Mapping, Optional
 
-from .contract import _check_config
+from .contract import _check_config, view_contract
 from .values import _rounded
 from .widget import _in_kernel, _widget_class
 
-#: The kinds of live view that ``mha_lib/web/mha_live.mjs`` draws.
-VIEWS = ("sentence", "toy-compare", "prune", "timing", "induction", "translate", "digit", "patterns", "steps",
-         "speed")
+#: The kinds of live view that ``mha_lib/web/mha_live.mjs`` draws: the views of ``view_contract.json``, the one
+#: list (a node test checks that ``mha_live.mjs``'s ``VIEWS`` names the same).
+VIEWS = tuple(view_contract()["views"])
 
 _MODEL_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,99}")  # a file stem under _static/models/
 

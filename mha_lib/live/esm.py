@@ -9,7 +9,7 @@ from importlib import resources
 #: The browser code's modules in ``mha_lib/web/``, in the order :func:`widget_esm` joins them: each one
 #: imports only modules above it, and ``mha_live.mjs`` (the page's entry: mounting, ``render``) is last.
 WIDGET_MODULES = ("i18n_zh.mjs", "i18n.mjs", "wordpiece.mjs", "checks.mjs", "contract.mjs", "layout.mjs", "figure.mjs",
-                  "text.mjs", "clock.mjs", "compute.mjs", "compute_bert.mjs", "steps.mjs", "integrity.mjs", "onnx_file.mjs",
+                  "text.mjs", "clock.mjs", "compute.mjs", "compute_toys.mjs", "compute_bert.mjs", "steps.mjs", "integrity.mjs", "onnx_file.mjs",
                   "fetch_files.mjs", "ort_runtime.mjs", "runtime_browser.mjs", "runtime_kernel.mjs", "dom.mjs", "draw.mjs",
                   "styles.mjs", "view.mjs", "head_toggles.mjs", "layer_maps.mjs", "head_view.mjs", "view_sentence.mjs",
                   "view_toy_compare.mjs", "view_prune.mjs", "view_timing.mjs", "view_induction.mjs", "view_translate.mjs",

@@ -12,6 +12,7 @@ from ..pretrained import BertEncoder, load_bert
 from ..analysis.steps import STAGES, attention_steps
 from .induction import STEP_SEPARATOR
 from .patterns import PATTERN_SUFFIX, pattern_model
+from .contract import view_contract
 from .steps import parse_steps_id, steps_id
 
 MINILM_ID = "all-MiniLM-L6-v2"
@@ -77,14 +78,18 @@ class KernelRunner:
 
     Args:
         view: the view's kind (:data:`VIEWS`).
-        model: its model id; ``config``: its configuration (a toy-compare view runs every model
-            of ``config["models"]``; the others run ``model``). Only those models are loaded.
+        model: its model id; ``config``: its configuration. A view whose model the contract
+            (``view_contract.json``) picks from a list key (``{"one_of": "models"}``: toy-compare, induction, ...)
+            runs every model of that list; the others run ``model``. Only those models are loaded.
     """
 
     def __init__(self, view: str, model: str, config: Mapping[str, Any]):
         self.view = view
-        many = ("toy-compare", "induction", "translate", "digit", "patterns", "speed")
-        self.models = list(config["models"]) if view in many else [model]
+        views = view_contract()["views"]
+        if view not in views:
+            raise ValueError(f"view must be one of {tuple(views)}, got {view!r}")
+        rule = views[view]["model"]
+        self.models = list(config[rule["one_of"]]) if "one_of" in rule else [model]
         if view == "steps":  # the model, then a steps id per layer
             self.models += [steps_id(model, layer) for layer in range(int(config["num_layers"]))]
 

@@ -3,7 +3,7 @@
 
 /** A value as the error messages quote it: strings in quotes, NaN, null, arrays and objects by kind. */
 export function describeValue(v) {
-  if (typeof v === "string") return JSON.stringify(v.length > 40 ? v.slice(0, 40) + "…" : v);
+  if (typeof v === "string") return JSON.stringify(v.length > 40 ? `${v.slice(0, 40)}…` : v);
   if (Array.isArray(v)) {
     const flaw = arrayFlaw(v);
     return flaw ? `${flaw.includes("hole") ? "a sparse array" : "an array"} of ${v.length} (${flaw})`

@@ -74,7 +74,7 @@ export class Clock {
 }
 
 /** A clock that keeps nothing: the default where a caller does not time its parts. */
-export const NO_CLOCK = { add() {}, time: (part, fn) => fn(), timeAsync: (part, fn) => fn(),
+export const NO_CLOCK = { add() {}, time: (_part, fn) => fn(), timeAsync: (_part, fn) => fn(),
   run: (session, feeds, ...rest) => session.run(feeds, ...rest) };
 
 /** Whether the page's address asks for the timing readout under each view (?mha-debug=1). */

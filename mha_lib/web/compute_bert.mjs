@@ -66,8 +66,8 @@ function idGrid(ids) {
  * against the heads the model declares and the (B, L) ids the page ran.
  */
 function layerMaps(model, tensor, B, L) {
-  const dims = tensor && tensor.dims ? [1, ...Array.from(tensor.dims, Number)] : null;
-  return checkMapDims(model, "attentions", { data: tensor && tensor.data, dims }, [B, L, L], { layers: "at most" });
+  const dims = tensor?.dims ? [1, ...Array.from(tensor.dims, Number)] : null;
+  return checkMapDims(model, "attentions", { data: tensor?.data, dims }, [B, L, L], { layers: "at most" });
 }
 
 /**
@@ -161,8 +161,8 @@ export async function layerInputsOf(model, ids, onFetch = () => {}) {
  *   read); clock: a Clock (clock.mjs); stale(): true once a newer run waits (a split model stops between layers);
  *   onWait(layer, bytes): a layer's file is being fetched; onTokens(encodings): the texts are tokenized (before any
  *   layer)
- * @returns {Promise<{encodings, attentions: [layer][head][q][k] of text 0 (or null), embeddings: Float32Array (N, d),
- *   d}|null>}  null: stopped for a newer run
+ * @returns {Promise<{encodings, attentions: number[][][][]|null, embeddings: Float32Array|null, d: number}|null>}
+ *   attentions: [layer][head][q][k] of text 0 (null: maps false); embeddings: (N, d); null: stopped for a newer run
  */
 export async function runBert(model, texts, mask, { onFetch = () => {}, onLayer = () => {}, maps = true, clock = NO_CLOCK,
   stale = () => false, onWait = () => {}, onTokens = () => {} } = {}) {

@@ -13,7 +13,10 @@ const INLINE_CONTRACT = null; // widget_esm() puts view_contract.json here (a bl
 async function readBeside(name) {
   const url = new URL(name, import.meta.url);
   if (url.protocol === "file:") {
-    const fs = await import("node:fs/promises");
+    // node only (its tests): a specifier in a variable, so that TypeScript's checker, which has no node types here
+    // (jsconfig.json: "types": []), neither resolves it nor types it (any)
+    const nodeFs = "node:fs/promises";
+    const fs = await import(nodeFs);
     return JSON.parse(await fs.readFile(url, "utf8"));
   }
   const response = await fetch(url);
@@ -51,7 +54,7 @@ function checkRule(value, rule, path, config, fail) {
       if (rule.min !== undefined) bounds.push(`>= ${rule.min}`);
       if (rule.below !== undefined) bounds.push(`< ${sizeOf(rule.below, config)} (the length of '${rule.below}')`);
       const ok = Number.isInteger(value) && !(value < rule.min) && !(rule.below !== undefined && value >= sizeOf(rule.below, config));
-      return must(ok, `an integer${bounds.length ? " " + bounds.join(" and ") : ""}`);
+      return must(ok, `an integer${bounds.length ? ` ${bounds.join(" and ")}` : ""}`);
     }
     case "enum":
       return must(rule.values.some((x) => x === value), `one of ${quoted(rule.values)}`);

@@ -7,7 +7,7 @@
 //
 // A grid or an enlarged map says what a cell is through `words` (default: attention between tokens):
 //   {cell(head, tokens, q, k) -> readout text, map(head, n) -> a map's accessible name, axes -> the enlarged
-//   map's "rows are ..., columns are ..."}.
+//   map's "rows are ..., columns are ...", labels?: true where a thumbnail may write its tokens}.
 
 /** The column labels of `head`'s map: its own keyTokens, else the row labels (a square map). */
 export const keysOf = (head, tokens) => head.keyTokens || tokens;
@@ -108,11 +108,20 @@ export function sizeCanvas(canvas, w, h = w) {
   return ctx;
 }
 
-/** The words of a map of token-to-token attention (see the top of this file). */
+/**
+ * What a map's cells are, in words (see the top of this file).
+ * @typedef {{labels?: boolean, cell: (head: object, tokens: string[], q: number, k: number) => string,
+ *   map: (head: object, n: number) => string, readonly axes: string}} MapWords
+ */
+
+/**
+ * The words of a map of token-to-token attention (see the top of this file).
+ * @type {MapWords}
+ */
 export const TOKEN_WORDS = {
   labels: true, // a thumbnail with room for them writes its row and column tokens (HeadGrid)
   cell: (head, tokens, q, k) => readoutText(head.label, tokens, q, k, head.map[q][k], keysOf(head, tokens)),
-  map: (head, n) => t("attention map of {n} tokens", { n }),
+  map: (_head, n) => t("attention map of {n} tokens", { n }),
   get axes() {
     return t("rows are queries, columns are keys");
   },
@@ -147,6 +156,10 @@ function cellAt(event, canvas, origin, cell, n, m = n) {
  * heads: [{label, map: [q][k], off}], tokens: [L].
  */
 export class HeadGrid {
+  /**
+   * @param {{readout: HTMLElement, minMap?: number, sameSizeAs?: number|null, words?: MapWords}} options  readout: the
+   *   line a pointed cell is read into; minMap: the smallest map side in px; words: what a cell is
+   */
   constructor({ readout, minMap = 110, sameSizeAs = null, words = TOKEN_WORDS }) {
     this.readout = readout;
     this.words = words;
@@ -159,6 +172,8 @@ export class HeadGrid {
     this.buttons = []; // one per head; the grid may also hold the enlarged map (placeZoom)
     this.columns = 1;
     this.zoomed = null; // {node, index}: the enlarged map placed in this grid, under the row of head `index`
+    /** @type {((index: number) => void)|null} told the head whose map button was pressed (its view enlarges it) */
+    this.onEnlarge = null;
   }
 
   /** Put the enlarged map `node` in this grid, on a row of its own under the row of head `index`. */
@@ -230,7 +245,8 @@ export class HeadGrid {
       if (!keyLabels.has(list)) keyLabels.set(list, list.map((token) => shortLabel(token, 8)));
       return keyLabels.get(list);
     };
-    const probe = (this.probe = this.probe || document.createElement("canvas").getContext("2d"));
+    this.probe = this.probe || document.createElement("canvas").getContext("2d");
+    const probe = this.probe;
     probe.font = LABEL_FONT;
     const all = [...rows, ...this.heads.flatMap((h) => keys(h))];
     const width = Math.max(...all.map((label) => probe.measureText(label).width));
@@ -272,7 +288,7 @@ export class HeadGrid {
     canvas.addEventListener("pointermove", show);
     canvas.addEventListener("pointerdown", show); // a pen or mouse press (touch: see above)
     canvas.addEventListener("pointerleave", () => { if (this.tip) this.tip.hidden = true; });
-    button.addEventListener("click", () => this.onEnlarge && this.onEnlarge(i));
+    button.addEventListener("click", () => this.onEnlarge?.(i));
   }
 }
 
@@ -331,7 +347,13 @@ export class ZoomView {
     this.canvas.addEventListener("pointerdown", point);
   }
 
-  /** Enlarge `head` (its cells named by `tokens`), colours 0 .. vmax; `words` say what a cell is (see the top). */
+  /**
+   * Enlarge `head` (its cells named by `tokens`), colours 0 .. vmax; `words` say what a cell is (see the top).
+   * @param {object} head
+   * @param {string[]} tokens
+   * @param {number} vmax
+   * @param {MapWords} [words]
+   */
   open(head, tokens, vmax, words = TOKEN_WORDS) {
     this.head = head;
     this.tokens = tokens;

@@ -21,7 +21,7 @@ export const fetchedFiles = [];
 /** The bytes of `response`'s body (an ArrayBuffer), `onBytes(received)` after each chunk. Also run, as source,
  * by the download worker: one loop for both threads. */
 async function readBody(response, onBytes) {
-  if (!response.body || !response.body.getReader) {
+  if (!response.body?.getReader) {
     const buffer = await response.arrayBuffer();
     onBytes(buffer.byteLength);
     return buffer;
@@ -203,7 +203,7 @@ export function filesKept() {
  * on the page's thread.
  * @param {string} url
  * @param {{onBytes?: (received: number) => void, sha256?: string|null|undefined, size?: number|null, name?: string}}
- *   [options]  sha256: hex, or null for a file that has none (undefined is a manifest that lacks one: refused);
+ *   options  sha256: hex, or null for a file that has none (undefined is a manifest that lacks one: refused);
  *   size: the bytes it must hold, checked first (null: any); name: the file as an error names it
  * @throws {Error} an HTTP error, a digest the manifest lacks, or a file that is not the one the build wrote
  *   (`all-MiniLM-L6-v2.rows/0002.bin holds 2 bytes, not 24576`; or its name and both digests)
@@ -216,7 +216,8 @@ export async function fetchBytes(url, { onBytes = () => {}, sha256, size = null,
   const w = downloadWorker();
   try {
     if (w) {
-      const id = (requests += 1);
+      requests += 1;
+      const id = requests;
       result = await new Promise((resolve, reject) => {
         waiting.set(id, { resolve, reject, onBytes });
         w.postMessage({ id, url: absolute, sha256, size, cacheName: FILE_CACHE });

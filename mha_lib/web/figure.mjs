@@ -14,7 +14,7 @@ import { t } from "./i18n.mjs";
  * set (a masked score). A head's own `vmax` wins over the figure's.
  */
 export function cellColour(head, q, k, vmax) {
-  if (head.blocked && head.blocked[q][k]) return [187, 187, 187];
+  if (head.blocked?.[q][k]) return [187, 187, 187];
   const top = head.vmax || vmax;
   const colour = head.off ? greyOf : head.signed ? divergingOf : colourOf;
   return colour(head.map[q][k], top);
@@ -52,6 +52,7 @@ export function figureLayout(count, length, lines) {
  */
 export function escapeXml(text) {
   // eslint-disable-next-line no-control-regex
+  // biome-ignore lint/suspicious/noControlCharactersInRegex: it removes the control characters XML 1.0 forbids
   return String(text).replace(/[\u0000-\u0008\u000B\u000C\u000E-\u001F\uFFFE\uFFFF]/g, "").replace(/[&<>"']/g, (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;" })[c]);
 }
 
@@ -99,7 +100,7 @@ export function figureSvg(figure, imageOf) {
 
 /**
  * One CSV field (RFC 4180): quoted when it holds a comma, quote or line break. A field that a
- * spreadsheet would read as a formula (starting with = + - @, a tab or a carriage return) gets a
+ * spreadsheet would read as a formula (starting with =, +, -, an at sign, a tab or a carriage return) gets a
  * leading apostrophe, so that a token such as "=1+1" is shown, never computed.
  */
 export function csvField(value) {
@@ -110,7 +111,7 @@ export function csvField(value) {
 
 /**
  * The numbers of the maps shown, one row per cell: head, query and key positions and tokens, weight.
- * @param {{heads: object[]}} figure
+ * @param {{heads: object[], columns?: string[]}} figure  columns: a figure of other matrices than maps names its own
  * @returns {string} CSV (UTF-8 with a byte-order mark) with a header row, lines ending in \n
  */
 export function figureCsv(figure) {
@@ -124,7 +125,7 @@ export function figureCsv(figure) {
       rows.push([...[head.label, head.off ? 1 : 0, q, k, head.tokens[q], keys[k]].map(csvField), w.toFixed(6)].join(","));
     }));
   }
-  return "\uFEFF" + rows.join("\n") + "\n"; // the byte-order mark: spreadsheets read the tokens as UTF-8
+  return `\uFEFF${rows.join("\n")}\n`; // the byte-order mark: spreadsheets read the tokens as UTF-8
 }
 
 /** A file name from the parts (model, view, layer...): letters, digits, dots and dashes only. */

@@ -55,7 +55,7 @@ export function paintHeadView(ctx, layout, labels, heads, focus, x0 = 0, y0 = 0)
 /** The lines of one layer's heads, with the buttons that choose the heads. */
 export class HeadLines {
   /**
-   * @param {{readout: HTMLElement, view: object}} options  readout: the view's readout line; view: what exportFigure names
+   * @param {{readout: HTMLElement}} options  readout: the view's readout line
    */
   constructor({ readout }) {
     this.readout = readout;

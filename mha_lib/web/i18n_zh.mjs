@@ -423,6 +423,7 @@ export const ZH = {
   "This browser also has WebGPU{software}: ": "这个浏览器也有 WebGPU{software}：",
   "view": "视图",
   "book's machine: first": "本书的机器：首次",
+  // biome-ignore lint/suspicious/noThenProperty: a catalog key (the English word), ZH is never awaited
   "then": "之后",
   "this device ({provider}): first": "这台设备（{provider}）：首次",
   "Time to the maps of a first update and (then) the median of later ones. The book's machine: {machine}, load average {load} while timed.":

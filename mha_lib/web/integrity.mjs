@@ -51,7 +51,7 @@ export function sha256Hex(bytes) {
 }
 
 /** SHA-256 of `bytes` as hex: the browser's crypto.subtle where the page has it, else sha256Hex. */
-export async function sha256Of(bytes, subtle = globalThis.crypto && globalThis.crypto.subtle) {
+export async function sha256Of(bytes, subtle = globalThis.crypto?.subtle) {
   if (!subtle || typeof subtle.digest !== "function") return sha256Hex(bytes);
   const digest = new Uint8Array(await subtle.digest("SHA-256", bytes));
   return Array.from(digest, (x) => x.toString(16).padStart(2, "0")).join("");

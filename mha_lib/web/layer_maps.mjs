@@ -12,7 +12,7 @@ function layerControl(numLayers, start, onChange) {
   const id = `mha-live-layer-${Math.random().toString(36).slice(2)}`;
   const slider = el("input", { type: "range", id, min: "0", max: String(numLayers - 1), step: "1", value: String(start) });
   const value = el("output", { for: id });
-  const all = el("input", { type: "checkbox", id: id + "-all" });
+  const all = el("input", { type: "checkbox", id: `${id}-all` });
   const describe = () => {
     const layer = Number(slider.value);
     const text = t("layer {layer} ({nth} of {count})", { layer, nth: layer + 1, count: numLayers });
@@ -44,7 +44,7 @@ function layerControl(numLayers, start, onChange) {
 export function headsOf(attentions, which, mask, roles = null) {
   const layers = which === "all" ? attentions.map((_, l) => l) : [which];
   return layers.map((l) => attentions[l].map((map, h) => {
-    const role = roles && roles.get(`${l}.${h}`);
+    const role = roles?.get(`${l}.${h}`);
     return { label: role ? `L${l}.H${h} · ${role}` : `L${l}.H${h}`, layer: l, head: h, map, off: !!mask && !mask[l][h] };
   }));
 }
@@ -56,7 +56,7 @@ function sameTokens(a, b) {
 
 /** A config's roles ([{layer, head, role}]) as the Map headsOf reads, or null. */
 export function rolesOf(roles) {
-  return roles && roles.length ? new Map(roles.map((r) => [`${r.layer}.${r.head}`, r.role])) : null;
+  return roles?.length ? new Map(roles.map((r) => [`${r.layer}.${r.head}`, r.role])) : null;
 }
 
 /**
@@ -101,7 +101,7 @@ export class LayerMaps {
 
   /** The layers shown now (the slider's, or all of them). */
   shownLayers() {
-    const count = (this.next && this.next.attentions.length) || (this.attentions ? this.attentions.length : 0);
+    const count = (this.next?.attentions.length) || (this.attentions ? this.attentions.length : 0);
     return this.which === "all" ? Array.from({ length: count }, (_, l) => l) : [this.which];
   }
 
@@ -155,7 +155,7 @@ export class LayerMaps {
   /** The maps and tokens drawn for layer `l`: the run's where they arrived, else those before. */
   layerState(l) {
     const next = this.next;
-    if (next && next.attentions[l]) return { maps: next.attentions[l], tokens: next.tokens, mask: next.mask };
+    if (next?.attentions[l]) return { maps: next.attentions[l], tokens: next.tokens, mask: next.mask };
     return { maps: this.attentions[l], tokens: this.tokens, mask: this.mask };
   }
 
@@ -172,7 +172,7 @@ export class LayerMaps {
     const groups = layers.map((l) => {
       const { maps, mask, tokens } = this.layerState(l);
       return { tokens, heads: headsOf([maps], 0, mask ? [mask[l]] : null, null)[0].map((h, i) => {
-        const role = this.roles && this.roles.get(`${l}.${i}`);
+        const role = this.roles?.get(`${l}.${i}`);
         return { ...h, label: role ? `L${l}.H${i} · ${role}` : `L${l}.H${i}`, layer: l };
       }) };
     });
@@ -182,7 +182,8 @@ export class LayerMaps {
     this.drawnVmax = vmax;
     const clock = this.view.clock;
     if (!only) this.view.legend.show(vmax);
-    const drawing = (this.drawing = (this.drawing || 0) + 1);
+    this.drawing = (this.drawing || 0) + 1;
+    const drawing = this.drawing;
     // one grid per layer shown, each under its title; grids are reused between redraws
     while (this.grids.length > groups.length) this.grids.pop().box.remove();
     const width = this.node.clientWidth || 600;

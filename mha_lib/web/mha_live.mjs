@@ -74,14 +74,17 @@ import { PatternsView } from "./view_patterns.mjs";
 import { StepsView } from "./view_steps.mjs";
 import { SpeedView } from "./view_speed.mjs";
 
-const VIEWS = { sentence: SentenceView, "toy-compare": ToyCompareView, prune: PruneView, timing: TimingView,
+/** Each view's class, by the view's name: the names are view_contract.json's (test/views.test.mjs checks it). */
+export const VIEWS = { sentence: SentenceView, "toy-compare": ToyCompareView, prune: PruneView, timing: TimingView,
   induction: InductionView, translate: TranslateView, digit: DigitView, patterns: PatternsView, steps: StepsView,
   speed: SpeedView };
+
+/** @typedef {HTMLElement & {mhaLive?: object}} LiveElement  a .mha-live-view element; mhaLive: its view's api */
 
 /**
  * Turn one .mha-live-view element into a live view (once). Returns element.mhaLive.
  * A bad data-config leaves the fallback figure in place, with a visible message.
- * @param {HTMLElement} element
+ * @param {LiveElement} element
  * @param {{backend?: object}} [options]  backend: browserBackend (default) or kernelBackend(widget model)
  */
 export function mount(element, { backend = browserBackend } = {}) {
@@ -107,7 +110,7 @@ export function mount(element, { backend = browserBackend } = {}) {
 
 /** Mount every live view under `root` (the page). */
 export function mountAll(root = document) {
-  return Array.from(root.querySelectorAll(".mha-live-view")).map(mount);
+  return Array.from(root.querySelectorAll(".mha-live-view"), (node) => mount(/** @type {LiveElement} */ (node)));
 }
 
 // In a kernel: anywidget's entry point (mha_lib.live.LiveWidget loads these modules, joined, as its _esm).

@@ -61,7 +61,8 @@ function withinTime(promise, ms, what) {
  * @returns {Promise<{ok: boolean, software: boolean, why: string}>}
  */
 async function probeWebGpu() {
-  const gpu = typeof navigator === "object" ? navigator.gpu : undefined;
+  // navigator.gpu (WebGPU) is not in TypeScript's dom lib
+  const gpu = typeof navigator === "object" ? /** @type {Navigator & {gpu?: any}} */ (navigator).gpu : undefined;
   if (!gpu) return { ok: false, software: false, why: "this browser has no WebGPU" };
   let adapter = null;
   try {
@@ -70,7 +71,7 @@ async function probeWebGpu() {
     adapter = null;
   }
   if (!adapter) return { ok: false, software: false, why: "WebGPU gives no GPU adapter here" };
-  const software = Boolean((adapter.info && adapter.info.isFallbackAdapter) || adapter.isFallbackAdapter);
+  const software = Boolean((adapter.info?.isFallbackAdapter) || adapter.isFallbackAdapter);
   try {
     (await withinTime(adapter.requestDevice(), PROBE_MS, "requestDevice")).destroy();
   } catch (err) {
@@ -139,7 +140,7 @@ function runtimeInfo() {
 export async function runtimeBinary(ep = null) {
   const key = ep || (await currentBuild());
   const name = BUILDS[key].binary;
-  const known = ((await runtimeInfo()).files || {})[name];
+  const known = (await runtimeInfo()).files?.[name];
   if (known && Number.isInteger(known.bytes) && typeof known.sha256 === "string") return { name, ...known };
   const bytes = await fetch(buildUrl(name), { method: "HEAD" })
     .then((r) => (r.ok ? Number(r.headers.get("content-length")) || 0 : 0)).catch(() => 0);
@@ -301,7 +302,7 @@ export async function createSession(bytes, onBytes = () => {}) {
 
 /** Free a model's session in its worker (the reader's own model, replaced or dropped); errors are ignored. */
 export function releaseModel(model) {
-  if (model && model.session && model.session.release) {
+  if (model?.session?.release) {
     Promise.resolve().then(() => model.session.release()).catch(() => {});
   }
 }
@@ -311,7 +312,7 @@ export function releaseModel(model) {
  * null for models not loaded by this runtime.
  */
 export function providerName(models) {
-  const names = new Set(models.filter((m) => m && m.session && m.session.provider).map((m) => BUILDS[m.session.provider].name));
+  const names = new Set(models.filter((m) => m?.session?.provider).map((m) => BUILDS[m.session.provider].name));
   return names.size ? [...names].sort().reverse().join(" and ") : null;
 }
 

@@ -34,7 +34,7 @@ const LICENCE_NAMES = {
 export function licenceParts(modelIds, manifest) {
   const groups = new Map(); // licence file (or "?" without a manifest) -> model ids
   for (const id of modelIds) {
-    const info = manifest && manifest.models ? manifest.models[id] : null;
+    const info = manifest?.models ? manifest.models[id] : null;
     const key = info && typeof info.license === "string" ? info.license : "?";
     if (!groups.has(key)) groups.set(key, { ids: [], info });
     groups.get(key).ids.push(id);
@@ -61,7 +61,7 @@ let manifestRead = null; // the manifest, once read (licence links)
  */
 export function getManifest() {
   if (!manifestPromise) {
-    const promise = fetchJsonFresh(URLS.models + "manifest.json");
+    const promise = fetchJsonFresh(`${URLS.models}manifest.json`);
     promise.then((manifest) => {
       manifestRead = manifest;
     }, () => {
@@ -113,6 +113,7 @@ function layerBytes(model, i, onBytes = () => {}) {
  * Layer `i` of a model split by layer: its session, made once when a run first needs it (made on demand, so that
  * onnxruntime's one queue runs layer i before it compiles layer i + 1). `onWait(i, bytes)` is told when its file
  * has not arrived yet.
+ * @param {(layer: number, bytes: number) => void} [onWait]
  */
 function layerSession(model, i, onBytes, onWait = () => {}) {
   if (!model.layerPromises[i]) {
@@ -147,7 +148,7 @@ function loadModel(id, onBytes) {
   if (!modelPromises.has(id)) {
     const promise = (async () => {
       const manifest = await getManifest();
-      const info = manifest.models && manifest.models[id];
+      const info = manifest.models?.[id];
       if (!info) throw new Error(`the site has no model "${id}" (models/manifest.json)`);
       const runtimeBytes = (n) => onBytes("runtime", n);
       const model = { id, info, tokenizer: null, queue: Promise.resolve(), layerPromises: [], layerFetches: [] };
@@ -170,7 +171,7 @@ function loadModel(id, onBytes) {
       if (first) {
         if (maps) model.firstMaps = first;
         model.layer = (i, onWait) => layerSession(model, i, () => {}, onWait);
-        model.layerReady = (i) => Boolean(model.layerPromises[i] && model.layerPromises[i].ready);
+        model.layerReady = (i) => Boolean(model.layerPromises[i]?.ready);
         model.stream = () => { // the later layers' files, one after another, from the first one not yet asked for
           if (model.streaming) return;
           model.streaming = true;
@@ -194,6 +195,9 @@ function loadModel(id, onBytes) {
  * rows of `ids` (and row 0, the padding id), into model.rowFiles: file number -> Uint16Array, each checked
  * against the manifest's digest (fetch_files.mjs: in the download worker, kept for the next visit).
  * runBert calls it inside the model's queue, so two calls never fetch the same file at once.
+ * @param {object} model  a Model (view.mjs) with info.token_rows
+ * @param {number[][]} ids  token ids, [text][position]
+ * @param {(files: number, bytes: number) => void} [onFetch]  told the files and bytes about to be fetched
  */
 export async function fetchTokenRows(model, ids, onFetch = () => {}) {
   const spec = model.info.token_rows;
@@ -260,8 +264,8 @@ async function openOwnSession(name, bytes, contract) {
       { name, missing: list(missing), outputs: list(session.outputNames) }));
   }
   const meta = (session.inputMetadata || []).find((m) => m.name === "head_mask");
-  const shape = meta && meta.shape;
-  if (!shape || shape.length !== 2 || !shape.every((d) => Number.isInteger(d) && d >= 1)) {
+  const shape = meta?.shape;
+  if (shape?.length !== 2 || !shape.every((d) => Number.isInteger(d) && d >= 1)) {
     refuse(t("“{name}”: its head_mask input has no fixed (num_layers, num_heads) shape (got {shape})",
       { name, shape: JSON.stringify(shape) }));
   }

@@ -125,7 +125,7 @@ export function kernelBackend(widget) {
       show.start(0, t("The kernel is loading the model…"));
       return Promise.all(modelIds.map((id) => this.loadModel(id)));
     },
-    loadedText(modelIds, seconds) {
+    loadedText(_modelIds, seconds) {
       return t("The kernel loaded the model in {seconds} s; it computes every change.", { seconds: seconds.toFixed(1) });
     },
     loadFailedText(message) {

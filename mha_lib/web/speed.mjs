@@ -77,8 +77,10 @@ function resultOf(element) {
 /**
  * Time one view: a cold update, then `warm` more. Each update: {total_ms (run() to its end), load_ms (cold only:
  * the view's models downloaded and made), the parts of clock.mjs, calls}. `onProgress(done, total)` after each.
- * @returns {Promise<{view, model, where, cold, warm: object[], median: {total_ms, feeds_ms, load_ms, run_ms, read_ms,
- *   draw_ms, other_ms}}>}  median: of the warm updates
+ * @param {HTMLElement & {mhaLive?: object}} element  a mounted .mha-live-view
+ * @param {{warm?: number, onProgress?: (done: number, total: number) => void}} [options]
+ * @returns {Promise<{view, model, where, cold, warm: object[], median: Object<string, number|null>}>}  median: of the
+ *   warm updates, per part (total_ms, feeds_ms, load_ms, run_ms, read_ms, draw_ms, other_ms); null: no warm update
  */
 export async function measureView(element, { warm = 5, onProgress = () => {} } = {}) {
   const api = element.mhaLive;

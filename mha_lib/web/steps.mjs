@@ -91,8 +91,8 @@ export async function runLayerInputs(model, ids, types, onFetch = () => {}) {
     return checkFinite(model.id, await model.session.run(feedsFor(model, [ids], types ? [types] : null, null)));
   });
   const li = out.layer_inputs;
-  const dims = li && li.dims ? Array.from(li.dims, Number) : null;
-  if (!dims || dims.length !== 4 || dims[0] !== model.info.num_layers || dims[1] !== 1 || dims[2] !== ids.length) {
+  const dims = li?.dims ? Array.from(li.dims, Number) : null;
+  if (dims?.length !== 4 || dims[0] !== model.info.num_layers || dims[1] !== 1 || dims[2] !== ids.length) {
     throw new Error(t("the model {model} returned no layer inputs of dims [{layers}, 1, {tokens}, d_model] (got {dims})",
       { model: model.id, layers: model.info.num_layers, tokens: ids.length, dims: dims ? dims.join(",") : "none" }));
   }
@@ -110,8 +110,8 @@ export async function runStepsFile(stepsModel, hidden, L, d, causal) {
     hidden: new Tensor("float32", Float32Array.from(hidden), [1, L, d]),
     attn_mask: new Tensor("bool", causalMask(L, causal), [L, L]),
   })));
-  const q = out.q && out.q.dims ? Array.from(out.q.dims, Number) : null;
-  if (!q || q.length !== 4 || q[0] !== 1 || q[2] !== L) {
+  const q = out.q?.dims ? Array.from(out.q.dims, Number) : null;
+  if (q?.length !== 4 || q[0] !== 1 || q[2] !== L) {
     throw new Error(`the steps file ${stepsModel.id} returned q of dims [${q}], not [1, H, ${L}, d_k]`);
   }
   return out;

@@ -48,13 +48,13 @@ export function headsText(n) {
 
 /** What went wrong, in words: an Error's message, or the thrown value itself. */
 export function errorText(err) {
-  return err && err.message ? err.message : String(err);
+  return err?.message ? err.message : String(err);
 }
 
 /** A token as a short label: long tokens are cut with "…" (the readout shows them whole). */
 export function shortLabel(token, max = 12) {
   const chars = Array.from(String(token));
-  return chars.length <= max ? chars.join("") : chars.slice(0, max - 1).join("") + "…";
+  return chars.length <= max ? chars.join("") : `${chars.slice(0, max - 1).join("")}…`;
 }
 /** The readout of one cell: which head, which query and key token (keys: the column labels), the weight. */
 export function readoutText(label, tokens, query, key, weight, keys = tokens) {

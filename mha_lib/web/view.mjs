@@ -35,6 +35,14 @@ export const MINILM = "all-MiniLM-L6-v2";
 export const TYPING_DELAY_MS = 300; // debounce of the text box
 export const TOGGLE_DELAY_MS = 120; // debounce of head toggles and token edits
 
+/**
+ * What exportFigure() returns and figure.mjs draws: name: file-name parts; title: lines; heads: [{label, tokens, map,
+ * off}]; vmax: the colour scale's top; data: the JSON export (each view its own keys); a figure that is not a grid of
+ * maps brings toCanvas() and toSvg(); columns: the CSV's header of a figure of other matrices.
+ * @typedef {{name: string[], title: string[], heads: object[], vmax: number, data: object,
+ *   toCanvas?: () => HTMLCanvasElement, toSvg?: () => string, columns?: string[]}} Figure
+ */
+
 /** What every view shares: status line, download, readout, fallback, the test contract. */
 export class View {
   constructor(element, config, modelIds, backend = browserBackend) {
@@ -54,6 +62,12 @@ export class View {
     this.bar = el("div", { class: "mha-live-bar" }, this.legend.node, this.readout);
     this.zoom = new ZoomView({ readout: this.readout, onClose: () => this.closeZoom() });
     this.timings = {};
+    /** @type {string} the status line's invitation before the first action (each view sets its own) */
+    this.firstActionText = "";
+    /** @type {HTMLElement|null} the map button the enlarged map came from (focus goes back to it on close) */
+    this.lastFocus = null;
+    /** @type {any} the views with a layer's maps (sentence, prune): their LayerMaps (layer_maps.mjs) */
+    this.maps = null;
     // runBert's progress callback: a split model fetching the word vectors of new words
     this.onFetch = (n, bytes) => this.busy(t("Fetching word vectors ({files} files, {size}), then computing {where}…",
       { files: n, size: formatMB(bytes), where: this.where }));
@@ -127,7 +141,8 @@ export class View {
     if (this.failed) return Promise.reject(this.error);
     if (!this.loading) {
       const started = performance.now();
-      const attempt = (this.attempt = (this.attempt || 0) + 1);
+      this.attempt = (this.attempt || 0) + 1;
+      const attempt = this.attempt;
       const show = {
         start: (bytes, text) => {
           this.describeRuntime(); // licence links, if they were missing
@@ -268,7 +283,7 @@ export class View {
    * for each new text, the row files of its words (the range the build measured on its check texts).
    */
   wordVectorsNote(info) {
-    const files = (info.checked || {}).row_files_per_text;
+    const files = info.checked?.row_files_per_text;
     if (!files) return t(", then the word vectors of the words of each new text");
     const bytes = info.token_rows.file_bytes;
     return t(", then the word vectors of the words of each new text (a median {median} over the build's test " +
@@ -365,7 +380,7 @@ export class View {
     const id = `mha-live-own-${Math.random().toString(36).slice(2)}`;
     const input = el("input", { type: "file", id, accept: ".onnx" });
     input.addEventListener("change", () => {
-      const file = input.files && input.files[0];
+      const file = input.files?.[0];
       input.value = "";
       if (file) onFile(file);
     });
@@ -381,6 +396,7 @@ export class View {
    * What the maps shown are, for the export (figure.mjs): {name: file-name parts, title: lines naming the
    * model, the input, the layer(s) and heads, heads: [{label, tokens, map, off}], vmax, data: the JSON}.
    * The views with LayerMaps (sentence, prune) share this one; the toy view has its own.
+   * @returns {Figure}
    */
   exportFigure() {
     const heads = this.maps.shownHeads();
@@ -442,6 +458,17 @@ export class View {
    */
   get where() {
     return this.backend.whereFor ? this.backend.whereFor(this.models || []) : this.backend.where;
+  }
+
+  /** Draw again at the column's width now (attach() calls it when the width changes); each view draws its own. */
+  redraw() {}
+
+  /**
+   * Update the view for `input` (each view says what it takes); resolves once the maps show it.
+   * @returns {Promise<any>}
+   */
+  async run(input) {
+    throw new Error(`the ${this.element.dataset.view} view has no run(${JSON.stringify(input)})`);
   }
 
   /** element.mhaLive, the contract of the tests. */

@@ -3,7 +3,7 @@
 // head's [CLS] attention over the pixels (the strokes dotted), the attention rollout, and what the other
 // head counts predict.
 
-import { runDigit } from "./compute.mjs";
+import { runDigit } from "./compute_toys.mjs";
 import { checkDigitInput } from "./checks.mjs";
 import { debounce, el, setText } from "./dom.mjs";
 import { HeadGrid, Legend } from "./draw.mjs";
@@ -381,7 +381,8 @@ export class DigitView extends View {
     }
     const label = input && typeof input === "object" && !Array.isArray(input) && Number.isInteger(input.label)
       ? input.label : null; // a test digit's label; a drawing has none
-    const request = (this.requests += 1);
+    this.requests += 1;
+    const request = this.requests;
     let result;
     try {
       result = await this.compute((clock) => this.runModels(pixels, label, request, clock));

@@ -2,7 +2,7 @@
 // edits, at any of its training checkpoints, with heads switched off at will: every head's map with its
 // previous-token and induction scores on the sequence, and the next token each position predicts.
 
-import { runInduction } from "./compute.mjs";
+import { runInduction } from "./compute_toys.mjs";
 import { checkArray, checkHeadMask, describeValue } from "./checks.mjs";
 import { debounce, el, setText } from "./dom.mjs";
 import { HeadGrid } from "./draw.mjs";
@@ -115,6 +115,8 @@ export class InductionView extends View {
     this.checkpoint = config.checkpoint;
     this.ids = config.ids.slice();
     this.mask = config.mask.map((row) => row.map((v) => (v ? 1 : 0)));
+    /** @type {HTMLTextAreaElement|null} the sequence box (sequenceControls makes it) */
+    this.box = null;
     this.firstActionText = t("Edit the sequence, move the slider or turn a head off: the model reruns.");
     this.root.setAttribute("aria-label", t("Chapter 5's model at its training checkpoints, on a sequence you edit"));
     this.attach([this.buildControls()], [this.buildMaps()]);
@@ -307,7 +309,8 @@ export class InductionView extends View {
     this.slider.value = String(this.checkpoint);
     this.describeStep();
     this.toggles.set(this.mask);
-    const request = (this.requests += 1);
+    this.requests += 1;
+    const request = this.requests;
     let result;
     try {
       result = await this.compute(async (clock) => {

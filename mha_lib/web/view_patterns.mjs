@@ -3,7 +3,7 @@
 // models on a token sequence the reader edits: the mask, every head's map, the next-token predictions, and the
 // bytes a KV cache would hold for that pattern beside MHA, GQA, MQA and MLA.
 
-import { patternCacheBytes, patternMask, runPatterns } from "./compute.mjs";
+import { patternCacheBytes, patternMask, runPatterns } from "./compute_toys.mjs";
 import { checkArray, describeValue } from "./checks.mjs";
 import { debounce, el, setText } from "./dom.mjs";
 import { HeadGrid } from "./draw.mjs";
@@ -61,6 +61,8 @@ export class PatternsView extends View {
     this.modelIndex = config.model;
     this.pattern = { ...config.pattern };
     this.ids = config.ids.slice();
+    /** @type {HTMLTextAreaElement|null} the sequence box (sequenceControls makes it) */
+    this.box = null;
     this.firstActionText = t("Pick a pattern or other weights, or edit the sequence: the model reruns.");
     this.root.setAttribute("aria-label", t("Chapter 9's models under an attention pattern you pick, on a sequence you edit"));
     this.attach([this.buildControls()], [this.buildMaps()]);
@@ -281,7 +283,8 @@ export class PatternsView extends View {
     Object.assign(this, { ids: spec.ids.slice(), modelIndex: spec.model, pattern: { ...spec.pattern } });
     if (document.activeElement !== this.box) this.box.value = this.ids.join(" ");
     this.setControls();
-    const request = (this.requests += 1);
+    this.requests += 1;
+    const request = this.requests;
     let result;
     try {
       result = await this.compute(async (clock) => {

@@ -71,7 +71,7 @@ export class PruneView extends View {
 
   /** Its texts are known: the word vectors of their words, exactly (row files from the config's token ids). */
   wordVectorsNote(info) {
-    if (!this.tokenIds || !this.tokenIds.length) return super.wordVectorsNote(info);
+    if (!this.tokenIds?.length) return super.wordVectorsNote(info);
     const files = rowFilesFor(info.token_rows, this.tokenIds).length;
     return t(", and the word vectors of the words of its sentence and {count} texts ({size})",
       { count: this.config.texts.length, size: formatMB(files * info.token_rows.file_bytes) });

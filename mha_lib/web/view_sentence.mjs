@@ -51,7 +51,7 @@ export class SentenceView extends View {
    */
   prefetch(text) {
     const model = this.current;
-    if (!model || !model.tokenizer || !hasWords(text)) return;
+    if (!model?.tokenizer || !hasWords(text)) return;
     model.prepare([model.tokenizer.encode(text).ids]).catch(() => {});
   }
 
@@ -89,7 +89,8 @@ export class SentenceView extends View {
    * while this one loads wins, and this one is dropped.
    */
   async useOwnModel(file) {
-    const pick = (this.picks = (this.picks || 0) + 1);
+    this.picks = (this.picks || 0) + 1;
+    const pick = this.picks;
     await this.ensureModels(); // MiniLM's tokenizer reads the text for the reader's model too (its own errors)
     let model;
     try {
@@ -186,7 +187,8 @@ export class SentenceView extends View {
       throw new Error("empty text");
     }
     if (this.text.value !== text) this.text.value = text; // the box shows the text of the maps
-    const request = (this.requests = (this.requests || 0) + 1);
+    this.requests = (this.requests || 0) + 1;
+    const request = this.requests;
     let out;
     try {
       out = await this.compute(async (clock) => {

@@ -123,7 +123,7 @@ export class SpeedView extends View {
       const lines = ["view,machine,provider,first_ms,then_ms", ...this.config.book.rows.map((r) => [r.view, "book", "WebAssembly",
         r.cold_ms, r.warm_ms].join(","))];
       for (const [p, rows] of Object.entries(mine)) for (const r of rows) lines.push([r.view, "this device", p, r.cold_ms, r.warm_ms].join(","));
-      blob = new Blob([lines.join("\n") + "\n"], { type: "text/csv" });
+      blob = new Blob([`${lines.join("\n")}\n`], { type: "text/csv" });
     }
     const url = URL.createObjectURL(blob);
     const link = el("a", { href: url, download: fileName(["live-speed", this.result.provider || "book"], kind), hidden: "" });

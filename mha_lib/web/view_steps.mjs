@@ -7,7 +7,7 @@
 
 import { checkStepsInput, headStages, markedText, runLayerInputs, runStepsFile, STEPS, stepMatrices, stepsFigure,
   stepsId } from "./steps.mjs";
-import { debounce, el, setText } from "./dom.mjs";
+import { el, setText } from "./dom.mjs";
 import { divergingOf, colourOf } from "./layout.mjs";
 import { bitmapOf, sizeCanvas } from "./draw.mjs";
 import { shortLabel, truncationText, unknownText } from "./text.mjs";
@@ -46,6 +46,7 @@ class MatrixCanvas {
     this.box = el("div", { class: "mha-live-matrix-scroll" }, this.canvas);
     this.node = el("figure", { class: "mha-live-matrix" }, this.caption, this.box);
     this.cursor = null;
+    this.width = 0; // px: the width it is drawn in (the view's layout sets it before the first draw)
     const point = (event) => {
       const at = this.cellAt(event);
       if (at) this.read(at.r, at.c);
@@ -313,7 +314,7 @@ export class StepsView extends View {
 
   /** The title and explanation of the step shown, in the page's language. */
   stepWords() {
-    const { head, layer, causal } = this.result;
+    const { head, layer } = this.result;
     const { d_k: dk, num_heads: H, d_model: d } = this.sizes;
     const L = this.tokens.length;
     const width = this.result.stages.concat[0].length;
@@ -400,7 +401,8 @@ export class StepsView extends View {
 
   /** Draw the results of the step row by row over STEP_REVEAL_MS (one frame at a time; a newer draw stops it). */
   reveal(list) {
-    const run = (this.reveals = (this.reveals || 0) + 1);
+    this.reveals = (this.reveals || 0) + 1;
+    const run = this.reveals;
     const start = performance.now();
     const frame = (now) => {
       if (run !== this.reveals) return;
@@ -478,7 +480,8 @@ export class StepsView extends View {
     if (this.kind === "bert" && this.box.value !== want.text) this.box.value = want.text;
     if (this.kind === "toy" && typeof input !== "string") this.box.value = markedText(want.ids, want.types);
     this.modelIds[1] = stepsId(this.base, want.layer); // what a first action before any load fetches
-    const request = (this.requests = (this.requests || 0) + 1);
+    this.requests = (this.requests || 0) + 1;
+    const request = this.requests;
     let out;
     try {
       out = await this.compute(async () => {

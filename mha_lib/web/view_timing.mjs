@@ -3,7 +3,7 @@
 // timed in the browser, beside the times the book's machine measured when the chapter ran.
 
 import { median, timeAttention } from "./compute.mjs";
-import { el, setText } from "./dom.mjs";
+import { el } from "./dom.mjs";
 import { escapeXml, fileName } from "./figure.mjs";
 import { errorText } from "./text.mjs";
 import { t } from "./i18n.mjs";
@@ -128,7 +128,7 @@ export class TimingView extends View {
     this.svg = timingSvg(r.heads, series, title, Math.max(300, Math.min(560, this.root.clientWidth || 560)));
     this.chart.src = `data:image/svg+xml;charset=utf-8,${encodeURIComponent(this.svg)}`;
     const at = (xs, i) => (xs ? `${(xs[i] * 1e3).toFixed(xs[i] < 0.01 ? 2 : 1)} ms (${(xs[i] / xs[0]).toFixed(2)}×)` : "–");
-    const spread = (i) => (r.spread && r.spread[i] ? ` ${(r.spread[i][0] * 1e3).toFixed(1)}–${(r.spread[i][1] * 1e3).toFixed(1)}` : "");
+    const spread = (i) => (r.spread?.[i] ? ` ${(r.spread[i][0] * 1e3).toFixed(1)}–${(r.spread[i][1] * 1e3).toFixed(1)}` : "");
     const alt = { book: (r.book_seconds.at(-1) / r.book_seconds[0]).toFixed(1), most: r.heads.at(-1),
       mine: mine ? (mine.at(-1) / mine[0]).toFixed(1) : null };
     this.chart.alt = !mine ? t("Line chart: time of one call against the number of heads, as a multiple of one head's; the " +
@@ -159,7 +159,7 @@ export class TimingView extends View {
       const rows = ["heads,head_dim,book_seconds,device_seconds,device_fastest_seconds,device_slowest_seconds",
         ...r.heads.map((H, i) => [H, this.config.d_model / H, r.book_seconds[i], r.seconds ? r.seconds[i] : "",
           ...(r.spread ? r.spread[i] : ["", ""])].join(","))];
-      blob = new Blob([rows.join("\n") + "\n"], { type: "text/csv" });
+      blob = new Blob([`${rows.join("\n")}\n`], { type: "text/csv" });
     } else {
       const w = this.chart.naturalWidth || WIDTH;
       const canvas = el("canvas", { width: String(2 * w), height: String(2 * HEIGHT) });

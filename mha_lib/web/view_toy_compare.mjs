@@ -235,7 +235,8 @@ export class ToyCompareView extends View {
     const { ids, types } = checked;
     this.ids = ids.slice();
     this.types = types.slice();
-    const request = (this.requests += 1);
+    this.requests += 1;
+    const request = this.requests;
     const result = await this.compute(async (clock) => {
       const t0 = performance.now();
       const out = {};

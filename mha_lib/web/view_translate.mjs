@@ -2,7 +2,7 @@
 // types in the toy language; greedy decoding step by step, each step's cross-attention over the source, the
 // translation so far and the task's own translation.
 
-import { runTranslate } from "./compute.mjs";
+import { runTranslate } from "./compute_toys.mjs";
 import { checkArray, describeValue } from "./checks.mjs";
 import { debounce, el, setText } from "./dom.mjs";
 import { HeadGrid } from "./draw.mjs";
@@ -271,7 +271,8 @@ export class TranslateView extends View {
       throw this.refuse(err);
     }
     this.stopPlaying();
-    const request = (this.requests += 1);
+    this.requests += 1;
+    const request = this.requests;
     let result;
     try {
       result = await this.compute(async (clock) => {

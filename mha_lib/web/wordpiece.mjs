@@ -37,7 +37,7 @@ const CJK_RANGES = [
 const WHITESPACE = /[\t\n\r\p{White_Space}]/u; // Rust's char::is_whitespace, plus \t \n \r
 const CONTROL = /[\p{Cc}\p{Cf}\p{Co}]/u; // deleted by clean_text (unassigned code points are kept)
 const MARK_NONSPACING = /\p{Mn}/u;
-const PUNCTUATION = /[\p{P}!-\/:-@\[-`{-~]/u; // Unicode P* or ASCII punctuation (e.g. "$", "+")
+const PUNCTUATION = /[\p{P}!-/:-@[-`{-~]/u; // Unicode P* or ASCII punctuation (e.g. "$", "+")
 
 /** True when code point `cp` is one of the CJK ideographs that get spaces around them. */
 export function isCjk(cp) {
@@ -89,7 +89,7 @@ export function normalize(text) {
     const run = runs[runs.length - 1];
     if (!plain) run.text += ch;
     else if (WHITESPACE.test(ch)) run.text += " ";
-    else if (isCjk(cp)) run.text += " " + ch + " ";
+    else if (isCjk(cp)) run.text += ` ${ch} `;
     else run.text += ch;
   }
   let out = "";

@@ -12,9 +12,9 @@ import { URLS } from "../ort_runtime.mjs";
 import { paraphraseScores, runBert } from "../compute_bert.mjs";
 import { VIRIDIS, colourOf, greyOf, gridLayout, largestWeight, rowEnd, zoomLayout } from "../layout.mjs";
 import {
-  argmaxRows, attentionsFromOutput, checkFinite, clsRollout, copyablePositions, digitReadings, inductionReadings,
-  markedTokens, median, prevMarkedLabels, seededFloats, tokenRowFeeds, translationReadings,
+  argmaxRows, attentionsFromOutput, checkFinite, markedTokens, median, prevMarkedLabels, seededFloats, tokenRowFeeds,
 } from "../compute.mjs";
+import { clsRollout, copyablePositions, digitReadings, inductionReadings, translationReadings } from "../compute_toys.mjs";
 import { timingSvg, timingVerdict } from "../view_timing.mjs";
 import { Clock } from "../clock.mjs";
 import { speedInput } from "../speed.mjs";
@@ -181,7 +181,10 @@ test("copyable positions: a token pair seen before; the reader's sequence parsed
   assert.throws(() => parseSequence("3", 64, 32), /the sequence has 1 tokens; give 2 to 32/);
   assert.throws(() => parseSequence(Array(33).fill(1).join(" "), 64, 32), /33 tokens/);
   let seed = 1;
-  const random = () => ((seed = (seed * 16807) % 2147483647) - 1) / 2147483646;
+  const random = () => {
+    seed = (seed * 16807) % 2147483647;
+    return (seed - 1) / 2147483646;
+  };
   for (let k = 0; k < 50; k++) {
     const ids = repeatedSequence(64, 32, random);
     assert.equal(ids.length, 32);
@@ -328,7 +331,7 @@ test("head mask: 0/1 numbers or booleans of the right shape; anything else is re
   bad([[1, 1, 1], 7], /mask\[1\] must be a list of 3 values, got 7/);
   bad(null, /got null/);
   bad(42, /got 42/);
-  assert.equal(describeValue("x".repeat(50)), JSON.stringify("x".repeat(40) + "…"));
+  assert.equal(describeValue("x".repeat(50)), JSON.stringify(`${"x".repeat(40)}…`));
   assert.equal(describeValue({}), "an object");
 });
 
@@ -402,7 +405,7 @@ function fakeWidget(answer) {
     sent,
     listeners,
     on(name, cb) { if (name === "msg:custom") listeners.add(cb); },
-    off(name, cb) { listeners.delete(cb); },
+    off(_name, cb) { listeners.delete(cb); },
     send(content) {
       sent.push(structuredClone(content)); // what the comm carries: JSON-able
       const [reply, buffers] = answer(content);
@@ -486,10 +489,12 @@ test("token rows of a split model: fetched once per file, each position gets its
 
 test("lists: holes, extra properties and non-arrays are refused by one check, naming the value", () => {
   const holes = new Array(6);
-  const gap = [1, , 2]; // eslint-disable-line no-sparse-arrays
+  // biome-ignore lint/suspicious/noSparseArray: the hole is the input under test
+  const gap = [1, , 2];
   const extra = [1, 1, 1];
   extra.foo = 1;
-  const both = [1, , 1]; // eslint-disable-line no-sparse-arrays
+  // biome-ignore lint/suspicious/noSparseArray: the hole is the input under test
+  const both = [1, , 1];
   both.bar = 1; // as many keys as indices: still refused
   assert.equal(arrayFlaw([1, 2, 3]), null);
   assert.equal(arrayFlaw([]), null);
@@ -501,13 +506,14 @@ test("lists: holes, extra properties and non-arrays are refused by one check, na
   assert.match(describeValue(extra), /^an array of 3 \(the extra property "foo"\)$/);
   assert.deepEqual(checkArray([1, 2], { name: "x", length: 2 }), [1, 2]);
   for (const v of [holes, gap, extra, both, null, "abc", { length: 3 }, new Float32Array(3)]) {
-    assert.throws(() => checkArray(v, { name: "x", length: v && v.length }), /x must be a list of/);
+    assert.throws(() => checkArray(v, { name: "x", length: v?.length }), /x must be a list of/);
   }
   assert.throws(() => checkArray([1, 2], { name: "x", length: 3, what: "tokens" }), /x has 2 tokens, expected 3/);
   // the toy input and the head mask use it: every list, at every depth
   const ids = [3, 5, 1, 7];
   const types = [0, 1, 0, 0];
-  const sparseIds = [3, , 1, 7]; // eslint-disable-line no-sparse-arrays
+  // biome-ignore lint/suspicious/noSparseArray: the hole is the input under test
+  const sparseIds = [3, , 1, 7];
   assert.throws(() => checkToyInput({ ids: sparseIds, types }, 4, 8), /ids must be a list of 4 tokens, got a sparse array of 4 \(a hole at 1\)/);
   assert.throws(() => checkToyInput({ ids, types: new Array(4) }, 4, 8), /types must be a list of 4 0\/1 values, got a sparse array/);
   const extraIds = ids.slice();
@@ -515,7 +521,8 @@ test("lists: holes, extra properties and non-arrays are refused by one check, na
   assert.throws(() => checkToyInput({ ids: extraIds, types }, 4, 8), /extra property "foo"/);
   assert.throws(() => checkHeadMask(new Array(2), 2, 3), /mask must be a list of 2 rows, got a sparse array of 2/);
   assert.throws(() => checkHeadMask([[1, 1, 1], new Array(3)], 2, 3), /mask\[1\] must be a list of 3 values, got a sparse array/);
-  assert.throws(() => checkHeadMask([[1, , 1], [1, 1, 1]], 2, 3), /mask\[0\] .*a hole at 1/); // eslint-disable-line no-sparse-arrays
+  // biome-ignore lint/suspicious/noSparseArray: the hole is the input under test
+  assert.throws(() => checkHeadMask([[1, , 1], [1, 1, 1]], 2, 3), /mask\[0\] .*a hole at 1/);
   const row = [1, 1, 1];
   row.x = 0;
   assert.throws(() => checkHeadMask([[1, 1, 1], row], 2, 3), /mask\[1\] .*extra property "x"/);
@@ -666,7 +673,7 @@ test("onnxMetadata refuses bytes that are not a protobuf message", () => {
   // a key "__proto__" is kept as a key
   const proto = new TextEncoder().encode("__proto__");
   const m = onnxMetadata(new Uint8Array([0x72, proto.length + 5, 0x0a, proto.length, ...proto, 0x12, 1, 0x78]));
-  assert.equal(m["__proto__"], "x");
+  assert.equal(Object.getOwnPropertyDescriptor(m, "__proto__")?.value, "x"); // an own key, not the prototype
 });
 
 test("head roles: the book's measured roles follow a head's label, only where given", () => {

@@ -70,7 +70,7 @@ test("bad arguments are refused", () => {
 test("ids equal mha_lib's WordPieceTokenizer on every fixture text", () => {
   const tok = WordPieceTokenizer.fromVocabText(fs.readFileSync(fixture.vocab, "utf8"), { maxLength: fixture.max_length });
   assert.ok(fixture.cases.length >= 200);
-  let failures = [];
+  const failures = [];
   for (const c of fixture.cases) {
     const got = tok.encode(c.text);
     const same = JSON.stringify(got.ids) === JSON.stringify(c.ids) && got.truncated === c.truncated
@@ -86,7 +86,7 @@ test("normaliser and pre-tokeniser equal tokenizers' on every code point of the 
   const n = Math.max(words.length, expected.length);
   for (let i = 0; i < n; i++) {
     if (words[i] !== expected[i]) {
-      const show = (w) => (w === undefined ? "(none)" : Array.from(w).map((c) => "U+" + c.codePointAt(0).toString(16)).join(" "));
+      const show = (w) => (w === undefined ? "(none)" : Array.from(w).map((c) => `U+${c.codePointAt(0).toString(16)}`).join(" "));
       assert.fail(`word ${i} differs: tokenizers ${show(expected[i])}, wordpiece.mjs ${show(words[i])}`);
     }
   }
