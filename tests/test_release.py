@@ -70,7 +70,6 @@ def test_notice_and_the_psf_licence_are_license_files():
 
 
 @pytest.mark.slow
-@pytest.mark.slow
 def test_the_wheel_carries_the_notice_next_to_the_data(tmp_path):
     subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation",
                     "--disable-pip-version-check", "-w", str(tmp_path), str(ROOT)], check=True,

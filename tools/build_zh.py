@@ -59,8 +59,8 @@ def search_terms(glossary: Path = GLOSSARY) -> list[str]:
     Chinese but cuts the book's terms apart (多头注意力 into 多头, 注意, 注意力), so a reader searching for
     the term itself found nothing. Loaded as jieba's user dictionary (``html_search_options["dict"]``),
     these stay whole words in the index, and their parts are still indexed. A cell lists variants with
-    、; text in brackets is dropped, and a term is split at spaces and Latin letters (the index takes
-    Latin words apart: KV 缓存 is indexed as "kv" and 缓存).
+    、; text in brackets is dropped, and a term is split at spaces, Latin letters and the brackets of special tokens
+    ([CLS]) (the index takes Latin words apart: KV 缓存 is indexed as "kv" and 缓存).
 
     Raises:
         ValueError: a term with anything but ideographs between those separators (punctuation, an HTML entity,
@@ -71,7 +71,7 @@ def search_terms(glossary: Path = GLOSSARY) -> list[str]:
     for cell in GLOSSARY_ROW.findall(glossary.read_text(encoding="utf-8")) + table:
         for variant in cell.split("、"):
             variant = re.sub(r"（[^）]*）|\([^)]*\)", "", variant)
-            for word in re.split(r"[\sA-Za-z0-9_-]+", variant):
+            for word in re.split(r"[\s\[\]A-Za-z0-9_-]+", variant):  # Latin words and special tokens ([CLS])
                 if word and not CJK_WORD.fullmatch(word):
                     raise ValueError(f"{glossary} or {TERMS}: the term {cell!r} holds {word!r}, which is not Chinese "
                                      "characters only (jieba's dictionary takes words, not punctuation or markup)")
