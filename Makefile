@@ -27,17 +27,19 @@ $(STAMP): requirements.txt constraints.txt pyproject.toml
 
 venv: $(STAMP)
 
-# Fails, naming the file, on a toc entry with no page, an unexecuted cell or an error output.
-check-notebooks: venv
-	$(BIN)/python tools/check_notebooks.py
-	$(BIN)/python tools/diagrams.py --check
-
-# Local copies of the scripts the book serves (require.js, ipywidgets' HTML manager, MathJax,
-# d3, jquery), pinned by tests/browser/package-lock.json; npm ci re-runs when the lock changes.
+# Local copies of the scripts the book serves (require.js, ipywidgets' HTML manager, MathJax, d3, jquery,
+# onnxruntime-web), the Chinese figures' font, and the JavaScript checkers (TypeScript, Biome), pinned by
+# tests/browser/package-lock.json; npm ci re-runs when the lock changes.
 VENDOR_STAMP := tests/browser/node_modules/.package-lock.json
 $(VENDOR_STAMP): tests/browser/package.json tests/browser/package-lock.json
 	npm ci --prefix tests/browser --no-audit --no-fund --ignore-scripts
 	touch $@
+
+# Fails, naming the file, on a toc entry with no page, an unexecuted cell or an error output; and on a
+# diagram whose SVG (English or Chinese, drawn with the npm copy of Noto Sans SC) is not what diagrams.py draws.
+check-notebooks: venv $(VENDOR_STAMP)
+	$(BIN)/python tools/check_notebooks.py
+	$(BIN)/python tools/diagrams.py --check
 
 # The HTML book, from the committed executed notebooks, warnings as errors: the English book in
 # _build/html, then its Chinese edition (the same pages with the translations of locale/zh_CN) in
