@@ -11,7 +11,7 @@ from importlib import resources
 WIDGET_MODULES = ("i18n_zh.mjs", "i18n.mjs", "wordpiece.mjs", "checks.mjs", "contract.mjs", "layout.mjs", "figure.mjs",
                   "text.mjs", "clock.mjs", "compute.mjs", "compute_toys.mjs", "compute_bert.mjs", "steps.mjs", "integrity.mjs", "onnx_file.mjs",
                   "fetch_files.mjs", "ort_runtime.mjs", "runtime_browser.mjs", "runtime_kernel.mjs", "dom.mjs", "draw.mjs",
-                  "styles.mjs", "view.mjs", "head_toggles.mjs", "layer_maps.mjs", "head_view.mjs", "view_sentence.mjs",
+                  "styles.mjs", "view_state.mjs", "view.mjs", "head_toggles.mjs", "layer_maps.mjs", "head_view.mjs", "view_sentence.mjs",
                   "view_toy_compare.mjs", "view_prune.mjs", "view_timing.mjs", "view_induction.mjs", "view_translate.mjs",
                   "view_digit.mjs", "view_patterns.mjs", "view_steps.mjs", "speed.mjs", "view_speed.mjs", "mha_live.mjs")
 _RELATIVE_IMPORT = re.compile(r'^import \{[^}]*\} from "\./([\w-]+\.mjs)";\n', re.M)

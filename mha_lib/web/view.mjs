@@ -30,6 +30,7 @@ import { fileName, figureCsv, figureSvg } from "./figure.mjs";
 import { debounce, el, setText } from "./dom.mjs";
 import { errorText, formatMB, shortLabel } from "./text.mjs";
 import { pageLanguage, sentences, t } from "./i18n.mjs";
+import { nextLoadState } from "./view_state.mjs";
 
 export const MINILM = "all-MiniLM-L6-v2";
 export const TYPING_DELAY_MS = 300; // debounce of the text box
@@ -62,6 +63,10 @@ export class View {
     this.bar = el("div", { class: "mha-live-bar" }, this.legend.node, this.readout);
     this.zoom = new ZoomView({ readout: this.readout, onClose: () => this.closeZoom() });
     this.timings = {};
+    /** @type {string} where the models are: idle, loading, loaded or failed (view_state.mjs: the moves allowed) */
+    this.loadState = "idle";
+    /** @type {Promise<any>|null} the load in flight or done (null while idle, and after a failed one) */
+    this.loadPromise = null;
     /** @type {string} the status line's invitation before the first action (each view sets its own) */
     this.firstActionText = "";
     /** @type {HTMLElement|null} the map button the enlarged map came from (focus goes back to it on close) */
@@ -136,10 +141,15 @@ export class View {
     if (this.mayAnnounce()) setText(this.status, sentences(this.firstActionText, text));
   }
 
+  /** Move to another load state (view_state.mjs throws on a move it does not allow). */
+  setLoadState(to) {
+    this.loadState = nextLoadState(this.loadState, to);
+  }
+
   /** Load every model of the view once, showing the bytes received. After a failure, only "Try again" retries. */
   ensureModels() {
-    if (this.failed) return Promise.reject(this.error);
-    if (!this.loading) {
+    if (this.loadState === "failed") return Promise.reject(this.error);
+    if (!this.loadPromise) {
       const started = performance.now();
       this.attempt = (this.attempt || 0) + 1;
       const attempt = this.attempt;
@@ -150,30 +160,30 @@ export class View {
           setText(this.status, text);
         },
         bytes: (got, total, text) => {
-          if (this.failed || attempt !== this.attempt) return; // a file that failed stops the count
+          if (this.loadState === "failed" || attempt !== this.attempt) return; // a file that failed stops the count
           this.progress.max = total;
           this.progress.value = got;
           setText(this.status, text);
         },
       };
-      this.loading = this.backend.load(this.modelIds, show).then((models) => {
+      this.setLoadState("loading");
+      this.loadPromise = this.backend.load(this.modelIds, show).then((models) => {
         this.loadedModels(models, started);
         setText(this.status, this.backend.loadedText(this.modelIds, this.timings.load_ms / 1000));
         return models;
       });
-      this.loading.catch((err) => {
-        this.loading = null;
+      this.loadPromise.catch((err) => {
+        this.loadPromise = null;
         this.fail(err, true);
       });
     }
-    return this.loading;
+    return this.loadPromise;
   }
 
   /** The models are loaded: the live maps replace the figure that a failure showed. */
   loadedModels(models, started) {
     this.models = models;
-    this.loaded = true;
-    this.failed = false;
+    this.setLoadState("loaded");
     this.status.classList.remove("mha-live-error");
     this.progress.hidden = true;
     if (this.fallback) this.fallback.hidden = true;
@@ -182,7 +192,7 @@ export class View {
 
   /** A visible message, and the static figure comes back; `retry` offers a "Try again" button. */
   fail(err, retry = false) {
-    this.failed = true;
+    this.setLoadState("failed");
     this.error = err instanceof Error ? err : new Error(String(err));
     this.progress.hidden = true;
     this.status.classList.add("mha-live-error");
@@ -193,7 +203,7 @@ export class View {
     if (retry) {
       const again = el("button", { type: "button", class: "mha-live-button" }, t("Try again"));
       again.addEventListener("click", () => {
-        this.failed = false;
+        this.setLoadState("idle");
         this.note(t("Trying again…"));
         this.ensureModels().catch(() => {});
       });
@@ -204,7 +214,7 @@ export class View {
 
   /** The download note may (re)write the status: nothing loads or failed yet, and no message of a run() is shown. */
   mayAnnounce() {
-    return !this.loaded && !this.failed && !this.loading && !this.spoke;
+    return this.loadState === "idle" && !this.spoke;
   }
 
   /**
@@ -487,7 +497,7 @@ export class View {
         return { ...self.timings };
       },
       get loaded() {
-        return !!self.loaded;
+        return self.loadState === "loaded";
       },
     };
   }
