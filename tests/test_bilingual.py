@@ -283,3 +283,21 @@ def test_chinese_words_beside_math_are_drawn_with_the_chinese_font(font):
     _, report = draw_in_chinese(fig, lambda f: f.savefig(io.BytesIO(), format="png"), catalog, font)
     plt.close(fig)
     assert report["untranslated"] == [] and report["missing_glyphs"] == [], report
+
+
+def test_bold_text_drawn_in_chinese_writes_nothing_to_stderr(font, capsys):
+    """The Chinese font has one weight: font_manager logged 'Failed to find font weight bold' to the kernel's
+    stderr, an output the English run lacks (nbval failed on chapter 2's relation figure)."""
+    import logging
+
+    fig, ax = plt.subplots()
+    ax.text(0.5, 0.5, "*", fontweight="bold")
+    ax.set_title("test accuracy", fontweight="bold")
+    handler = logging.StreamHandler()  # as a kernel shows a logger's warnings
+    logging.getLogger("matplotlib").addHandler(handler)
+    try:
+        draw_in_chinese(fig, lambda f: f.savefig(io.BytesIO(), format="png"), CATALOG, font)
+    finally:
+        logging.getLogger("matplotlib").removeHandler(handler)
+        plt.close(fig)
+    assert "find font weight" not in capsys.readouterr().err

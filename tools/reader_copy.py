@@ -39,7 +39,7 @@ import html
 import re
 import sys
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Optional
 
 import nbformat
 import yaml
@@ -133,39 +133,53 @@ def blocks(markdown: str, where: str = "") -> list[tuple]:
     return out
 
 
-def figure_numbers() -> dict[str, int]:
-    """Figure label -> the number the book gives it ("Fig. N"): Sphinx numbers every figure with a
-    caption, book-wide, in reading order: ``{figure}`` and ``{glue:figure}`` directives where they
-    stand, and code cells whose metadata gives ``mystnb.figure`` a caption."""
+def numbered_chapters() -> dict[str, int]:
+    """Page -> its chapter number, for the pages of the toc's parts marked ``numbered`` (in reading order)."""
+    toc = yaml.safe_load((ROOT / "_toc.yml").read_text())
     numbers: dict[str, int] = {}
-    count = 0
+    for part in toc.get("parts", []):
+        if part.get("numbered"):
+            for entry in part["chapters"]:
+                numbers[entry["file"]] = len(numbers) + 1
+    return numbers
 
-    def markdown(text: str):
-        nonlocal count
+
+def figure_numbers() -> dict[str, str]:
+    """Figure label -> the number the book gives it ("Fig. N"): Sphinx numbers every figure with a
+    caption in reading order, ``{figure}`` and ``{glue:figure}`` directives where they stand and code
+    cells whose metadata gives ``mystnb.figure`` a caption; in a numbered chapter as chapter.figure
+    ("1.4", counted from 1 in each chapter), elsewhere with one count over the unnumbered pages ("1")."""
+    numbers: dict[str, str] = {}
+    chapters = numbered_chapters()
+    count = {"book": 0}
+
+    def add(page: str, name: Optional[str]):
+        key = page if page in chapters else "book"
+        count[key] = count.get(key, 0) + 1
+        if name:
+            numbers[name] = f"{chapters[page]}.{count[key]}" if page in chapters else str(count[key])
+
+    def markdown(page: str, text: str):
         for block in blocks(text):
             if block[0] != "directive":
                 continue
             _, name, _, options, body = block
             if name in ("figure", "glue:figure") and body.strip():
-                count += 1
-                if options.get("name"):
-                    numbers[options["name"]] = count
+                add(page, options.get("name"))
             else:
-                markdown(body)  # a figure inside a dropdown or an admonition
+                markdown(page, body)  # a figure inside a dropdown or an admonition
 
     for page in toc_documents():
         if (ROOT / f"{page}.ipynb").is_file():
             for cell in nbformat.read(ROOT / f"{page}.ipynb", as_version=4).cells:
                 if cell.cell_type == "markdown":
-                    markdown(cell.source)
+                    markdown(page, cell.source)
                 else:
                     figure = cell.metadata.get("mystnb", {}).get("figure", {})
                     if figure.get("caption"):
-                        count += 1
-                        if figure.get("name"):
-                            numbers[figure["name"]] = count
+                        add(page, figure.get("name"))
         elif (ROOT / f"{page}.md").is_file():
-            markdown((ROOT / f"{page}.md").read_text())
+            markdown(page, (ROOT / f"{page}.md").read_text())
     return numbers
 
 

@@ -248,12 +248,18 @@ def draw_in_chinese(fig: Figure, draw: Callable[[Figure], Any], catalog: LabelCa
         math_log = logging.getLogger("matplotlib.mathtext")  # mathtext's missing glyphs: logged, not warned
         handler = _MissingGlyphs(report["missing_glyphs"])
         math_log.addHandler(handler)
+        # the Chinese font has one weight: bold text is drawn with it at 400, which font_manager logs to the
+        # kernel's stderr ("Failed to find font weight bold"), an output the English run does not have
+        font_log = logging.getLogger("matplotlib.font_manager")
+        font_level = font_log.level
+        font_log.setLevel(logging.ERROR)
         try:
             with warnings.catch_warnings(record=True) as caught, matplotlib.rc_context({"font.family": fonts}):
                 warnings.simplefilter("always")
                 result = draw(fig)
         finally:
             math_log.removeHandler(handler)
+            font_log.setLevel(font_level)
         for warning in caught:
             if "missing from font" in str(warning.message):
                 report["missing_glyphs"].add(str(warning.message))

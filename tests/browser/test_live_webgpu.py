@@ -86,8 +86,9 @@ def run(page, view, arg):
 
 
 def _runtime_files(visit):
+    """The runtime builds' files fetched (not the licence, nor files.json: the sizes and digests of all of them)."""
     return sorted({u.rsplit("/", 1)[-1] for m, u in visit.requests
-                   if m == "GET" and "/onnxruntime-web/" in u and not u.endswith("LICENSE")})
+                   if m == "GET" and "/onnxruntime-web/" in u and not u.endswith(("LICENSE", "files.json"))})
 
 
 def _status(page, view):
