@@ -160,18 +160,25 @@
       // a <picture> (mha_lib.notebook.figure_pair) is linked whole: its <img> must stay its child
       var box = img.parentElement && img.parentElement.tagName === "PICTURE" ? img.parentElement : img;
       var link = box.parentElement && box.parentElement.classList.contains("mha-full-size") ? box.parentElement : null;
+      // a figure Sphinx scaled (a width option) is already in Sphinx's link to the image file: that link is
+      // the one to mark, with the same title, target and note
+      var sphinx = box.parentElement && box.parentElement.matches("a.image-reference[href]") ? box.parentElement : null;
       if (!link) {
         // SVG diagrams too: on a phone their labels shrink below reading size; the tab can zoom them
-        if (!shrunk || img.closest("a, .jupyter-widgets, .widget-image, .mha-live-view")) return;
-        var href = fullSizeUrl(img);
+        if (!shrunk || (!sphinx && img.closest("a")) || img.closest(".jupyter-widgets, .widget-image, .mha-live-view")) {
+          return;
+        }
+        var href = sphinx ? sphinx.href : fullSizeUrl(img);
         if (!href) return;
-        link = document.createElement("a");
-        link.className = "mha-full-size";
+        link = sphinx || document.createElement("a");
+        link.classList.add("mha-full-size");
         link.href = href;
         link.target = "_blank";
         link.title = zh ? "在新标签页中打开原尺寸图片" : "Open the full-size image in a new tab";
-        box.parentNode.insertBefore(link, box);
-        link.appendChild(box);
+        if (!sphinx) {
+          box.parentNode.insertBefore(link, box);
+          link.appendChild(box);
+        }
         var note = document.createElement("span");
         note.className = "mha-full-size-note";
         note.textContent = zh ? "查看原尺寸（" + size(img) + "）" : "Open full size (" + size(img) + ")";

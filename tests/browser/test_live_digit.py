@@ -187,7 +187,7 @@ def test_on_a_phone_a_finger_draws_targets_are_44_px_and_nothing_scrolls_sideway
         # the pad keeps the page from scrolling while a finger draws on it
         assert pad.evaluate("e => getComputedStyle(e).touchAction") == "none"
         # the answer sits right above the pad (issue 50): in sight with the pad, naming the new reading
-        answer = page.locator(f"{VIEW} .mha-live-digit-answer")
+        answer = page.locator("[data-view=digit] .mha-live-digit-answer")
         page.wait_for_function(f"!{VIEW}.querySelector('.mha-live-stale')", timeout=60_000)
         a, box = answer.bounding_box(), pad.bounding_box()
         assert a["y"] + a["height"] <= box["y"] + 1 and box["y"] - (a["y"] + a["height"]) < 40, (a, box)
