@@ -190,23 +190,20 @@ def chinese_notebook(text: str) -> str:
         data = output.get("data") or {}
         for key in list(data):
             copy = metadata.get(key.removeprefix(GLUED))
-            png = copy.get(ZH_FIGURE_KEY, {}).get("png") if isinstance(copy, dict) else None
-            pngs = copy.get(ZH_FIGURE_KEY, {}).get("pngs") if isinstance(copy, dict) else None
-            if pngs and key.endswith("html"):  # a figure pair's HTML (mha_lib.notebook.figure_pair): each PNG in turn
-                text = "".join(data[key])
-                found = list(PNG_URL.finditer(text))
+            zh = copy.get(ZH_FIGURE_KEY, {}) if isinstance(copy, dict) else {}
+            png = zh.get("png")
+            if key.endswith("html") and (zh.get("pngs") or png):
+                # a figure's HTML: its PNGs swapped in turn, one (mha_lib.viz.HeadsFigure) or each rendering of a
+                # figure pair (mha_lib.notebook.figure_pair; None where a rendering has no words to translate)
+                pngs = zh.get("pngs") or [png]
+                markup = "".join(data[key])
+                found = list(PNG_URL.finditer(markup))
                 if len(found) != len(pngs):
                     raise ValueError(f"{len(pngs)} Chinese figure copies for HTML with {len(found)} PNG images")
                 for match, chinese_png in reversed(list(zip(found, pngs))):  # from the end: the spans stay valid
                     if chinese_png:
-                        text = text[:match.start()] + "data:image/png;base64," + chinese_png + text[match.end():]
-                data[key], changed = text, True
-            elif png and key.endswith("html"):  # a figure's HTML (mha_lib.viz.HeadsFigure): its one PNG swapped
-                text = "".join(data[key])
-                if len(PNG_URL.findall(text)) != 1:
-                    raise ValueError(f"a Chinese figure copy for HTML with {len(PNG_URL.findall(text))} PNG images")
-                start, end = PNG_URL.search(text).span()
-                data[key], changed = text[:start] + "data:image/png;base64," + png + text[end:], True
+                        markup = markup[:match.start()] + "data:image/png;base64," + chinese_png + markup[match.end():]
+                data[key], changed = markup, True
             elif png:
                 data[key], changed = png, True
         if glued_name(output) in chinese:
