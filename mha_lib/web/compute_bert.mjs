@@ -147,7 +147,7 @@ export async function layerInputsOf(model, ids, onFetch = () => {}) {
   const { num_layers: NL } = model.info;
   const size = ids.length * state.d;
   const data = new Float32Array(NL * size);
-  for (let l = 0; l < NL; l++) data.set(Float32Array.from(state.hidden[l]).subarray(0, size), l * size); // hidden (1, L, d)
+  for (let l = 0; l < NL; l++) data.set(state.hidden[l].subarray(0, size), l * size); // hidden (1, L, d), float32
   return { data, dims: [NL, 1, ids.length, state.d] };
 }
 
