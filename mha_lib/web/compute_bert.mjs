@@ -3,11 +3,12 @@
 //
 // A model split by layer (the browser's MiniLM: model.layer(i) gives layer i's session, fetched when first
 // asked) runs its embeddings file, then each layer's file: the maps of layer l reach the view as soon as layer l
-// is computed (onLayer), so the first maps are drawn after the runtime, the embeddings and one layer. It keeps
-// the hidden states of its last runs (model.states, a few texts at a time): a run of the same texts whose head
-// mask first differs at layer l starts from layer l's input (a head toggled in layer 4 recomputes layers 4
-// and 5), and the maps of the layers before are the kept ones. A whole file (the kernel's MiniLM, the reader's
-// own model) runs once, then gives its layers one by one.
+// is computed (onLayer), so the first maps are drawn after the runtime, the embeddings and one layer. Texts run
+// in groups of near lengths (lengthGroups: chapter 4's 24 texts as two batches, not one padded to the longest).
+// It keeps the hidden states of its last batches (model.states): a run of the same texts whose head mask first
+// differs at layer l starts from layer l's input (a head toggled in layer 4 recomputes layers 4 and 5), and the
+// maps of the layers before are the kept ones. A whole file (the kernel's MiniLM, the reader's own model) runs
+// once, then gives its layers one by one.
 
 import { NO_CLOCK } from "./clock.mjs";
 import { attentionsFromOutput, checkFinite, checkMapDims, feedsFor, queued } from "./compute.mjs";
@@ -43,7 +44,40 @@ export function paraphraseScores(emb, ref, d, A) {
   return { fidelity: fidelity / N, mrr: mrr / A };
 }
 
-const KEPT_STATES = 4; // texts whose hidden states a model keeps (the sentence, the scores' texts, ...)
+// Batches whose hidden states a model keeps (the sentence's, and each length group of the scores' texts: see
+// lengthGroups); a toggle finds them all kept, so it recomputes only the layers from the one it changed.
+const KEPT_STATES = 8;
+
+// A run's fixed cost in padded positions (one text's layer call each): the worker's round trip and the run's own
+// setup, about 1.5 ms a call on this book's machine (benchmarks/bench_live.py: a 15-token layer call 2.8-3 ms in the
+// page, native onnxruntime 0.7 ms), where one position of a layer costs about 0.1 ms in the page.
+export const CALL_POSITIONS = 16;
+
+/**
+ * The texts in groups of near lengths, each group run as one (B, L) batch: the fewest padded positions plus
+ * CALL_POSITIONS a group (a sentence-transformer's texts are short and of few lengths: chapter 4's 24 texts
+ * of 10-16 tokens are 384 positions as one batch, 327 in two). Exact dynamic programming over the texts
+ * sorted by length. Deterministic: equal lengths keep their order.
+ * @param {number[]} lengths  each text's tokens (>= 1)
+ * @param {number} [callPositions]  a group's fixed cost, in positions
+ * @returns {number[][]}  groups of indices into `lengths`, the shortest group first; every index once
+ */
+export function lengthGroups(lengths, callPositions = CALL_POSITIONS) {
+  const order = lengths.map((_, i) => i).sort((a, b) => lengths[a] - lengths[b] || a - b);
+  const n = order.length;
+  const best = [0]; // best[j]: the least cost of the j shortest texts
+  const cut = [0]; // where the last group of the best[j] starts
+  for (let j = 1; j <= n; j++) {
+    best[j] = Infinity;
+    for (let i = 0; i < j; i++) {
+      const cost = best[i] + (j - i) * lengths[order[j - 1]] + callPositions; // texts i..j-1, padded to the longest
+      if (cost < best[j]) [best[j], cut[j]] = [cost, i];
+    }
+  }
+  const groups = [];
+  for (let j = n; j > 0; j = cut[j]) groups.unshift(order.slice(cut[j], j));
+  return groups;
+}
 
 /** The head mask's rows as Float32Arrays of H, 1 = on; every head on where `mask` is null. */
 function maskRows(mask, NL, H) {
@@ -170,9 +204,24 @@ export async function runBert(model, texts, mask, { onFetch = () => {}, onLayer 
   onTokens(encodings);
   const ids = encodings.map((e) => e.ids);
   if (model.layer) {
-    const state = await queued(model, () => runLayers(model, ids, mask, { onFetch, onLayer, maps, clock, stale, onWait }));
-    if (!state) return null;
-    return { encodings, attentions: maps ? state.maps.slice() : null, embeddings: state.emb, d: state.d };
+    // texts of near lengths together (lengthGroups), text 0's group first: its maps are drawn as they come
+    const groups = lengthGroups(ids.map((r) => r.length));
+    const withText0 = groups.findIndex((g) => g.includes(0));
+    groups.unshift([0, ...groups.splice(withText0, 1)[0].filter((i) => i !== 0)]); // maps: its row 0
+    return queued(model, async () => {
+      let embeddings = null;
+      let first = null;
+      for (const group of groups) {
+        const withMaps = maps && group === groups[0];
+        const state = await runLayers(model, group.map((i) => ids[i]), mask, { onFetch, onLayer, maps: withMaps, clock,
+          stale, onWait });
+        if (!state) return null;
+        first = first || state;
+        embeddings = embeddings || new Float32Array(ids.length * state.d); // (N, d), the texts' order
+        group.forEach((i, b) => embeddings.set(state.emb.subarray(b * state.d, (b + 1) * state.d), i * state.d));
+      }
+      return { encodings, attentions: maps ? first.maps.slice() : null, embeddings, d: first.d };
+    });
   }
   const out = await queued(model, async () => {
     await clock.timeAsync("feeds", () => model.prepare(ids, onFetch)); // a split model: the word vectors, in the queue

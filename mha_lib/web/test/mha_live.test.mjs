@@ -9,7 +9,7 @@ import { fixture } from "./fixture.mjs";
 import { KernelTensor, kernelBackend } from "../runtime_kernel.mjs";
 import { fetchTokenRows, getManifest, licenceParts } from "../runtime_browser.mjs";
 import { URLS } from "../ort_runtime.mjs";
-import { paraphraseScores, runBert } from "../compute_bert.mjs";
+import { CALL_POSITIONS, lengthGroups, paraphraseScores, runBert } from "../compute_bert.mjs";
 import { VIRIDIS, colourOf, greyOf, gridLayout, largestWeight, rowEnd, zoomLayout } from "../layout.mjs";
 import {
   argmaxRows, attentionsFromOutput, checkFinite, markedTokens, median, prevMarkedLabels, seededFloats, tokenRowFeeds,
@@ -829,6 +829,95 @@ test("a toy model's logits are read only when they are (1, L, classes) of the se
   const none = fakeModel({ layers: 1, heads: 2, answer: (f) => ({ ...toyOutputs(1, 2, Number(f.input_ids.dims[1])),
     logits: { type: "float32", dims: [1, 3, 0], data: new Float32Array(0) } }) });
   await assert.rejects(compute.runToy(none, [1, 2, 3], [1, 0, 0]), /returned logits of dims \[1,3,0\]/);
+});
+
+/**
+ * A model split by layer (as the browser's MiniLM), d = 2: the embeddings put token id x at (x, 1); layer l adds to
+ * each position the mean of its row's unpadded positions times (l + 1) times the heads on; the last layer pools
+ * (the mean of the unpadded positions). A text's numbers depend on its own tokens only, as MiniLM's do (padding
+ * is masked), and every layer call is listed as [layer, B, L].
+ */
+function fakeSplitModel(layers = 3, heads = 2) {
+  class Tensor {
+    constructor(type, data, dims) {
+      Object.assign(this, { type, data, dims });
+    }
+  }
+  const d = 2;
+  const layerCalls = [];
+  const session = (l) => ({ run: async (f) => {
+    const [B, L] = f.hidden.dims;
+    layerCalls.push([l, B, L]);
+    const on = f.head_mask.data.reduce((a, b) => a + b, 0);
+    const out = new Float32Array(B * L * d);
+    const pooled = new Float32Array(B * d);
+    for (let b = 0; b < B; b++) {
+      const real = [...Array(L).keys()].filter((i) => !f.key_padding_mask.data[b * L + i]);
+      for (let k = 0; k < d; k++) {
+        const mean = real.reduce((s, i) => s + f.hidden.data[(b * L + i) * d + k], 0) / real.length;
+        for (let i = 0; i < L; i++) out[(b * L + i) * d + k] = f.hidden.data[(b * L + i) * d + k] + mean * (l + 1) * on;
+        pooled[b * d + k] = real.reduce((s, i) => s + out[(b * L + i) * d + k], 0) / real.length;
+      }
+    }
+    const att = new Float32Array(B * heads * L * L).fill(0.5);
+    return { hidden_out: new Tensor("float32", out, [B, L, d]), attentions: new Tensor("float32", att, [B, heads, L, L]),
+      ...(l === layers - 1 ? { sentence_embedding: new Tensor("float32", pooled, [B, d]) } : {}) };
+  } });
+  const model = { id: "split.onnx", info: { num_layers: layers, num_heads: heads }, ort: { Tensor }, queue: Promise.resolve(),
+    prepare: async () => {}, layerCalls, layer: async (l) => session(l), layerReady: () => true,
+    tokenizer: { encode: (text) => ({ ids: [101, ...text.split(" ").map((w) => 1000 + w.length), 102], tokens: [] }) },
+    session: { inputNames: ["input_ids", "token_type_ids", "key_padding_mask", "head_mask"], run: async (f) => {
+      const [B, L] = f.input_ids.dims;
+      const hidden = new Float32Array(B * L * d);
+      f.input_ids.data.forEach((x, i) => { hidden[i * d] = Number(x) / 1000; hidden[i * d + 1] = 1; });
+      return { hidden: new Tensor("float32", hidden, [B, L, d]) };
+    } } };
+  return model;
+}
+
+test("lengthGroups: texts of near lengths together, the fewest padded positions plus a run's cost", () => {
+  const lengths = [13, 10, 16, 12, 12, 13, 14, 10, 11, 13, 15, 12]; // chapter 4's kind of texts
+  const padded = (gs) => gs.reduce((s, g) => s + g.length * Math.max(...g.map((i) => lengths[i])), 0);
+  for (const cost of [0, 4, CALL_POSITIONS, 1000]) {
+    const groups = lengthGroups(lengths, cost);
+    assert.deepEqual(groups.flat().sort((a, b) => a - b), lengths.map((_, i) => i)); // every text once
+    const one = lengths.length * Math.max(...lengths) + cost;
+    assert.ok(padded(groups) + cost * groups.length <= one); // never worse than one batch
+  }
+  assert.equal(padded(lengthGroups(lengths, 0)), lengths.reduce((a, b) => a + b, 0)); // free runs: no padding
+  assert.equal(lengthGroups(lengths, 1000).length, 1); // dear runs: one batch
+  assert.deepEqual(lengthGroups([5, 5, 5]), [[0, 1, 2]]);
+  assert.deepEqual(lengthGroups([]), []);
+});
+
+test("runBert on a model split by layer: texts in length groups, equal to each text alone; a toggle reruns only " +
+  "the layers from its own in every group", async () => {
+  const texts = ["a bb", "c", "d ee fff gggg hh i jj kk ll", "m n", "o p q r s t u v w x", "yy", "zz z"];
+  const grouped = fakeSplitModel();
+  const mask = [[1, 1], [1, 1], [1, 1]];
+  const r = await runBert(grouped, texts, mask, { maps: false });
+  const lengths = texts.map((t) => t.split(" ").length + 2);
+  const groups = lengthGroups(lengths);
+  assert.ok(groups.length > 1);
+  // each layer ran once a group, on the group's own length: fewer positions than one batch padded to the longest
+  const positions = grouped.layerCalls.filter(([l]) => l === 0).reduce((s, [, B, L]) => s + B * L, 0);
+  assert.equal(grouped.layerCalls.length, 3 * groups.length);
+  assert.ok(positions < texts.length * Math.max(...lengths), `${positions} positions`);
+  for (const [i, text] of texts.entries()) {
+    const alone = await runBert(fakeSplitModel(), [text], mask, { maps: false });
+    assert.deepEqual(Array.from(r.embeddings.subarray(2 * i, 2 * i + 2)), Array.from(alone.embeddings), text);
+  }
+  // text 0's maps, with a sentence run kept beside: a head off in layer 1 reruns layers 1 and 2 of every group
+  const m = await runBert(grouped, texts, mask);
+  assert.equal(m.attentions.length, 3);
+  assert.equal(m.attentions[0][0].length, lengths[0]); // text 0's tokens, padding cut
+  await runBert(grouped, ["a sentence of its own"], mask);
+  grouped.layerCalls.length = 0;
+  const off = [[1, 1], [0, 1], [1, 1]];
+  const e = await runBert(grouped, texts, off, { maps: false });
+  assert.deepEqual(grouped.layerCalls.map(([l]) => l).sort(), Array(groups.length).fill([1, 2]).flat().sort());
+  const fresh = await runBert(fakeSplitModel(), texts, off, { maps: false });
+  assert.deepEqual(Array.from(e.embeddings), Array.from(fresh.embeddings));
 });
 
 test("a sentence model's maps: row 0 of the texts run, from all B rows (the browser) or row 0 alone (the kernel)", async () => {
