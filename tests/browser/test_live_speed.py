@@ -125,7 +125,7 @@ def test_the_first_minilm_maps_wait_for_the_runtime_the_embeddings_and_the_first
 def test_one_frame_per_layer_and_a_toggle_recomputes_from_its_layer(chromium_browser, book_url, views):
     """All six layers shown: a new sentence is drawn layer by layer (one mark per layer, in order) and the update
     ran the embeddings and each layer once. A head toggled in layer 4 of the prune view reruns layers 4 and 5 only,
-    for the sentence's maps and for the texts of the scores; the debug readout (?mha-debug=1) says so."""
+    for the sentence's maps and for every batch of the texts of the scores; the debug readout (?mha-debug=1) says so."""
     _require_models()
     context, page, visit = _open(chromium_browser, book_url, _html(views["sentence"], views["prune"]))
     try:
@@ -154,8 +154,14 @@ def test_one_frame_per_layer_and_a_toggle_recomputes_from_its_layer(chromium_bro
         mask[4][3] = 0
         r = page.evaluate(f"async (m) => await {prune}.mhaLive.run({{mask: m}})", mask)
         assert r["mask"][4][3] == 0
-        files = [c["file"].rsplit(".", 2)[1] for c in page.evaluate(f"{prune}.mhaLive.timings.parts")["calls"]]
-        assert files == ["layer4", "layer5", "layer4", "layer5"], files  # the sentence, then the scores' texts
+        calls = page.evaluate(f"{prune}.mhaLive.timings.parts")["calls"]
+        files = [c["file"].rsplit(".", 2)[1] for c in calls]
+        # the sentence, then the scores' texts in batches of near lengths (compute_bert.lengthGroups): each batch
+        # reruns layers 4 and 5 only, and the batches hold every text once
+        assert len(files) >= 6 and files == ["layer4", "layer5"] * (len(files) // 2), files
+        assert calls[0]["dims"]["hidden"][0] == 1
+        texts = views["prune"].config["texts"]
+        assert sum(c["dims"]["hidden"][0] for c in calls[2::2]) == len(texts), calls
         assert visit.console_errors == [] and visit.off_site == []
     finally:
         context.close()
