@@ -257,8 +257,8 @@ export const ZH = {
   "the model's probability of each digit": "模型对每个数字的概率",
   "Attention rollout (both layers, heads averaged, residual added)": "注意力展开（两层，各头取平均，加上残差）",
   "How much of each pixel reaches [CLS] at the top, with a colour scale of its own:": "每个像素有多少到达顶层的 [CLS]，使用单独的颜色刻度：",
-  "In every map the dots mark the pixels inked at least half way (grey level 0.5 or more, as chapter 7 counts ink), and each head's label gives the weight [CLS] keeps on itself.":
-    "每张图中的圆点标出至少涂黑一半的像素（灰度 0.5 及以上，与第 7 章计算墨迹的方式相同）；每个头的标签给出 [CLS] 留在自身上的权重。",
+  "In every map the dots mark the pixels inked at least half way (grey level 0.5 or more, as this chapter counts ink), and each head's label gives the weight [CLS] keeps on itself.":
+    "每张图中的圆点标出至少涂黑一半的像素（灰度 0.5 及以上，与本章计算墨迹的方式相同）；每个头的标签给出 [CLS] 留在自身上的权重。",
   "{heads} ({model}) reads a {digit}, with probability {p}.": "{heads}（{model}）读出的是 {digit}，概率 {p}。",
   "The test digit is a {digit}.": "这个测试数字是 {digit}。",
   "The other head counts read the same pixels as: {others}.": "其他头数的模型把同样的像素读作：{others}。",

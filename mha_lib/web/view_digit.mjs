@@ -255,7 +255,7 @@ export class DigitView extends View {
       el("p", { class: "mha-live-note" }, t("How much of each pixel reaches [CLS] at the top, with a colour scale of its own:")),
       this.rolloutLegend.node, this.rolloutGrid.node);
     const key = el("p", { class: "mha-live-note" }, t("In every map the dots mark the pixels inked at least half way " +
-      "(grey level 0.5 or more, as chapter 7 counts ink), and each head's label gives the weight [CLS] keeps on itself."));
+      "(grey level 0.5 or more, as this chapter counts ink), and each head's label gives the weight [CLS] keeps on itself."));
     return el("div", {}, this.bars, this.others, key, this.layers, rollout);
   }
 

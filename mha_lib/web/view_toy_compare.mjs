@@ -68,10 +68,14 @@ export class ToyCompareView extends View {
     const help = el("p", { class: "mha-live-note" },
       t("Pick a token at any position, and the marked position with the round buttons. " +
       "Each model predicts every position's label; ✓ right, ✗ wrong."));
-    // on a narrow screen the positions scroll sideways: say so (redraw() shows it only then)
+    // on a narrow screen the positions scroll sideways: say so, exactly then (the row's own size decides, from its
+    // first layout on: the view's redraw() runs only when the column's width changes after the view is built)
     this.scrollHint = el("p", { class: "mha-live-note", hidden: "" }, t("Scroll the row sideways for all {count} " +
       "positions; the predictions below scroll the same way.", { count: this.ids.length }));
     this.sequence = rows;
+    new ResizeObserver(() => {
+      this.scrollHint.hidden = rows.scrollWidth <= rows.clientWidth + 1;
+    }).observe(rows);
     return el("div", {}, help, rows, this.scrollHint, this.rule, ...this.ownModelInput());
   }
 
@@ -216,7 +220,6 @@ export class ToyCompareView extends View {
   redraw() {
     for (const s of this.sections) s.grid.draw();
     this.zoom.draw();
-    if (this.sequence) this.scrollHint.hidden = this.sequence.scrollWidth <= this.sequence.clientWidth + 1;
   }
 
   /**

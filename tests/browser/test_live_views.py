@@ -809,6 +809,7 @@ def test_on_a_touch_screen_a_tap_enlarges_a_map_and_taps_in_it_read_cells(chromi
 
 
 def test_toy_predictions_line_up_with_the_tokens_and_tap_targets_are_big_enough(chromium_browser, book_url, page_html):
+    """One column per position in the editor and every strip; at 390 px the row scrolls and its hint shows."""
     _require_models()
     for width in (1280, 390):
         context, page, visit = _open(chromium_browser, book_url, page_html, width=width, height=844)
@@ -827,6 +828,11 @@ def test_toy_predictions_line_up_with_the_tokens_and_tap_targets_are_big_enough(
             for m in range(len(TOYS)):
                 cells = lefts(f"{view} .mha-live-strip", m)
                 assert cells == columns, (width, m, cells, columns)  # one column per position, no wrapping
+            # a row wider than its box (a phone) says it scrolls, from the first layout on, not only after a resize
+            hint = page.locator(f"{view} .mha-live-note", has_text="Scroll the row sideways")
+            wide = page.evaluate(f"(s => s.scrollWidth > s.clientWidth + 1)"
+                                 f"(document.querySelector('{view} .mha-live-sequence'))")
+            assert wide == (width == 390) and hint.is_visible() == wide, (width, wide, hint.is_visible())
             for target in ("select", "input[type=radio]"):
                 b = page.locator(f"{view} .mha-live-position {target}").first.bounding_box()
                 assert b["width"] >= 24 and b["height"] >= 24, (width, target, b)
