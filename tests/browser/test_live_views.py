@@ -137,13 +137,16 @@ def _small_targets(page, view: str, *, skip_grids: bool = True) -> list:
         .filter(([, r]) => r.width < 44 || r.height < 44).map(([t, r]) => `${{t}} ${{r.width}}x${{r.height}}`)""")
 
 
-def _open(browser, book_url, html, width=1280, height=900, routes=None, init_script=None, touch=False):
-    """A page showing ``html`` at REL; every request off the local server is refused and recorded."""
+def _open(browser, book_url, html, width=1280, height=900, routes=None, init_script=None, touch=False, bodies=None):
+    """A page showing ``html`` at REL; every request off the local server is refused and recorded.
+    ``bodies`` ({URL suffix: bytes}) are served in place of the site's files from the first request on."""
     context = browser.new_context(viewport={"width": width, "height": height}, service_workers="block",
                                   has_touch=touch, is_mobile=touch)
     page = context.new_page()
     url = book_url + REL
     visit = _watch(page, book_url, {url: html}, routes)
+    for suffix, body in (bodies or {}).items():
+        _serve(page, suffix, body)
     if init_script:
         page.add_init_script(init_script)
     page.goto(url, wait_until="load")
@@ -1091,13 +1094,13 @@ def test_a_model_with_a_nan_weight_says_so_and_the_maps_stay(chromium_browser, b
     cfg = configs["toy-compare"]
     body = _nan_copy(path, cfg["ids"][0])
     assert len(body) == path.stat().st_size  # the right size: only its values are wrong
-    context, page, visit = _open(chromium_browser, book_url, page_html)
+    # the manifest of a build that wrote this file (the page refuses a file whose digest is not the manifest's),
+    # served from the page's first request: the page may read the manifest before any action
+    manifest = json.loads((HTML_ROOT / "_static" / "models" / "manifest.json").read_text())
+    manifest["models"][name]["sha256"] = hashlib.sha256(body).hexdigest()
+    context, page, visit = _open(chromium_browser, book_url, page_html,
+                                 bodies={f"/{name}.onnx": body, "/models/manifest.json": json.dumps(manifest).encode()})
     try:
-        _serve(page, f"/{name}.onnx", body)
-        # the manifest of a build that wrote this file (the page refuses a file whose digest is not the manifest's)
-        manifest = json.loads((HTML_ROOT / "_static" / "models" / "manifest.json").read_text())
-        manifest["models"][name]["sha256"] = hashlib.sha256(body).hexdigest()
-        _serve(page, "/models/manifest.json", json.dumps(manifest).encode())
         title = page.locator("[data-view=toy-compare] .mha-live-model-title").nth(TOYS.index(name))
         before = (page.evaluate(f"{VIEW % 'toy-compare'}.mhaLive.lastResult"), title.text_content())
         r = _try_run(page, "toy-compare", {"ids": cfg["ids"], "types": cfg["types"]})
