@@ -103,3 +103,42 @@ def assert_a_quiet_visit_keeps_the_task_bound(visit, what: str = "") -> None:
         if longest[-1] <= MAIN_THREAD_TASK_MS:
             break
     assert min(longest) <= MAIN_THREAD_TASK_MS, f"{what}the longest main-thread task of each visit, ms of CPU: {longest}"
+
+
+# A view's result carries its maps as nested arrays ([layer][head][query][key]): 4.7 million numbers for a
+# 256-token MiniLM sentence, which Playwright's JSON path took tens of seconds to carry (and Python to rebuild as
+# lists). PACK_MAPS, a JavaScript function of a result, carries every "attentions" array instead as float32 bytes
+# (base64, with its shape; the maps are float32 outputs, so nothing is lost); unpack_maps rebuilds them here as
+# numpy arrays. page.evaluate(f"async (x) => ({PACK_MAPS})(await view.mhaLive.run(x))", arg) is the pattern.
+PACK_MAPS = """(value) => {
+  const pack = (maps) => {
+    const shape = [];
+    for (let x = maps; Array.isArray(x); x = x[0]) shape.push(x.length);
+    const bytes = new Uint8Array(Float32Array.from(maps.flat(Infinity)).buffer);
+    let text = "";
+    for (let i = 0; i < bytes.length; i += 0x8000) text += String.fromCharCode.apply(null, bytes.subarray(i, i + 0x8000));
+    return { __float32__: btoa(text), shape };
+  };
+  const walk = (v) => {
+    if (Array.isArray(v)) return v.map(walk);
+    if (!v || typeof v !== "object") return v;
+    return Object.fromEntries(Object.entries(v).map(([k, x]) =>
+      [k, k === "attentions" && Array.isArray(x) && x.length ? pack(x) : walk(x)]));
+  };
+  return walk(value);
+}"""
+
+
+def unpack_maps(value):
+    """``value`` from PACK_MAPS with each packed map array as a float32 numpy array of its shape."""
+    import base64
+
+    import numpy as np
+
+    if isinstance(value, list):
+        return [unpack_maps(v) for v in value]
+    if isinstance(value, dict):
+        if "__float32__" in value:
+            return np.frombuffer(base64.b64decode(value["__float32__"]), np.float32).reshape(value["shape"])
+        return {k: unpack_maps(v) for k, v in value.items()}
+    return value

@@ -23,7 +23,7 @@ from importlib import resources
 import pytest
 import torch
 
-from book_site import HTML_ROOT, SCREENSHOTS, wait_for_live_views
+from book_site import HTML_ROOT, PACK_MAPS, SCREENSHOTS, unpack_maps, wait_for_live_views
 
 pytestmark = pytest.mark.browser
 
@@ -164,7 +164,8 @@ def shared(chromium_browser, book_url, page_html):
 
 
 def run(page, view, arg):
-    return page.evaluate(f"async (x) => {{ const r = await {VIEW % view}.mhaLive.run(x); return r; }}", arg)
+    """``view``'s ``run(arg)``: its result, the maps as numpy arrays (book_site.PACK_MAPS)."""
+    return unpack_maps(page.evaluate(f"async (x) => ({PACK_MAPS})(await {VIEW % view}.mhaLive.run(x))", arg))
 
 
 def py_attentions(bert, text, mask=None):
@@ -578,8 +579,9 @@ def test_chapter_1_view_runs_the_readers_sequence_like_mha_lib(chromium_browser,
 
 def _try_run(page, view, arg):
     """run(arg) on a view: {"ok": True, "result"} or {"ok": False, "error"}."""
-    return page.evaluate(f"""async (x) => {{ try {{ return {{ok: true, result: await {VIEW % view}.mhaLive.run(x)}}; }}
-        catch (e) {{ return {{ok: false, error: String(e)}}; }} }}""", arg)
+    return unpack_maps(page.evaluate(f"""async (x) => {{ try {{ return {{ok: true,
+        result: ({PACK_MAPS})(await {VIEW % view}.mhaLive.run(x))}}; }} catch (e) {{ return {{ok: false, error: String(e)}}; }} }}""",
+        arg))
 
 
 def test_toy_runs_resolve_with_their_own_input_and_the_last_is_shown(shared):
@@ -1037,10 +1039,14 @@ def test_sparse_lists_are_refused_visibly_and_the_state_stays(shared):
     """Holes (`new Array(6)`, `[1, , 2]`) and extra properties are refused at every depth of every
     view's input, with a visible error naming the value; the view's state and maps stay."""
     page, visit = shared
-    state = lambda view: page.evaluate(f"""() => {{ const e = {VIEW % view};
-        return {{result: e.mhaLive.lastResult, scores: (e.querySelector('.mha-live-scores') || {{}}).textContent || null,
+    # the state as a SHA-256 made in the page (the result may hold a 256-token sentence's 4.7 million weights), and the scores
+    state = lambda view: page.evaluate(f"""async () => {{ const e = {VIEW % view};
+        const scores = (e.querySelector('.mha-live-scores') || {{}}).textContent || null;
+        const text = JSON.stringify({{result: e.mhaLive.lastResult, scores,
                  pressed: [...e.querySelectorAll('.mha-live-toggles button')].map(b => b.getAttribute('aria-pressed')),
-                 titles: [...e.querySelectorAll('.mha-live-model-title')].map(t => t.textContent)}}; }}""")
+                 titles: [...e.querySelectorAll('.mha-live-model-title')].map(t => t.textContent)}});
+        const digest = new Uint8Array(await crypto.subtle.digest('SHA-256', new TextEncoder().encode(text)));
+        return {{digest: Array.from(digest, (x) => x.toString(16).padStart(2, '0')).join(''), scores}}; }}""")
     cases = {
         "prune": [
             ("({mask: new Array(6)})", "mask must be a list of 6 rows, got a sparse array of 6 (holes at 0, 1, 2, …)"),
@@ -1161,7 +1167,7 @@ def test_a_long_pasted_text_is_kept_and_its_real_token_count_said(shared, bert):
     page.wait_for_function(f"{VIEW % 'sentence'}.mhaLive.lastResult.text.length === 10000", timeout=60_000)
     assert box.input_value() == text  # nothing cut
     full = len(bert.tokenizer.tokenize(text)) + 2  # [CLS] and [SEP]
-    r = page.evaluate(f"{VIEW % 'sentence'}.mhaLive.lastResult")
+    r = page.evaluate(f"(({{truncated, fullLength, tokens}}) => ({{truncated, fullLength, tokens}}))({VIEW % 'sentence'}.mhaLive.lastResult)")
     assert r["truncated"] and r["fullLength"] == full and len(r["tokens"]) == 256
     status, is_error = _status(page, "sentence")
     assert f"{full:,} tokens" in status and "10,000 characters" in status and "first 256 tokens" in status, status
