@@ -60,7 +60,7 @@ def test_maps_with_room_show_their_tokens_and_every_map_names_the_cell_by_the_po
         tip = page.locator(f"{SEL} .mha-live-tip")
         assert tip.is_visible()
         assert "[SEP]" in tip.text_content() and tip.text_content() == page.locator(f"{SEL} .mha-live-readout").text_content()
-        page.evaluate(f"async (x) => await {VIEW}.mhaLive.run(x)", LONG)
+        page.evaluate(f"async (x) => {{ await {VIEW}.mhaLive.run(x); }}", LONG)  # its maps stay in the page
         assert all(o == 0 for o in origins(page))  # too many tokens for labels at this width
         box = page.locator(f"{SEL} .mha-live-grid .mha-live-head canvas").nth(2).bounding_box()
         page.mouse.move(box["x"] + 2, box["y"] + 2)
@@ -116,7 +116,7 @@ def test_lines_draw_the_layer_shown_and_the_heads_picked_and_export_as_shown(chr
             page.locator(f"{SEL} .mha-live-export button", has_text="PNG").click()
         assert open(info.value.path(), "rb").read(8) == b"\x89PNG\r\n\x1a\n"
         # a new sentence redraws the lines; "Maps" brings the grid back
-        page.evaluate(f"async (x) => await {VIEW}.mhaLive.run(x)", "Dogs bark at night.")
+        page.evaluate(f"async (x) => {{ await {VIEW}.mhaLive.run(x); }}", "Dogs bark at night.")  # its maps stay in the page
         assert "over 7 tokens" in canvas.get_attribute("aria-label")
         page.locator(f"{SEL} button", has_text="Maps").click()
         assert page.locator(f"{SEL} .mha-live-grid").first.is_visible() and not canvas.is_visible()
@@ -131,7 +131,7 @@ def test_lines_on_a_phone_fit_and_keep_44_px_targets(chromium_browser, book_url,
         page.locator(f"{SEL} button", has_text="Lines (head view)").tap()
         # a check box's target is its label, counted itself
         assert [t for t in _small_targets(page, VIEW) if t != "INPUT 24x24"] == []
-        page.evaluate(f"async (x) => await {VIEW}.mhaLive.run(x)", LONG)
+        page.evaluate(f"async (x) => {{ await {VIEW}.mhaLive.run(x); }}", LONG)  # its maps stay in the page
         assert page.evaluate("document.documentElement.scrollWidth - document.documentElement.clientWidth") <= 0
         canvas = page.locator(f"{SEL} .mha-live-lines-canvas")
         # its first rows 300 px down the window: clear of the sticky readout above (the canvas may be taller)

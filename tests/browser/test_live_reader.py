@@ -240,7 +240,8 @@ def test_each_view_exports_png_svg_csv_and_json_of_the_maps_shown(chromium_brows
         assert "'=" in keys and "=" not in keys and "&" in keys  # "=" is shown by a spreadsheet, never computed
         data = json.loads(files["json"][1])
         assert data["text"] == text and data["tokens"] == r["tokens"] and len(data["heads"]) == 12
-        assert data["heads"][3]["attention"] == r["attentions"][0][3]
+        shown = torch.tensor(r["attentions"][0][3])  # float32: the page's weights, exactly
+        assert torch.equal(torch.tensor(data["heads"][3]["attention"], dtype=torch.float32), shown)
         # the toy view: every model's heads, the sequence named
         toy = page.locator("[data-view=toy-compare] .mha-live-export button")
         name, body = _download(page, toy.nth(3))
