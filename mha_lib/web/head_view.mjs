@@ -281,7 +281,7 @@ export function linesMode(view) {
     return button;
   });
   const control = el("div", { class: "mha-live-controls", role: "group", "aria-label": t("show the heads as") },
-    el("span", {}, t("Show the heads as")), ...buttons);
+    el("span", {}, t("Show the heads as")), el("span", { class: "mha-live-pair" }, ...buttons)); // one toggle: never split
   const layer = () => Number(maps.control.slider.value);
   const show = () => {
     if (mode !== "lines" || !maps.attentions) return;

@@ -372,6 +372,7 @@ export const ZH = {
   "Still the maps of “{text}”: those of your text follow once the model has read it.":
     "仍是“{text}”的注意力图：模型读完你的文本后，会显示新文本的图。",
   "The maps of “{text}”.": "“{text}”的注意力图。",
+  "The maps of “{text}”": "“{text}”的注意力图。",
   "The text is empty (nothing the tokenizer keeps): type a sentence. The maps show the last one.":
     "文本为空（分词器没有保留任何内容）：请输入一个句子。图中仍是上一句的结果。",
   "{count} tokens, recomputed {where} in {ms} ms.": "{count} 个词元，已{where}重新计算，用时 {ms} 毫秒。",

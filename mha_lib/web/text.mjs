@@ -51,6 +51,14 @@ export function errorText(err) {
   return err?.message ? err.message : String(err);
 }
 
+/**
+ * The sentence view's caption, "The maps of “The cat sat.”": a text that ends its own sentence (. ! ? or their
+ * Chinese forms) takes no second period after the closing quote; any other text does ("The maps of “a cat”.").
+ */
+export function mapsOfText(text) {
+  return /[.!?。！？]$/.test(text) ? t("The maps of “{text}”", { text }) : t("The maps of “{text}”.", { text });
+}
+
 /** A token as a short label: long tokens are cut with "…" (the readout shows them whole). */
 export function shortLabel(token, max = 12) {
   const chars = Array.from(String(token));

@@ -4,7 +4,7 @@
 import { runBert } from "./compute_bert.mjs";
 import { describeValue } from "./checks.mjs";
 import { debounce, el, setText } from "./dom.mjs";
-import { errorText, formatMB, headsText, layersText, shortLabel, truncationText, unknownText } from "./text.mjs";
+import { errorText, formatMB, headsText, layersText, mapsOfText, shortLabel, truncationText, unknownText } from "./text.mjs";
 import { t } from "./i18n.mjs";
 import { hasWords } from "./wordpiece.mjs";
 import { LayerMaps } from "./layer_maps.mjs";
@@ -160,7 +160,7 @@ export class SentenceView extends View {
         "the model has read it.", words) : t("The maps of “{text}” by your model “{model}”.", words));
     } else {
       setText(this.shown, stale ? t("Still the maps of “{text}”: those of your text follow once the model has read it.",
-        words) : t("The maps of “{text}”.", words));
+        words) : mapsOfText(short));
     }
   }
 

@@ -128,6 +128,9 @@ def test_lines_draw_the_layer_shown_and_the_heads_picked_and_export_as_shown(chr
 def test_lines_on_a_phone_fit_and_keep_44_px_targets(chromium_browser, book_url, page_html):
     context, page, visit = _open(chromium_browser, book_url, page_html, width=390, height=844, touch=True)
     try:
+        # the two modes' buttons stay side by side, one toggle, even where their label takes a line of its own
+        tops = [page.locator(f"{SEL} button", has_text=name).bounding_box()["y"] for name in ("Maps", "Lines (head view)")]
+        assert tops[0] == tops[1], f"the Maps / Lines buttons split over two lines at 390 px: tops {tops}"
         page.locator(f"{SEL} button", has_text="Lines (head view)").tap()
         # a check box's target is its label, counted itself
         assert [t for t in _small_targets(page, VIEW) if t != "INPUT 24x24"] == []

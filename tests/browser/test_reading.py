@@ -69,6 +69,12 @@ EQUATIONS = """() => [...document.querySelectorAll(
   .map(m => ({wide: m.scrollWidth > m.clientWidth + 1, overflow: getComputedStyle(m).overflowX,
               hinted: m.classList.contains('mha-scrolls'), text: (m.textContent || '').slice(0, 40)}))"""
 
+# a table's box (and the border the theme draws around it) against its widest row: as wide as its columns
+TABLE_BOXES = """() => [...document.querySelectorAll('.bd-article table')]
+  .filter(t => !t.closest('details:not([open])') && t.getBoundingClientRect().width > 0)
+  .map(t => ({box: t.getBoundingClientRect().width, rows: Math.max(0, ...[...t.rows].map(r => r.getBoundingClientRect().width)),
+              text: (t.textContent || '').trim().slice(0, 40)}))"""
+
 CAPTIONS = """() => [...document.querySelectorAll('.bd-article figcaption')].map(c => {
   const copy = c.cloneNode(true);
   copy.querySelectorAll('code, mjx-container, .headerlink').forEach(e => e.remove());
@@ -128,6 +134,9 @@ def test_wide_tables_and_outputs_say_they_scroll_at_1280(open_page, rel):
     page, _ = open_page(rel, width=1280, height=800)
     settle_math(page)
     _scroll_hints(page, rel, 1280)
+    for table in page.evaluate(TABLE_BOXES):  # a narrow table's border box hugs its columns
+        assert table["box"] <= table["rows"] + 4, f"{rel}: the box of {table['text']!r} is {table['box']:.0f} px " \
+            f"wide around rows of {table['rows']:.0f} px"
 
 
 @pytest.mark.parametrize("rel", CHAPTERS)

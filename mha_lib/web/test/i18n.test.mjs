@@ -8,7 +8,7 @@ import assert from "node:assert/strict";
 import fs from "node:fs";
 import { pageLanguage, sentences, t } from "../i18n.mjs";
 import { ZH } from "../i18n_zh.mjs";
-import { downloadText, unknownText } from "../text.mjs";
+import { downloadText, mapsOfText, unknownText } from "../text.mjs";
 
 const WEB = new URL("..", import.meta.url);
 const MODULES = fs.readdirSync(WEB).filter((f) => f.endsWith(".mjs") && !f.startsWith("i18n")).sort();
@@ -105,6 +105,8 @@ test("t(): English without a page or on an English page, Chinese where <html lan
     assert.equal(sentences("第一句。", "", "第二句。"), "第一句。第二句。");
     assert.equal(downloadText(4, 0.9e6, 14.2e6), "全部 4 个模型（0.9 MB）和运行时（14.2 MB）");
     assert.equal(unknownText(["[CLS]", "[UNK]", "[UNK]", "把", "[SEP]"]).startsWith("其中"), true);
+    assert.equal(mapsOfText("The cat sat."), "“The cat sat.”的注意力图。");
+    assert.equal(mapsOfText("a cat"), "“a cat”的注意力图。");
   } finally {
     if (saved) Object.defineProperty(globalThis, "document", saved);
     else delete globalThis.document;
@@ -112,5 +114,11 @@ test("t(): English without a page or on an English page, Chinese where <html lan
   assert.equal(t("token {i} is {token}, not a number in 0..{last}", { i: 3, token: '"abc"', last: 9 }),
     'token 3 is "abc", not a number in 0..9');
   assert.equal(sentences("One.", "", "Two."), "One. Two.");
+  // the caption's period: one, whether or not the quoted text ends its own sentence
+  assert.equal(mapsOfText("The animal … too tired."), "The maps of “The animal … too tired.”");
+  assert.equal(mapsOfText("Is it?"), "The maps of “Is it?”");
+  assert.equal(mapsOfText("小明不饿了。"), "The maps of “小明不饿了。”");
+  assert.equal(mapsOfText("a cat"), "The maps of “a cat”.");
+  assert.equal(mapsOfText("cut short…"), "The maps of “cut short…”.");
   assert.equal(downloadText(4, 0.9e6, 14.2e6), "the four models (0.9 MB) and the runtime (14.2 MB)");
 });
