@@ -3,11 +3,13 @@
 * The book is the one `make book` built (``_build/html``; override with MHA_BOOK_HTML). It is
   served by ``http.server`` in a thread, on a free port of 127.0.0.1.
 * Chromium is Debian's (/usr/bin/chromium; override with MHA_CHROMIUM), driven by Playwright.
-* Every request goes through one route handler. Requests to the book are fetched from the local
-  server. A request to a CDN that the book's pages are known to use (require.js, the ipywidgets
-  HTML manager, MathJax, d3, jquery) is answered from the npm copies in
-  ``tests/browser/node_modules`` (``npm ci --prefix tests/browser``). Any other request is
-  aborted and recorded, and the tests fail on it: a page must not need the network.
+* Requests off the local server go through one route handler: a request to a CDN that the book's
+  pages are known to use (require.js, the ipywidgets HTML manager, MathJax, d3, jquery) is answered
+  from the npm copies in ``tests/browser/node_modules`` (``npm ci --prefix tests/browser``); any other
+  is aborted and recorded, and the tests fail on it: a page must not need the network. The book's HTML
+  documents go through a second handler (below); the book's other files go straight to the local
+  server, unrouted (routing every file through Python cost about 2 s a chapter page), and are counted
+  from their responses: the status, and the size of the file on disk (gzip size computed once a file).
 * ``integrity`` attributes are stripped from the HTML, since a local copy is not byte-identical
   to a CDN's minified file (npm's requirejs ships no .min.js). The book itself serves its own
   copies and has none; this only matters if a page falls back to a CDN URL.
@@ -23,6 +25,7 @@ from dataclasses import dataclass, field
 from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import List
+from urllib.parse import unquote, urlsplit
 
 import pytest
 from playwright.sync_api import Error as PlaywrightError
@@ -83,6 +86,20 @@ def _content_type(path: Path) -> str:
     return mimetypes.guess_type(path.name)[0] or "application/octet-stream"
 
 
+@functools.lru_cache(maxsize=None)
+def _file_sizes(path: Path, mtime_ns: int) -> tuple:
+    """(bytes, bytes a gzip-compressing server sends) of one of the book's files, as PageVisit.count counts."""
+    body = path.read_bytes()
+    visit = PageVisit(url="")
+    visit.count(body, _content_type(path))
+    return visit.bytes_loaded, visit.bytes_transferred
+
+
+def _is_document(url: str) -> bool:
+    """An HTML document of the book (a page, a frame): its integrity attributes are stripped as it is served."""
+    return urlsplit(url).path.endswith((".html", "/"))
+
+
 def _answer_from_npm(url: str):
     for pattern, target in CDN_COPIES:
         m = re.fullmatch(pattern, url.split("?")[0])
@@ -109,7 +126,7 @@ def open_page(chromium_browser, book_url):
         page = context.new_page()
         visit = PageVisit(url=book_url + rel)
 
-        def route(route):
+        def document(route):
             url = route.request.url
             if content is not None and url == visit.url:  # the test page, as if the server sent it
                 body, n = INTEGRITY.subn(b"", content.encode())
@@ -117,24 +134,25 @@ def open_page(chromium_browser, book_url):
                 visit.count(body, "text/html")
                 route.fulfill(status=200, body=body, content_type="text/html")
                 return
-            if url.startswith(book_url):
-                try:
-                    response = route.fetch()
-                    body = response.body()
-                except PlaywrightError as err:
-                    # a page closing while its request is in flight (its test over, the next one running):
-                    # nothing to answer, and no reason to fail the test that happens to be running
-                    if "disposed" in str(err) or "closed" in str(err):
-                        return
-                    raise
-                if response.status >= 400:
-                    visit.broken.append(f"{response.status} {url}")
-                if "text/html" in response.headers.get("content-type", ""):
-                    body, n = INTEGRITY.subn(b"", body)
-                    visit.stripped_integrity += n
-                visit.count(body, response.headers.get("content-type", ""))
-                route.fulfill(response=response, body=body)
-                return
+            try:
+                response = route.fetch()
+                body = response.body()
+            except PlaywrightError as err:
+                # a page closing while its request is in flight (its test over, the next one running):
+                # nothing to answer, and no reason to fail the test that happens to be running
+                if "disposed" in str(err) or "closed" in str(err):
+                    return
+                raise
+            if response.status >= 400:
+                visit.broken.append(f"{response.status} {url}")
+            if "text/html" in response.headers.get("content-type", ""):
+                body, n = INTEGRITY.subn(b"", body)
+                visit.stripped_integrity += n
+            visit.count(body, response.headers.get("content-type", ""))
+            route.fulfill(response=response, body=body)
+
+        def off_site(route):
+            url = route.request.url
             if url.startswith("data:") or url.startswith("blob:"):
                 route.continue_()
                 return
@@ -149,7 +167,22 @@ def open_page(chromium_browser, book_url):
             visit.unanswered.append(url)
             route.abort("blockedbyclient")
 
-        page.route("**/*", route)
+        def served(response):  # the book's other files, straight from the local server
+            url = response.url
+            if not url.startswith(book_url) or url == visit.url or _is_document(url):
+                return
+            if response.status >= 400:
+                visit.broken.append(f"{response.status} {url}")
+                return
+            path = HTML_ROOT / unquote(urlsplit(url).path.lstrip("/"))
+            if path.is_file():
+                loaded, transferred = _file_sizes(path, path.stat().st_mtime_ns)
+                visit.bytes_loaded += loaded
+                visit.bytes_transferred += transferred
+
+        page.route(lambda url: url == visit.url or (url.startswith(book_url) and _is_document(url)), document)
+        page.route(lambda url: not url.startswith(book_url), off_site)
+        page.on("response", served)
         page.on("console", lambda msg: visit.console_errors.append(msg.text) if msg.type == "error" else None)
         page.on("pageerror", lambda err: visit.console_errors.append(f"uncaught: {err}"))
         page.goto(visit.url, wait_until="load")
