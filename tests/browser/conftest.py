@@ -16,6 +16,7 @@
 """
 from __future__ import annotations
 
+import collections
 import functools
 import gzip
 import mimetypes
@@ -110,6 +111,80 @@ def _answer_from_npm(url: str):
     return None
 
 
+def open_book_page(browser, book_url: str, rel: str, width: int = 1280, height: int = 900, content: str = None):
+    """(context, page, PageVisit): ``rel`` of the book loaded in a new context of ``browser``, widgets drawn."""
+    context = browser.new_context(viewport={"width": width, "height": height}, service_workers="block")
+    page = context.new_page()
+    visit = PageVisit(url=book_url + rel)
+
+    def document(route):
+        url = route.request.url
+        if content is not None and url == visit.url:  # the test page, as if the server sent it
+            body, n = INTEGRITY.subn(b"", content.encode())
+            visit.stripped_integrity += n
+            visit.count(body, "text/html")
+            route.fulfill(status=200, body=body, content_type="text/html")
+            return
+        try:
+            response = route.fetch()
+            body = response.body()
+        except PlaywrightError as err:
+            # a page closing while its request is in flight (its test over, the next one running):
+            # nothing to answer, and no reason to fail the test that happens to be running
+            if "disposed" in str(err) or "closed" in str(err):
+                return
+            raise
+        if response.status >= 400:
+            visit.broken.append(f"{response.status} {url}")
+        if "text/html" in response.headers.get("content-type", ""):
+            body, n = INTEGRITY.subn(b"", body)
+            visit.stripped_integrity += n
+        visit.count(body, response.headers.get("content-type", ""))
+        route.fulfill(response=response, body=body)
+
+    def off_site(route):
+        url = route.request.url
+        if url.startswith("data:") or url.startswith("blob:"):
+            route.continue_()
+            return
+        local = _answer_from_npm(url)
+        if local is not None:
+            body = local.read_bytes()
+            visit.from_cdn_copies.append(url)
+            visit.count(body, _content_type(local))
+            route.fulfill(status=200, body=body, content_type=_content_type(local),
+                          headers={"Access-Control-Allow-Origin": "*"})
+            return
+        visit.unanswered.append(url)
+        route.abort("blockedbyclient")
+
+    def served(response):  # the book's other files, straight from the local server
+        url = response.url
+        if not url.startswith(book_url) or url == visit.url or _is_document(url):
+            return
+        if response.status >= 400:
+            visit.broken.append(f"{response.status} {url}")
+            return
+        path = HTML_ROOT / unquote(urlsplit(url).path.lstrip("/"))
+        if path.is_file():
+            loaded, transferred = _file_sizes(path, path.stat().st_mtime_ns)
+            visit.bytes_loaded += loaded
+            visit.bytes_transferred += transferred
+
+    page.route(lambda url: url == visit.url or (url.startswith(book_url) and _is_document(url)), document)
+    page.route(lambda url: not url.startswith(book_url), off_site)
+    page.on("response", served)
+    page.on("console", lambda msg: visit.console_errors.append(msg.text) if msg.type == "error" else None)
+    page.on("pageerror", lambda err: visit.console_errors.append(f"uncaught: {err}"))
+    try:
+        page.goto(visit.url, wait_until="load")
+        settle(page)
+    except BaseException:
+        context.close()  # nobody else holds it yet
+        raise
+    return context, page, visit
+
+
 @pytest.fixture
 def open_page(chromium_browser, book_url):
     """``open_page("chapters/x.html") -> (page, PageVisit)``, loaded and with widgets drawn.
@@ -120,78 +195,48 @@ def open_page(chromium_browser, book_url):
     contexts = []
 
     def _open(rel: str, width: int = 1280, height: int = 900, content: str = None):
-        context = chromium_browser.new_context(viewport={"width": width, "height": height},
-                                               service_workers="block")
+        context, page, visit = open_book_page(chromium_browser, book_url, rel, width, height, content)
         contexts.append(context)
-        page = context.new_page()
-        visit = PageVisit(url=book_url + rel)
-
-        def document(route):
-            url = route.request.url
-            if content is not None and url == visit.url:  # the test page, as if the server sent it
-                body, n = INTEGRITY.subn(b"", content.encode())
-                visit.stripped_integrity += n
-                visit.count(body, "text/html")
-                route.fulfill(status=200, body=body, content_type="text/html")
-                return
-            try:
-                response = route.fetch()
-                body = response.body()
-            except PlaywrightError as err:
-                # a page closing while its request is in flight (its test over, the next one running):
-                # nothing to answer, and no reason to fail the test that happens to be running
-                if "disposed" in str(err) or "closed" in str(err):
-                    return
-                raise
-            if response.status >= 400:
-                visit.broken.append(f"{response.status} {url}")
-            if "text/html" in response.headers.get("content-type", ""):
-                body, n = INTEGRITY.subn(b"", body)
-                visit.stripped_integrity += n
-            visit.count(body, response.headers.get("content-type", ""))
-            route.fulfill(response=response, body=body)
-
-        def off_site(route):
-            url = route.request.url
-            if url.startswith("data:") or url.startswith("blob:"):
-                route.continue_()
-                return
-            local = _answer_from_npm(url)
-            if local is not None:
-                body = local.read_bytes()
-                visit.from_cdn_copies.append(url)
-                visit.count(body, _content_type(local))
-                route.fulfill(status=200, body=body, content_type=_content_type(local),
-                              headers={"Access-Control-Allow-Origin": "*"})
-                return
-            visit.unanswered.append(url)
-            route.abort("blockedbyclient")
-
-        def served(response):  # the book's other files, straight from the local server
-            url = response.url
-            if not url.startswith(book_url) or url == visit.url or _is_document(url):
-                return
-            if response.status >= 400:
-                visit.broken.append(f"{response.status} {url}")
-                return
-            path = HTML_ROOT / unquote(urlsplit(url).path.lstrip("/"))
-            if path.is_file():
-                loaded, transferred = _file_sizes(path, path.stat().st_mtime_ns)
-                visit.bytes_loaded += loaded
-                visit.bytes_transferred += transferred
-
-        page.route(lambda url: url == visit.url or (url.startswith(book_url) and _is_document(url)), document)
-        page.route(lambda url: not url.startswith(book_url), off_site)
-        page.on("response", served)
-        page.on("console", lambda msg: visit.console_errors.append(msg.text) if msg.type == "error" else None)
-        page.on("pageerror", lambda err: visit.console_errors.append(f"uncaught: {err}"))
-        page.goto(visit.url, wait_until="load")
-        settle(page)
         return page, visit
 
     yield _open
     for context in contexts:
         context.close()
+
+
+KEPT_PAGES = 2  # loaded pages a worker keeps for loaded_page (a page at both widths)
+
+
+@pytest.fixture(scope="session")
+def _kept_pages(chromium_browser):
+    kept = collections.OrderedDict()  # (rel, width, height) -> (context, page, visit), the last used last
+    yield kept
+    for context, _, _ in kept.values():
+        context.close()
+
+
+@pytest.fixture
+def loaded_page(_kept_pages, chromium_browser, book_url):
+    """``loaded_page(rel, width, height) -> (page, PageVisit)``, as open_page, for tests that only read a page.
+
+    The worker keeps the last KEPT_PAGES pages loaded: a test asking for one of them gets it again, scrolled
+    to the top, its visit holding everything seen since it loaded. A test must not change such a page (no
+    clicks, typing, routes or viewport changes): use open_page for that. Parametrize ``rel`` with
+    ``scope="module"`` so that pytest runs the tests of one page one after another.
+    """
+    def _load(rel: str, width: int = 1280, height: int = 900):
+        key = (rel, width, height)
+        if key in _kept_pages:
+            _kept_pages.move_to_end(key)
+            _, page, visit = _kept_pages[key]
+            page.evaluate("window.scrollTo(0, 0)")
+            return page, visit
+        _kept_pages[key] = open_book_page(chromium_browser, book_url, rel, width, height)
+        while len(_kept_pages) > KEPT_PAGES:
+            _kept_pages.popitem(last=False)[1][0].close()
+        return _kept_pages[key][1:]
+
+    return _load
 
 
 def _content(page) -> str:

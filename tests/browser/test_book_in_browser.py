@@ -42,10 +42,10 @@ NOTEBOOK_PAGES = [p for p in PAGES if (HTML_ROOT / "_sources" / Path(p).with_suf
 
 # --- every page ------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("rel", PAGES)
-def test_page_loads_without_errors_or_network(open_page, rel):
+@pytest.mark.parametrize("rel", PAGES, scope="module")
+def test_page_loads_without_errors_or_network(loaded_page, rel):
     require_book()
-    page, visit = open_page(rel)
+    page, visit = loaded_page(rel)
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
     page.screenshot(path=str(SCREENSHOTS / (rel.replace("/", "__").removesuffix(".html") + ".png")), full_page=True)
     assert not visit.console_errors, f"{rel}: JavaScript errors in the console: {visit.console_errors}"
@@ -58,12 +58,13 @@ def test_page_loads_without_errors_or_network(open_page, rel):
         f"{rel}: {visit.bytes_transferred / 1e6:.2f} MB transferred ({visit.bytes_loaded / 1e6:.2f} MB uncompressed)")
 
 
-@pytest.mark.parametrize("rel", [p for p in PAGES if p in EXPLORER_PAGES or p in BERTVIZ_PAGES] or ["<none>"])
-def test_book_serves_its_own_scripts(open_page, rel):
+@pytest.mark.parametrize("rel", [p for p in PAGES if p in EXPLORER_PAGES or p in BERTVIZ_PAGES] or ["<none>"],
+                         scope="module")
+def test_book_serves_its_own_scripts(loaded_page, rel):
     """Widget and bertviz pages load require.js, the widget manager, MathJax, d3 and jquery
     from the book itself (_static/vendor/), not from a CDN (cases.md 18)."""
     require_book()
-    page, visit = open_page(rel)
+    page, visit = loaded_page(rel)
     assert not visit.from_cdn_copies, f"{rel}: scripts requested from CDNs: {visit.from_cdn_copies}"
 
 
@@ -146,11 +147,11 @@ def test_explorer_sliders_change_the_map_by_mouse_and_keyboard(open_page, rel):
 
 # --- bertviz ---------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("rel", BERTVIZ_PAGES or ["<no bertviz view in the book>"])
-def test_every_bertviz_view_draws_its_svg(open_page, rel):
+@pytest.mark.parametrize("rel", BERTVIZ_PAGES or ["<no bertviz view in the book>"], scope="module")
+def test_every_bertviz_view_draws_its_svg(loaded_page, rel):
     require_book()
     assert BERTVIZ_PAGES, "no page of the built book has a bertviz view"
-    page, visit = open_page(rel)
+    page, visit = loaded_page(rel)
     views = page.locator("div[id^='bertviz-']")
     assert views.count() >= 1
     for i in range(views.count()):

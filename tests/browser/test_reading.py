@@ -82,9 +82,9 @@ CAPTIONS = """() => [...document.querySelectorAll('.bd-article figcaption')].map
 })"""
 
 
-@pytest.mark.parametrize("rel", CHAPTERS)
-def test_chapter_shows_before_it_tells(open_page, rel):
-    page, _ = open_page(rel, width=1280, height=800)
+@pytest.mark.parametrize("rel", CHAPTERS, scope="module")
+def test_chapter_shows_before_it_tells(loaded_page, rel):
+    page, _ = loaded_page(rel, width=1280, height=800)
     settle_math(page)
     m = page.evaluate(READING)
     assert m["firstFigure"] is not None, f"{rel} has no figure"
@@ -99,11 +99,11 @@ def test_chapter_shows_before_it_tells(open_page, rel):
 
 
 @pytest.mark.parametrize("width", sorted(LIVE_BOUND))
-@pytest.mark.parametrize("rel", LIVE_FIRST)
-def test_page_opens_with_its_live_view(open_page, rel, width):
+@pytest.mark.parametrize("rel", LIVE_FIRST, scope="module")
+def test_page_opens_with_its_live_view(loaded_page, rel, width):
     """Live first: the view starts within 1.5 screens at 1280 x 800 and 2 at 390 x 844, on every chapter page."""
     height, screens = LIVE_BOUND[width]
-    page, _ = open_page(rel, width=width, height=height)
+    page, _ = loaded_page(rel, width=width, height=height)
     settle_math(page)
     m = page.evaluate(READING)
     assert m["firstLive"] is not None, f"{rel} has no live view"
@@ -120,18 +120,18 @@ def _scroll_hints(page, rel, width):
             assert box["hinted"], f"{rel}: {box['text']!r} scrolls at {width} px without the scroll hint"
 
 
-@pytest.mark.parametrize("rel", READ_ON_A_PHONE)
-def test_phone_keeps_code_equations_and_tables_in_reach(open_page, rel):
-    page, _ = open_page(rel, width=390, height=844)
+@pytest.mark.parametrize("rel", READ_ON_A_PHONE, scope="module")
+def test_phone_keeps_code_equations_and_tables_in_reach(loaded_page, rel):
+    page, _ = loaded_page(rel, width=390, height=844)
     settle_math(page)
     m = page.evaluate(READING)
     assert not m["cut"], f"{rel}: code lines cut off at 390 px: {m['cut']}"
     _scroll_hints(page, rel, 390)
 
 
-@pytest.mark.parametrize("rel", CHAPTERS)
-def test_wide_tables_and_outputs_say_they_scroll_at_1280(open_page, rel):
-    page, _ = open_page(rel, width=1280, height=800)
+@pytest.mark.parametrize("rel", CHAPTERS, scope="module")
+def test_wide_tables_and_outputs_say_they_scroll_at_1280(loaded_page, rel):
+    page, _ = loaded_page(rel, width=1280, height=800)
     settle_math(page)
     _scroll_hints(page, rel, 1280)
     for table in page.evaluate(TABLE_BOXES):  # a narrow table's border box hugs its columns
@@ -139,9 +139,9 @@ def test_wide_tables_and_outputs_say_they_scroll_at_1280(open_page, rel):
             f"wide around rows of {table['rows']:.0f} px"
 
 
-@pytest.mark.parametrize("rel", CHAPTERS)
-def test_captions_render_their_symbols(open_page, rel):
-    page, _ = open_page(rel, width=1280, height=800)
+@pytest.mark.parametrize("rel", CHAPTERS, scope="module")
+def test_captions_render_their_symbols(loaded_page, rel):
+    page, _ = loaded_page(rel, width=1280, height=800)
     settle_math(page)
     for text in page.evaluate(CAPTIONS):
         assert "$" not in text, f"{rel}: raw TeX in a caption: {text[:120]!r}"
