@@ -22,12 +22,13 @@ import pytest
 import yaml
 from PIL import Image
 
-from book_site import HTML_ROOT, ROOT, SCREENSHOTS, book_pages, require_book
+from book_site import HTML_ROOT, ROOT, SCREENSHOTS, book_pages, require_book, settle_math
 
 pytestmark = pytest.mark.browser
 
 MAX_PAGE_BYTES = 5 * 1024 * 1024
 PAGES = book_pages() or ["<no built book>"]
+WIDTHS = {"laptop": (1280, 800), "phone": (390, 844)}  # (width, height)
 
 
 def _page_text(rel: str) -> str:
@@ -45,7 +46,7 @@ NOTEBOOK_PAGES = [p for p in PAGES if (HTML_ROOT / "_sources" / Path(p).with_suf
 @pytest.mark.parametrize("rel", PAGES, scope="module")
 def test_page_loads_without_errors_or_network(loaded_page, rel):
     require_book()
-    page, visit = loaded_page(rel)
+    page, visit = loaded_page(rel, *WIDTHS["laptop"])
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
     page.screenshot(path=str(SCREENSHOTS / (rel.replace("/", "__").removesuffix(".html") + ".png")), full_page=True)
     assert not visit.console_errors, f"{rel}: JavaScript errors in the console: {visit.console_errors}"
@@ -64,7 +65,7 @@ def test_book_serves_its_own_scripts(loaded_page, rel):
     """Widget and bertviz pages load require.js, the widget manager, MathJax, d3 and jquery
     from the book itself (_static/vendor/), not from a CDN (cases.md 18)."""
     require_book()
-    page, visit = loaded_page(rel)
+    page, visit = loaded_page(rel, *WIDTHS["laptop"])
     assert not visit.from_cdn_copies, f"{rel}: scripts requested from CDNs: {visit.from_cdn_copies}"
 
 
@@ -151,7 +152,7 @@ def test_explorer_sliders_change_the_map_by_mouse_and_keyboard(open_page, rel):
 def test_every_bertviz_view_draws_its_svg(loaded_page, rel):
     require_book()
     assert BERTVIZ_PAGES, "no page of the built book has a bertviz view"
-    page, visit = loaded_page(rel)
+    page, visit = loaded_page(rel, *WIDTHS["laptop"])
     views = page.locator("div[id^='bertviz-']")
     assert views.count() >= 1
     for i in range(views.count()):
@@ -160,6 +161,56 @@ def test_every_bertviz_view_draws_its_svg(loaded_page, rel):
         n_text = view.locator("svg text").count()
         assert n_shapes > 20 and n_text > 0, f"{rel}: bertviz view {i} drew {n_shapes} SVG elements"
     assert not visit.console_errors, f"{rel}: JavaScript errors in the console: {visit.console_errors}"
+
+
+# --- every page at a laptop's and a phone's width (issue 21) ------------------------------
+
+MEASURE = """() => {
+  const clipped = el => {
+    for (let a = el.parentElement; a && a !== document.body; a = a.parentElement) {
+      const o = getComputedStyle(a).overflowX;
+      if (o === 'auto' || o === 'scroll' || o === 'hidden') return true;
+    }
+    return false;
+  };
+  const width = document.documentElement.clientWidth;
+  const wide = [];
+  for (const el of document.querySelectorAll('body *')) {
+    const r = el.getBoundingClientRect();
+    if (r.width && r.right > width + 1 && getComputedStyle(el).position !== 'fixed' && !clipped(el))
+      wide.push(el.tagName + ' ' + (el.textContent || '').trim().slice(0, 40));
+    if (wide.length > 4) break;
+  }
+  const math = [...document.querySelectorAll('mjx-container[display="true"]')]
+    .filter(m => m.scrollWidth > m.clientWidth + 1)
+    .map(m => (m.textContent || '').slice(0, 50));
+  const badAlt = [...document.querySelectorAll('.bd-article img')]
+    .filter(i => i.getBoundingClientRect().width > 0)
+    .filter(i => !i.alt || i.alt.length < 8 || /\\.(png|jpe?g|svg|gif)$/i.test(i.alt) || i.alt.includes('/'))
+    .map(i => i.src.slice(-60));
+  return {scrollWidth: document.documentElement.scrollWidth, width, wide, math, badAlt};
+}"""
+
+
+@pytest.mark.parametrize("device", WIDTHS)
+@pytest.mark.parametrize("rel", PAGES, scope="module")
+def test_page_reads_at_laptop_and_phone_width(loaded_page, rel, device):
+    """Nothing is wider than the screen, every display equation fits its column on a laptop, every content
+    image has real alt text, no console error; a screenshot of the first screen at each width goes to
+    _build/screenshots/ for a person to look at."""
+    width, height = WIDTHS[device]
+    page, visit = loaded_page(rel, width=width, height=height)
+    settle_math(page)
+    m = page.evaluate(MEASURE)
+    assert m["scrollWidth"] <= m["width"], f"{rel} is {m['scrollWidth']} px wide at {width} px: {m['wide']}"
+    assert not m["wide"], f"{rel}: elements past the right edge at {width} px: {m['wide']}"
+    if device == "laptop":
+        assert not m["math"], f"{rel}: display equations wider than the column at {width} px: {m['math']}"
+    assert not m["badAlt"], f"{rel}: images without real alt text: {m['badAlt']}"
+    assert visit.console_errors == [], visit.console_errors
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(SCREENSHOTS / f"{rel.replace('/', '__')}.{device}.png"), full_page=False)
+
 
 
 # --- Colab links -----------------------------------------------------------------------------
