@@ -21,7 +21,7 @@ export class PruneView extends View {
     this.mask = config.mask.map((row) => row.map((v) => (v ? 1 : 0)));
     this.text = config.text;
     this.root.setAttribute("aria-label", t("Turn MiniLM's heads off and watch the embeddings and the maps change"));
-    this.scores = el("p", { class: "mha-live-scores", "aria-live": "polite" });
+    this.scores = el("p", { class: "mha-live-scores mha-live-pinned", "aria-live": "polite" }); // in sight on a phone
     this.maps = new LayerMaps(this, config.attentions.length, config.layer || 0);
     this.sentenceNote = el("p", { class: "mha-live-note" });
     this.toggles = new HeadToggles(this.mask, (mask) => {

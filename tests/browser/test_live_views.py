@@ -368,6 +368,35 @@ def test_phone_width_no_sideways_scroll(chromium_browser, book_url, page_html):
         context.close()
 
 
+def test_on_a_phone_the_prune_scores_stay_in_sight_while_the_reader_toggles(chromium_browser, book_url, page_html):
+    """The 72 head toggles take most of a phone's screen: with only the grid's first rows in sight (its top 300 px
+    above the screen's bottom edge), the scores (fidelity, ranking) still show, pinned at that edge, and a
+    toggle tapped there changes them (a new reader's pass found them out of sight)."""
+    _require_models()
+    context, page, visit = _open(chromium_browser, book_url, page_html, width=390, height=844, touch=True)
+    try:
+        grid = page.locator("[data-view=prune] .mha-live-toggles")
+        page.evaluate("document.body.style.paddingBottom = '1500px'")  # room to scroll, as on a chapter page
+        for _ in range(5):  # (what is drawn above may still move it: scroll again until it stays)
+            grid.evaluate("g => window.scrollBy(0, g.getBoundingClientRect().top - (844 - 300))")
+            page.wait_for_timeout(100)  # a frame: the sticky position follows the scroll
+            if abs(grid.bounding_box()["y"] - (844 - 300)) <= 1:
+                break
+        rows = grid.bounding_box()
+        assert abs(rows["y"] - (844 - 300)) <= 1 and rows["height"] > 300, rows  # the case: the grid runs past the edge
+        scores = page.locator("[data-view=prune] .mha-live-scores")
+        box = scores.bounding_box()
+        assert box["y"] >= rows["y"] and box["y"] + box["height"] <= 844 + 1, (rows, box)  # yet its scores show
+        page.locator("[data-view=prune] .mha-live-toggles button").first.tap()
+        page.wait_for_function(f"{VIEW % 'prune'}.mhaLive.lastResult.mask[0][0] === 0", timeout=60_000)
+        assert "71 of 72 heads on" in scores.text_content()
+        box = scores.bounding_box()
+        assert box["y"] + box["height"] <= 844 + 1, box  # still in sight
+        assert visit.console_errors == [] and visit.off_site == []
+    finally:
+        context.close()
+
+
 def test_a_model_that_fails_to_load_says_so_and_the_figure_stays(chromium_browser, book_url, page_html):
     _require_models()
     context, page, visit = _open(chromium_browser, book_url, page_html, routes={f"{MINILM}.embed.onnx": 404})
