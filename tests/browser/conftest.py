@@ -77,10 +77,18 @@ class PageVisit:
     stripped_integrity: int = 0
 
     def count(self, body: bytes, content_type: str) -> None:
-        self.bytes_loaded += len(body)
-        # servers compress text; images and fonts (woff2 is compressed already) go as they are
-        compressible = any(t in content_type for t in ("text", "javascript", "json", "svg", "xml"))
-        self.bytes_transferred += len(gzip.compress(body, 6)) if compressible else len(body)
+        self.add(*_wire_sizes(body, content_type))
+
+    def add(self, loaded: int, transferred: int) -> None:
+        self.bytes_loaded += loaded
+        self.bytes_transferred += transferred
+
+
+def _wire_sizes(body: bytes, content_type: str) -> tuple:
+    """(bytes, bytes a gzip-compressing server sends) of one response: servers compress text; images and fonts
+    (woff2 is compressed already) go as they are."""
+    compressible = any(t in content_type for t in ("text", "javascript", "json", "svg", "xml"))
+    return len(body), len(gzip.compress(body, 6)) if compressible else len(body)
 
 
 def _content_type(path: Path) -> str:
@@ -89,11 +97,8 @@ def _content_type(path: Path) -> str:
 
 @functools.lru_cache(maxsize=None)
 def _file_sizes(path: Path, mtime_ns: int) -> tuple:
-    """(bytes, bytes a gzip-compressing server sends) of one of the book's files, as PageVisit.count counts."""
-    body = path.read_bytes()
-    visit = PageVisit(url="")
-    visit.count(body, _content_type(path))
-    return visit.bytes_loaded, visit.bytes_transferred
+    """_wire_sizes of one of the book's files, computed once a file (and version)."""
+    return _wire_sizes(path.read_bytes(), _content_type(path))
 
 
 def _is_document(url: str) -> bool:
@@ -167,9 +172,7 @@ def open_book_page(browser, book_url: str, rel: str, width: int = 1280, height: 
             return
         path = HTML_ROOT / unquote(urlsplit(url).path.lstrip("/"))
         if path.is_file():
-            loaded, transferred = _file_sizes(path, path.stat().st_mtime_ns)
-            visit.bytes_loaded += loaded
-            visit.bytes_transferred += transferred
+            visit.add(*_file_sizes(path, path.stat().st_mtime_ns))
 
     page.route(lambda url: url == visit.url or (url.startswith(book_url) and _is_document(url)), document)
     page.route(lambda url: not url.startswith(book_url), off_site)
