@@ -21,6 +21,12 @@
    (``const THEBE_JS_URL = ...``) twice in a Jupyter Book 1.0.4 build, and the second copy
    throws "Identifier 'THEBE_JS_URL' has already been declared" on every page (cases.md
    item 19). Identical scripts are dropped from each page's script list.
+
+4. No icon script. pydata-sphinx-theme 0.16 loads ``scripts/fontawesome.js`` (1.5 MB, 0.54 MB gzip, a
+   blocking script in ``<head>`` that held a 1.2 s task on the book's slowest page) only so that a site can add
+   icons of its own; its stylesheet already draws every icon the theme uses from the Font Awesome webfonts
+   (``.fa-bars:before`` ...). The book adds no icons, so the script's tag is taken out of each written page
+   (issue 50: a page's weight before the reader acts).
 """
 from __future__ import annotations
 
@@ -228,10 +234,26 @@ def drop_duplicate_scripts(app: Sphinx, pagename, templatename, context, doctree
     scripts[:] = unique
 
 
+ICON_SCRIPT = re.compile(r'[ \t]*<script src="[^"]*_static/scripts/fontawesome\.js(\?[^"]*)?"></script>\n?')
+
+
+def drop_icon_script(app: Sphinx, exception) -> None:
+    """Take pydata-sphinx-theme's ``fontawesome.js`` tag out of every HTML page written (item 4 above)."""
+    if exception is not None or app.builder.format != "html":
+        return
+    for page in Path(app.outdir).rglob("*.html"):
+        if page.is_relative_to(Path(app.outdir, "_static")):
+            continue
+        text = page.read_text(encoding="utf-8")
+        if "scripts/fontawesome.js" in text:
+            page.write_text(ICON_SCRIPT.sub("", text), encoding="utf-8")
+
+
 def setup(app: Sphinx) -> dict:
     app.add_config_value("mha_vendor_node_modules", "tests/browser/node_modules", "html")
     app.connect("builder-inited", check_vendor)
     app.connect("build-finished", copy_vendor)
     app.connect("build-finished", refresh_static)
+    app.connect("build-finished", drop_icon_script)
     app.connect("html-page-context", drop_duplicate_scripts, priority=900)
     return {"version": "0.1", "parallel_read_safe": True, "parallel_write_safe": True}

@@ -79,8 +79,9 @@ def test_setup_cell_installs_mha_lib_in_a_fresh_colab_like_env(tmp_path):
     venv = tmp_path / "colab-venv"
     run([sys.executable, "-m", "venv", str(venv)])
     python = venv / "bin" / "python"
+    # PIP_COMPILE=0: pip leaves byte-compiling to the first imports (the install is otherwise the setup cell's own)
     env = dict(os.environ, PIP_CONSTRAINT=str(ROOT / "constraints.txt"), PIP_DISABLE_PIP_VERSION_CHECK="1",
-               HF_HUB_OFFLINE="1", TQDM_DISABLE="1", MPLBACKEND="Agg")
+               PIP_COMPILE="0", HF_HUB_OFFLINE="1", TQDM_DISABLE="1", MPLBACKEND="Agg")
     env.pop("PYTHONPATH", None)
     env.pop("VIRTUAL_ENV", None)
     # What a Colab runtime already has before the setup cell runs: a recent pip, torch and numpy.
