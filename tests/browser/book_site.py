@@ -129,6 +129,17 @@ PACK_MAPS = """(value) => {
 }"""
 
 
+def run_view(page, view: str, arg=None, *, packed: bool = False):
+    """``mhaLive.run(arg)`` of the live view whose ``data-view`` is ``view`` (or of the element the JavaScript
+    expression ``view`` selects, when it starts with ``document``): its result. ``packed=True`` brings the maps
+    across as float32 bytes (PACK_MAPS) and returns them as numpy arrays (unpack_maps); the default returns the
+    result as the page's JSON."""
+    element = view if view.startswith("document") else f"document.querySelector('[data-view={view}]')"
+    if not packed:
+        return page.evaluate(f"async (x) => await {element}.mhaLive.run(x)", arg)
+    return unpack_maps(page.evaluate(f"async (x) => ({PACK_MAPS})(await {element}.mhaLive.run(x))", arg))
+
+
 def unpack_maps(value):
     """``value`` from PACK_MAPS with each packed map array as a float32 numpy array of its shape."""
     import base64

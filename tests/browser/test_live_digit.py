@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from book_site import HTML_ROOT, assert_a_quiet_visit_keeps_the_task_bound
+from book_site import HTML_ROOT, assert_a_quiet_visit_keeps_the_task_bound, run_view
 from test_live_views import _open, _run_refused, _small_targets
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tools"))
@@ -72,9 +72,6 @@ def assert_equal_readings(got, pixels):
             assert diff <= TOLERANCE, f"{name} {key}: {diff}"
 
 
-def run(page, pixels):
-    return page.evaluate(f"async (x) => await {VIEW}.mhaLive.run(x)", pixels)
-
 
 def test_digit_view_equals_mha_lib_and_stays_offline(chromium_browser, book_url, page_html, digits):
     context, page, visit = _open(chromium_browser, book_url, page_html)
@@ -85,7 +82,7 @@ def test_digit_view_equals_mha_lib_and_stays_offline(chromium_browser, book_url,
         blank = [0.0] * 64
         stroke = [1.0 if (i % 8) in (3, 4) else 0.0 for i in range(64)]  # a vertical bar: a drawn "1"
         for pixels in [images[0].flatten().tolist(), images[4].flatten().tolist(), blank, stroke]:
-            r = run(page, pixels)
+            r = run_view(page, "digit", pixels)
             assert r["source"] == "browser" and r["pixels"] == pixels
             assert_equal_readings(r["models"], pixels)
         shown = page.evaluate(f"{VIEW}.querySelector('.mha-live-scores').textContent")

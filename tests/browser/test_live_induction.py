@@ -20,7 +20,7 @@ from test_live_views import _open, _require_models, _run_refused, _small_targets
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tools"))
 from chromium_trace import main_thread_tasks  # noqa: E402
-from book_site import assert_a_quiet_visit_keeps_the_task_bound  # noqa: E402
+from book_site import assert_a_quiet_visit_keeps_the_task_bound, run_view  # noqa: E402
 
 pytestmark = pytest.mark.browser
 
@@ -67,9 +67,6 @@ def assert_equal_readings(got, want):
             assert diff <= TOLERANCE, f"{key}: {diff}"
 
 
-def run(page, x):
-    return page.evaluate(f"async (x) => await {VIEW}.mhaLive.run(x)", x)
-
 
 def test_induction_view_equals_mha_lib_at_every_setting_and_stays_offline(chromium_browser, book_url, page_html,
                                                                           repeat):
@@ -85,11 +82,11 @@ def test_induction_view_equals_mha_lib_at_every_setting_and_stays_offline(chromi
                  ({"ids": [9, 9], "checkpoint": 7, "mask": [[1, 0, 1, 0], [0, 1, 0, 1]]}, [9, 9], 7,
                   [[1, 0, 1, 0], [0, 1, 0, 1]])]
         for x, ids, checkpoint, mask in cases:
-            r = run(page, x)
+            r = run_view(page, "induction", x)
             assert r["source"] == "browser" and r["ids"] == ids and r["checkpoint"] == checkpoint and r["mask"] == mask
             assert_equal_readings(r, expected(ids, checkpoint, mask))
         # with the previous-token layer off the trained model cannot copy (chapter 5's knockout)
-        assert run(page, {"ids": repeat, "checkpoint": 11, "mask": off0})["accuracy"] < 0.5
+        assert run_view(page, "induction", {"ids": repeat, "checkpoint": 11, "mask": off0})["accuracy"] < 0.5
         assert visit.console_errors == [] and visit.off_site == []
         got = {u.rsplit("/", 1)[-1] for m, u in visit.requests if u.endswith(".onnx")}
         assert len(got) == 12 and all(u.startswith(f"{NAME}.step") for u in got)

@@ -12,6 +12,7 @@ from __future__ import annotations
 import pytest
 import torch
 
+from book_site import run_view
 from test_live_views import _open, _require_models, _run_refused, _small_targets
 
 pytestmark = pytest.mark.browser
@@ -50,9 +51,6 @@ def assert_equal_readings(got, want):
         assert diff <= TOLERANCE, f"{key}: {diff}"
 
 
-def run(page, x):
-    return page.evaluate(f"async (x) => await {VIEW}.mhaLive.run(x)", x)
-
 
 def test_patterns_view_equals_mha_lib_for_every_pattern_and_weights_and_stays_offline(chromium_browser, book_url,
                                                                                        page_html):
@@ -70,12 +68,12 @@ def test_patterns_view_equals_mha_lib_for_every_pattern_and_weights_and_stays_of
                  ({"model": 2, "pattern": {"kind": "window", "window": 32, "sinks": 0}}, 2,
                   {"kind": "window", "window": 32, "sinks": 0, "block": 8})]
         for x, model, pattern in cases:
-            r = run(page, x)
+            r = run_view(page, "patterns", x)
             assert r["source"] == "browser" and r["model"] == model and r["pattern"] == pattern
             assert_equal_readings(r, expected(FAR, model, pattern))
         # every earlier key: the copy 17 back is in sight; a window of 8 hides it
-        assert all(run(page, {"model": 0, "pattern": {"kind": "full"}})["reach"])
-        assert not any(run(page, {"pattern": {"kind": "window", "window": 8, "sinks": 0}})["reach"])
+        assert all(run_view(page, "patterns", {"model": 0, "pattern": {"kind": "full"}})["reach"])
+        assert not any(run_view(page, "patterns", {"pattern": {"kind": "window", "window": 8, "sinks": 0}})["reach"])
         # the mask drawn: the pattern and the causal mask; the cache table: pattern_cache_bytes
         drawn = page.evaluate(f"{VIEW}.mhaLive.lastResult.allowed")
         want = ~(live.reader_pattern_mask({"kind": "window", "window": 8, "sinks": 0, "block": 8}, 32, 32)

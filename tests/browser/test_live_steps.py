@@ -22,7 +22,7 @@ from test_live_views import MINILM, TOYS, _open, _require_models, _run_refused, 
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tools"))
 from chromium_trace import main_thread_tasks  # noqa: E402
-from book_site import assert_a_quiet_visit_keeps_the_task_bound  # noqa: E402
+from book_site import assert_a_quiet_visit_keeps_the_task_bound, run_view  # noqa: E402
 
 pytestmark = pytest.mark.browser
 
@@ -96,10 +96,6 @@ def shared(chromium_browser, book_url, page_html):
     context, page, visit = _open(chromium_browser, book_url, page_html)
     yield page, visit
     context.close()
-
-
-def run_view(page, view, arg):
-    return page.evaluate(f"async (x) => await {view}.mhaLive.run(x)", arg)
 
 
 def test_the_notebook_numbers_are_drawn_before_any_download(shared, bert):

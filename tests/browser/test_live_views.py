@@ -23,7 +23,7 @@ from importlib import resources
 import pytest
 import torch
 
-from book_site import HTML_ROOT, PACK_MAPS, SCREENSHOTS, unpack_maps, wait_for_live_views
+from book_site import HTML_ROOT, PACK_MAPS, SCREENSHOTS, run_view, unpack_maps, wait_for_live_views
 
 pytestmark = pytest.mark.browser
 
@@ -163,11 +163,6 @@ def shared(chromium_browser, book_url, page_html):
     context.close()
 
 
-def run(page, view, arg):
-    """``view``'s ``run(arg)``: its result, the maps as numpy arrays (book_site.PACK_MAPS)."""
-    return unpack_maps(page.evaluate(f"async (x) => ({PACK_MAPS})(await {VIEW % view}.mhaLive.run(x))", arg))
-
-
 def py_attentions(bert, text, mask=None):
     with torch.no_grad():
         out, batch = bert.encode_text([text], output_attentions=True, head_mask=mask)
@@ -208,7 +203,7 @@ def test_views_draw_from_the_notebook_numbers_before_any_download(shared, config
 def test_sentence_view_equals_mha_lib(shared, bert):
     page, visit = shared
     for text in SENTENCES:
-        r = run(page, "sentence", text)
+        r = run_view(page, "sentence", text, packed=True)
         tokens, att = py_attentions(bert, text)
         assert r["tokens"] == tokens
         diff = (torch.tensor(r["attentions"]) - att).abs().max().item()
@@ -229,7 +224,7 @@ def test_sentence_view_equals_onnxruntime_on_the_served_file(shared, bert):
     # the served files: the embeddings file, its layer files and its row files (onnx_session finds them beside it)
     session = export.onnx_session(HTML_ROOT / "_static" / "models" / f"{MINILM}.embed.onnx")
     for text in SENTENCES:
-        r = run(page, "sentence", text)
+        r = run_view(page, "sentence", text, packed=True)
         batch = bert.tokenize([text])
         ids = batch.input_ids.numpy()
         att = export.run_onnx(session, input_ids=ids, token_type_ids=np.zeros_like(ids),
@@ -252,7 +247,7 @@ def test_typing_recomputes_and_bad_input_keeps_the_maps(shared, bert):
     assert "empty" in page.locator("[data-view=sentence] .mha-live-status").text_content()
     assert page.evaluate(f"{VIEW % 'sentence'}.mhaLive.lastResult.tokens") == before
     long = " ".join(["attention"] * 300)
-    r = run(page, "sentence", long)
+    r = run_view(page, "sentence", long, packed=True)
     assert len(r["tokens"]) == 256 and r["truncated"]
     status = page.locator("[data-view=sentence] .mha-live-status").text_content()
     assert "302 tokens" in status and "256" in status
@@ -271,7 +266,7 @@ def test_toy_compare_equals_mha_lib(shared):
     models = {name: tasks.load_trained(name) for name in TOYS}
     for b in range(3):
         x = {"ids": batch.input_ids[b].tolist(), "types": batch.token_type_ids[b].tolist()}
-        r = run(page, "toy-compare", x)
+        r = run_view(page, "toy-compare", x, packed=True)
         labels = batch.labels[b].tolist()
         for name in TOYS:
             with torch.no_grad():
@@ -460,7 +455,7 @@ def test_a_run_waiting_for_word_vectors_is_not_overtaken_by_a_later_one(chromium
     _require_models()
     context, page, _ = _open(chromium_browser, book_url, page_html)
     try:
-        run(page, "sentence", "The cat.")  # its row files are now loaded
+        run_view(page, "sentence", "The cat.", packed=True)  # its row files are now loaded
 
         def slow(route):
             time.sleep(0.6)

@@ -19,7 +19,7 @@ import json
 import pytest
 import torch
 
-from book_site import CHROMIUM, CHROMIUM_ARGS, HTML_ROOT
+from book_site import CHROMIUM, CHROMIUM_ARGS, HTML_ROOT, run_view
 from test_live_views import MINILM, MINILM_TOLERANCE, REL, TOYS, _watch, bert, py_attentions  # noqa: F401 (bert: a fixture)
 
 pytestmark = pytest.mark.browser
@@ -81,9 +81,6 @@ def _open(browser, book_url, html, query=""):
     return context, page, visit
 
 
-def run(page, view, arg):
-    return page.evaluate(f"async (x) => await {VIEW % view}.mhaLive.run(x)", arg)
-
 
 def _runtime_files(visit):
     """The runtime builds' files fetched (not the licence, nor files.json: the sizes and digests of all of them)."""
@@ -110,7 +107,7 @@ def test_the_provider_is_picked_per_device_and_the_address_can_ask(chromium_brow
     browser = chromium_browser if where.startswith("no GPU") else webgpu_browser
     context, page, visit = _open(browser, book_url, page_html, query)
     try:
-        r = run(page, "toy-compare", TOY_INPUT)
+        r = run_view(page, "toy-compare", TOY_INPUT)
         assert r["source"] == "browser"
         assert f"in your browser ({want})" in _status(page, "toy-compare")
         build = ({"ort.webgpu.min.mjs", "ort-wasm-simd-threaded.asyncify.mjs", "ort-wasm-simd-threaded.asyncify.wasm"}
@@ -130,20 +127,20 @@ def test_on_webgpu_every_view_equals_mha_lib(webgpu_browser, book_url, page_html
         # MiniLM's float16 weights need WebGPU's shader-f16, which SwiftShader lacks: its first run fails there,
         # and it runs on WebAssembly (with a warning, no error); on a GPU with shader-f16 it stays on WebGPU
         f16 = page.evaluate("async () => (await navigator.gpu.requestAdapter()).features.has('shader-f16')")
-        r = run(page, "sentence", TEXT)
+        r = run_view(page, "sentence", TEXT)
         tokens, att = py_attentions(bert, TEXT)
         assert r["tokens"] == tokens
         assert _diff(r["attentions"], att) <= MINILM_TOLERANCE
         assert f"in your browser ({'WebGPU' if f16 else 'WebAssembly'})" in _status(page, "sentence")
         mask = [[1] * 12 for _ in range(6)]
         mask[0][3] = mask[2][0] = mask[5][11] = 0
-        r = run(page, "prune", {"mask": mask})
+        r = run_view(page, "prune", {"mask": mask})
         _, att = py_attentions(bert, "She caught the last bus.", torch.tensor(mask, dtype=torch.float32))
         assert _diff(r["attentions"], att) <= MINILM_TOLERANCE
         # the toy models: maps and predictions
         task = tasks.SHIPPED["ch1-h1"].make_task()
         batch = task.dataset(1, seed=11)
-        r = run(page, "toy-compare", {"ids": batch.input_ids[0].tolist(), "types": batch.token_type_ids[0].tolist()})
+        r = run_view(page, "toy-compare", {"ids": batch.input_ids[0].tolist(), "types": batch.token_type_ids[0].tolist()})
         for name in TOYS:
             with torch.no_grad():
                 logits, att = tasks.logits_and_attentions(tasks.load_trained(name), batch)
@@ -151,7 +148,7 @@ def test_on_webgpu_every_view_equals_mha_lib(webgpu_browser, book_url, page_html
             assert r["models"][name]["predictions"] == logits[0].argmax(-1).tolist(), name
         # the ViTs on a drawn stroke
         pixels = [1.0 if (i % 8) in (3, 4) else 0.0 for i in range(64)]
-        r = run(page, "digit", pixels)
+        r = run_view(page, "digit", pixels)
         image = torch.tensor(pixels).view(8, 8)
         for name in DIGITS:
             want = live.digit_readings(tasks.load_trained(name), image)
@@ -160,14 +157,14 @@ def test_on_webgpu_every_view_equals_mha_lib(webgpu_browser, book_url, page_html
                 assert _diff(r["models"][name][key], want[key]) <= TOLERANCE, (name, key)
         # an induction checkpoint with heads off
         ids, mask = list(range(12)) * 2, [[1, 0, 1, 1], [1, 1, 0, 1]]
-        r = run(page, "induction", {"ids": ids, "checkpoint": 11, "mask": mask})
+        r = run_view(page, "induction", {"ids": ids, "checkpoint": 11, "mask": mask})
         spec = tasks.SHIPPED[INDUCTION]
         want = live.induction_readings(tasks.load_trained(INDUCTION, step=spec.checkpoints[11]), ids, mask)
         assert r["predictions"] == want["predictions"]
         assert _diff(r["attentions"], want["attentions"]) <= TOLERANCE
         # greedy decoding, one decoder run per step
         words = [5, 9, 0, 12, 3, 20]
-        r = run(page, "translate", {"words": words})
+        r = run_view(page, "translate", {"words": words})
         spec = tasks.SHIPPED["ch6-translation"]
         want = live.translation_readings(tasks.load_trained(spec), spec.make_task(), words)
         assert r["tokens"] == want["tokens"]
@@ -190,7 +187,7 @@ def test_where_webgpu_gives_no_device_the_page_runs_on_webassembly(webgpu_browse
     try:
         page.goto(url, wait_until="load")
         page.wait_for_function("[...document.querySelectorAll('.mha-live-view')].every(e => e.mhaLive)", timeout=30_000)
-        r = run(page, "toy-compare", TOY_INPUT)
+        r = run_view(page, "toy-compare", TOY_INPUT)
         assert r["source"] == "browser"
         assert "in your browser (WebAssembly)" in _status(page, "toy-compare")
         assert _runtime_files(visit) == ["ort-wasm-simd-threaded.mjs", "ort-wasm-simd-threaded.wasm", "ort.wasm.min.mjs"]
@@ -217,10 +214,10 @@ def test_where_webgpu_cannot_make_a_session_the_page_runs_on_webassembly(webgpu_
     try:
         page.goto(url, wait_until="load")
         page.wait_for_function("[...document.querySelectorAll('.mha-live-view')].every(e => e.mhaLive)", timeout=30_000)
-        r = run(page, "toy-compare", TOY_INPUT)
+        r = run_view(page, "toy-compare", TOY_INPUT)
         assert r["source"] == "browser" and len(r["models"]) == len(TOYS)
         assert "in your browser (WebAssembly)" in _status(page, "toy-compare")
-        r = run(page, "digit", [0.5] * 64)  # a later view's models load on WebAssembly at once
+        r = run_view(page, "digit", [0.5] * 64)  # a later view's models load on WebAssembly at once
         assert "in your browser (WebAssembly)" in _status(page, "digit")
         assert {"ort.webgpu.min.mjs", "ort.wasm.min.mjs", "ort-wasm-simd-threaded.wasm"} <= set(_runtime_files(visit))
         assert visit.off_site == []
