@@ -70,7 +70,7 @@ from __future__ import annotations
 
 from ..model.tied import merge_tied_heads, tie_heads
 from ..tasks.induction import induction_score, induction_targets, previous_token_score
-from . import relations as _relations
+from . import relations as _relations, steps as _steps
 from .circuits import copying_score, full_ov_circuit, ov_circuit, qk_circuit
 from .coreference import (AntecedentScore, Case, antecedent_accuracy, antecedent_baselines, antecedent_rule_hits,
                           coreference_sample)
@@ -85,6 +85,10 @@ from .statistics import (HeadStats, attention_confidence, head_attention_stats, 
 
 #: The relations of Clark et al. 2019's first analyses: positional offsets and special tokens.
 RELATIONS = _relations.RELATIONS
+#: The stages :func:`attention_steps` returns, in the order of the computation: ``x``, ``q``,
+#: ``k``, ``v``, ``scores``, ``scaled``, ``blocked``, ``weights``, ``head_out``, ``concat``,
+#: ``contributions``, ``out``.
+STAGES = _steps.STAGES
 
 __all__ = [
     "RELATIONS",

@@ -36,13 +36,15 @@ def pattern_model(name: str, seed: int = 0) -> TokenClassifier:
     writes for the page.
 
     Args:
-        name: one of :data:`PATTERN_FAMILIES`; seed: a shipped seed.
+        name: one of ``PATTERN_FAMILIES``: ``"ch5-induction-l2"`` (full causal attention),
+            ``"ch9-window4"``, ``"ch9-window8"``, ``"ch9-sparse4"``.
+        seed: a shipped seed of that family.
 
     Returns:
         a :class:`~mha_lib.model.TokenClassifier` in eval mode, float32 on the CPU.
 
     Raises:
-        ValueError: a name that is not one of :data:`PATTERN_FAMILIES` (or a seed that was not shipped).
+        ValueError: a name that is not one of ``PATTERN_FAMILIES`` (or a seed that was not shipped).
     """
     if name not in PATTERN_FAMILIES:
         raise ValueError(f"name {name!r:.60} is not one of the pattern view's families {list(PATTERN_FAMILIES)}")
@@ -169,7 +171,7 @@ def patterns_config(ids: Sequence[int], pattern: Optional[Mapping] = None, *, mo
                     models: Optional[Dict[str, TokenClassifier]] = None) -> Dict[str, Any]:
     """The initial state of a ``"patterns"`` view.
 
-    The page shows the reader's sequence (token ids), a choice of weights (:data:`PATTERN_FAMILIES`), a
+    The page shows the reader's sequence (token ids), a choice of weights (``PATTERN_FAMILIES``), a
     pattern (every key, a window of w keys with s sinks, or BigBird's blocks of b), and for them the mask,
     every head's map, the predictions and the bytes a KV cache would hold.
 

@@ -39,7 +39,7 @@ class BertEncoder(Encoder):
     Args:
         config: the :class:`~mha_lib.model.EncoderConfig` (post-LN BERT settings).
         tokenizer: the :class:`WordPieceTokenizer`.
-        pooling: a mode of :data:`POOLING_MODES` ("cls", "max", "mean",
+        pooling: a mode of ``POOLING_MODES`` ("cls", "max", "mean",
             "mean_sqrt_len_tokens", "weightedmean", "lasttoken"), or a tuple of them, whose
             vectors are concatenated in that order (as sentence-transformers does).
         normalize: L2-normalise pooled embeddings.
@@ -47,7 +47,7 @@ class BertEncoder(Encoder):
         folder: the checkpoint folder, to copy its tokenizer files on save.
 
     Raises:
-        ValueError: a ``pooling`` mode not in :data:`POOLING_MODES`; a bad ``config`` (as
+        ValueError: a ``pooling`` mode not in ``POOLING_MODES``; a bad ``config`` (as
             :class:`~mha_lib.model.Encoder`).
 
     Attributes:
