@@ -284,7 +284,9 @@ def attention_map_bytes(batch: int, q_len: int, kv_len: Optional[int] = None, *,
     (FlashAttention; torch's SDPA on CPU and CUDA) never build it.
 
     Args:
-        batch: B (>= 0). q_len: L (>= 0). kv_len: S (>= 0), default L.
+        batch: B (>= 0).
+        q_len: L (>= 0).
+        kv_len: S (>= 0), default L.
         num_heads: H (> 0).
         dtype: element type of the map (``torch.dtype`` or a name like ``"fp16"``).
 
@@ -337,7 +339,8 @@ class AttentionLayerCost:
     """Every formula for one attention layer at one shape (see ``attention_layer_cost``).
 
     Attributes:
-        params: parameters (count). param_bytes: their bytes in ``dtype``.
+        params: parameters (count).
+        param_bytes: their bytes in ``dtype``.
         flops: ``AttentionFlops`` (matmul FLOPs, 2 per multiply-add).
         attention_map_bytes: bytes of one (B, H, L, S) map.
         kv_cache_bytes: bytes of this layer's K and V for S positions (B, H_kv, S, hd) x 2.

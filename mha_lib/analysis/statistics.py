@@ -255,7 +255,7 @@ def head_attention_stats(
     :func:`positional_offsets` for the per-batch versions.
 
     Args:
-        model: see :func:`attention_layers`.
+        model: see :func:`~mha_lib.pruning.attention_layers`.
         batches: iterable of batches passed to ``attentions_fn``.
         attentions_fn: ``attentions_fn(model, batch) -> (attentions, key_padding_mask)``
             or ``(attentions, key_padding_mask, sink_keys)``: the per-layer weights (each

@@ -80,7 +80,7 @@ from . import common as _common, quantize as _quantize, run as _run
 
 # The data, bound again with their doc comments so that the API page (autodoc reads ``#:``) lists them.
 #: Prefix of the model-level ``metadata_props`` keys that :func:`export_onnx` writes and
-#: :func:`run_onnx` checks its inputs against (see :mod:`mha_lib.export.common`).
+#: :func:`run_onnx` checks its inputs against (see ``mha_lib/export/common.py``).
 METADATA_PREFIX = _common.METADATA_PREFIX
 #: The ``block_size`` values :func:`quantize_for_web` takes (onnxruntime's blockwise quantiser
 #: supports only these; 512 and up stop it with an assertion).

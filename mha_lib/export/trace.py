@@ -329,7 +329,7 @@ class _AttentionCore(nn.Module):
 
 
 def export_attention_core(path: Union[str, os.PathLike], *, opset: int = 18) -> ExportInfo:
-    """Export :func:`mha_lib.attention` alone, the explicit path, to one ONNX file with every size free.
+    """Export :func:`mha_lib.attention <mha_lib.core.attention>` alone, the explicit path, to one ONNX file with every size free.
 
     Inputs ``q``, ``k``, ``v``, float32 (B, H, L, d_k) (L = S: self-attention); output ``out``
     (B, H, L, d_k). The (B, H, L, L) weights are made inside, as on the explicit path, and not

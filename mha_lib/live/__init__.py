@@ -98,7 +98,7 @@ from .widget import _widget_class
 from . import digit as _digit, element as _element, kernel as _kernel, speed as _speed, values as _values
 
 # The data, bound again with their doc comments so that the API page (autodoc reads ``#:``) lists them.
-#: The kinds of live view that ``mha_lib/web/mha_live.mjs`` draws (:mod:`mha_lib.live.element`).
+#: The kinds of live view that ``mha_lib/web/mha_live.mjs`` draws (``mha_lib/live/element.py``).
 VIEWS = _element.VIEWS
 #: Decimals kept for every float of a configuration (attention weights: 1e-4 is below what a
 #: colour shows, and the readout prints 3 decimals).

@@ -90,7 +90,7 @@ def reader_pattern_mask(pattern: Mapping, length: int, seq_len: int) -> torch.Te
     ``{"kind": "full" | "window" | "sparse", "window": w, "sinks": s, "block": b}``: every key (the causal
     mask is the model's own); :func:`~mha_lib.efficient.sliding_window_mask` with w keys and s sinks; or
     BigBird's :func:`~mha_lib.efficient.block_sparse_mask` on blocks of b, built for ``seq_len`` (seed 0, as
-    :meth:`EncoderConfig.attention_pattern`) and cut to the first L positions.
+    :meth:`~mha_lib.model.EncoderConfig.attention_pattern`) and cut to the first L positions.
 
     Raises:
         ValueError: a pattern not of that form or out of range, naming it.
@@ -107,7 +107,7 @@ def reader_pattern_mask(pattern: Mapping, length: int, seq_len: int) -> torch.Te
 def sparse_layouts(seq_len: int) -> List[dict]:
     """BigBird's block layout for each of :data:`SPARSE_BLOCKS`: ``{"block": b, "seen": n x n of 0/1}`` (row r
     sees block column c, n = seq_len / b), from which the page builds the token mask (the random blocks come
-    from torch's generator, which a page cannot repeat). Built as :meth:`EncoderConfig.attention_pattern`
+    from torch's generator, which a page cannot repeat). Built as :meth:`~mha_lib.model.EncoderConfig.attention_pattern`
     builds it (one band block each side, one global block, one random block, seed 0; Zaheer et al. 2020).
 
     Raises:
@@ -183,7 +183,7 @@ def patterns_config(ids: Sequence[int], pattern: Optional[Mapping] = None, *, mo
 
     Returns:
         a dict with ``models`` (the site ids, ``<family>.pattern``), ``labels``, ``trained`` (each family's
-        own pattern), ``model``, ``pattern``, ``layouts`` (:func:`sparse_layouts`), ``task``, ``cache`` (the
+        own pattern), ``model``, ``pattern``, ``layouts`` (``sparse_layouts``: one ``{"block", "seen"}`` per block size), ``task``, ``cache`` (the
         sizes :func:`pattern_cache_bytes` reads), ``ids`` and the keys of :func:`patterns_readings`.
 
     Raises:

@@ -49,12 +49,12 @@ class DigitsTask:
 
     @property
     def grid(self) -> int:
-        """Patches per side: 8 / patch_size."""
+        """Patches per side, 8 / patch_size."""
         return self.image_side // self.patch_size
 
     @property
     def patch_dim(self) -> int:
-        """Values per patch: patch_size**2."""
+        """Values per patch, patch_size**2."""
         return self.patch_size ** 2
 
     def images(self, split: str) -> Tuple[Tensor, Tensor]:

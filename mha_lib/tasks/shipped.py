@@ -42,7 +42,7 @@ class TrainedSpec:
         steps: optimiser steps.
         batch_size: sequences per step.
         lr: peak learning rate of AdamW (one-cycle schedule: linear warm-up over ``warmup`` of
-            the steps, then cosine decay; Loshchilov and Hutter 2019).
+            the steps, then cosine decay: :func:`mha_lib.train.lr_at`).
         weight_decay: AdamW's decoupled weight decay (default 0.01).
         warmup: the fraction of ``steps`` spent warming up, in [0, 1) (default 0.05).
         seeds: the seeds trained; seed k sets the initialisation and the training stream.

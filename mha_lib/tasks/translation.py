@@ -61,7 +61,7 @@ class TranslationTask(_SeededDataset):
 
     @property
     def seq_len(self) -> int:
-        """Positions of a source or target sequence: max_words + 1 (EOS)."""
+        """Positions of a source or target sequence, max_words + 1 (EOS)."""
         return self.max_words + 1
 
     def dictionary(self) -> Tensor:
