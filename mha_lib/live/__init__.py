@@ -18,7 +18,7 @@ looks the same, and the kernel computes the maps -- the module sends
 the model's inputs (token ids, token types, padding mask, head mask) as a widget message and
 :meth:`KernelRunner.answer` runs mha_lib's own model on them (all-MiniLM-L6-v2 from
 :func:`mha_lib.pretrained.load_bert`, the toy models from :func:`mha_lib.tasks.load_trained`).
-:meth:`LiveView._repr_mimebundle_` gives both: ``text/html`` (the element, which the static book
+``LiveView._repr_mimebundle_`` gives both: ``text/html`` (the element, which the static book
 shows; ``_config.yml`` makes the html builder prefer it) and the widget's view. Without anywidget,
 or outside a kernel, it is ``text/html`` only; where no script runs, the fallback figure shows.
 
@@ -64,7 +64,7 @@ open a tag; the module shows every text with ``textContent``. Numbers are rounde
 to keep pages small; NaN and infinity are refused.
 
 The files, each importing only those before it: ``values.py`` (a config's numbers as JSON:
-:data:`DECIMALS`), ``contract.py`` (:func:`view_contract`, the check of a config against
+:data:`DECIMALS`), ``contract.py`` (``view_contract()``, the check of a config against
 ``view_contract.json``), ``configs.py`` (:func:`sentence_config`, :func:`toy_compare_config`,
 :func:`prune_config`, :func:`paraphrase_scores`), ``digit.py`` (chapter 7's view: :func:`digit_config`,
 :func:`digit_readings`), ``induction.py`` (chapter 5's view: :func:`induction_config`,

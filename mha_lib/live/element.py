@@ -24,7 +24,7 @@ WIDGET_VIEW_MIME = "application/vnd.jupyter.widget-view+json"
 class LiveView:
     """One live view; a notebook cell that returns it shows it.
 
-    Its MIME bundle (:meth:`_repr_mimebundle_`) holds ``text/html`` (the element; the built book
+    Its MIME bundle (``_repr_mimebundle_``) holds ``text/html`` (the element; the built book
     shows it) and, in a kernel with ``anywidget`` installed, the view of a ``LiveWidget``
     (Jupyter and Colab show that: the kernel computes the maps).
 
@@ -81,7 +81,7 @@ class LiveView:
 
 def live_view(view: str, model: str, config: Mapping[str, Any], *, fallback: Any = None,
               alt: Optional[str] = None, caption: Optional[str] = None) -> LiveView:
-    """Write the HTML element of a live view (see the module docstring).
+    """Write the HTML element of a live view (see :mod:`mha_lib.live`).
 
     Args:
         view: ``"sentence"``, ``"toy-compare"``, ``"prune"``, ``"timing"``, ``"induction"``, ``"translate"``, ``"digit"``,
