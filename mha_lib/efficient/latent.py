@@ -191,7 +191,11 @@ class MultiHeadLatentAttention(nn.Module):
         return list(range(self.num_heads))
 
     def cache_bytes_per_token(self, bytes_per_element: int = 2) -> int:
-        """Bytes this layer caches per token: (d_c + d_h^R) x ``bytes_per_element`` (2 for fp16/bf16)."""
+        """Bytes this layer caches per token: (d_c + d_h^R) x ``bytes_per_element`` (2 for fp16/bf16).
+
+        Raises:
+            ValueError: ``bytes_per_element`` not a positive int (naming it).
+        """
         return (self.kv_rank + self.rope_dim) * checks.positive_int(bytes_per_element, "bytes_per_element")
 
     def _check(self, x, key, cache, key_padding_mask, attn_mask, is_causal, head_mask) -> None:

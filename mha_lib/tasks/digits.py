@@ -77,6 +77,9 @@ class DigitsTask:
         Returns:
             a :class:`TaskBatch`: ``input_ids`` (B, N, patch_dim) float patches, ``labels`` (B,)
             digits, ``marked`` (B,) the images' indices in the training split.
+
+        Raises:
+            ValueError: if ``batch_size`` is not an int >= 1.
         """
         B = checks.int_at_least(batch_size, "batch_size", 1)
         images, labels = self.images("train")
