@@ -426,16 +426,24 @@ class ModelConfig:
     nominal_params: Optional[float] = None  # the parameter count in the model's published name/table
 
     def kv_cache_bytes(self, seq_len: int, batch: int = 1, dtype: DType = torch.float16) -> int:
-        """KV-cache bytes for the whole model (all ``num_layers``); see ``kv_cache_bytes``."""
+        """KV-cache bytes (int) for the whole model (all ``num_layers``) at ``seq_len`` cached positions.
+
+        ``batch`` sequences, elements of ``dtype`` (default fp16); as :func:`kv_cache_bytes`, which
+        raises ValueError on a negative or non-integer size or an unknown dtype.
+        """
         return kv_cache_bytes(num_layers=self.num_layers, num_kv_heads=self.num_kv_heads,
                               head_dim=self.head_dim, seq_len=seq_len, batch=batch, dtype=dtype)
 
     def attention_map_bytes(self, seq_len: int, batch: int = 1, dtype: DType = torch.float32) -> int:
-        """Bytes of one layer's (B, H, L, L) self-attention map; see ``attention_map_bytes``."""
+        """Bytes (int) of one layer's (B, H, L, L) self-attention map, L = ``seq_len``, B = ``batch``.
+
+        Elements of ``dtype`` (default fp32); as :func:`attention_map_bytes`, which raises ValueError
+        on a negative or non-integer size or an unknown dtype.
+        """
         return attention_map_bytes(batch, seq_len, seq_len, num_heads=self.num_heads, dtype=dtype)
 
     def attention_params(self, bias: bool = True) -> int:
-        """Attention parameters of ONE layer (projections to and from H*head_dim features)."""
+        """Attention parameters (a count) of ONE layer: projections to and from H*head_dim features, with biases if ``bias``."""
         # Written out instead of calling attention_params(d_model, ...): that one assumes
         # head_dim = d_model // H, while a published config states head_dim separately.
         d, H, H_kv, hd = self.d_model, self.num_heads, self.num_kv_heads, self.head_dim
@@ -444,6 +452,7 @@ class ModelConfig:
         return weights + (biases if bias else 0)
 
 
+#: Published attention shapes by display name, each :class:`ModelConfig` with its ``source``.
 PUBLISHED_CONFIGS: Dict[str, ModelConfig] = {c.name: c for c in (
     ModelConfig("Transformer base", "encoder-decoder", 6, 512, 8, 8, 64, None,
                 "Vaswani et al. 2017, Table 3 (base: N=6, d_model=512, h=8, d_k=64)",
@@ -523,6 +532,7 @@ def decode_traffic(config: ModelConfig, *, batch: int = 1, context: int, dtype: 
     return DecodeTraffic(weights, float(per_token) * batch * context, weights / per_token)
 
 
+#: Models whose attention shape was never published, by name, each with why (:func:`get_config` says it).
 UNPUBLISHED_CLAIMS: Dict[str, str] = {
     "GPT-4": (
         "OpenAI has not published GPT-4's architecture (the GPT-4 Technical Report, 2023, gives "
