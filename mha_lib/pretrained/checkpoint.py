@@ -153,7 +153,7 @@ def bert_config_to_encoder_config(hf: dict, source: str = "config.json") -> Enco
         ValueError: ``hf`` not a dict; a required key (``vocab_size``, ``hidden_size``,
             ``num_attention_heads``, ``num_hidden_layers``, ``intermediate_size``,
             ``max_position_embeddings``) missing, not an integer, or above its bound in
-            :data:`mha_lib.model.CONFIG_SIZE_LIMITS` (e.g. ``vocab_size`` > 2**24, far beyond
+            ``mha_lib.model.CONFIG_SIZE_LIMITS`` (e.g. ``vocab_size`` > 2**24, far beyond
             any real checkpoint); a model_type other than
             "bert"; ``is_decoder: true`` (this encoder is bidirectional, it has no causal
             self-attention or cross-attention); relative position embeddings; an activation

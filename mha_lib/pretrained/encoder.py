@@ -279,7 +279,7 @@ def load_bert(name_or_path: Optional[Union[str, os.PathLike]] = None, *, verbose
             (naming the path); a ``max_seq_length`` in sentence_bert_config.json that is not
             an integer >= 3 (null falls back to max_position_embeddings); a tensor
             missing, unknown or of the wrong shape (naming the key); a size in the config
-            above :data:`mha_lib.model.CONFIG_SIZE_LIMITS` (naming the file and the field); a
+            above ``mha_lib.model.CONFIG_SIZE_LIMITS`` (naming the file and the field); a
             JSON file nested too deeply to parse (naming it); a tokenizer with more ids than the
             embedding table has rows (giving both sizes).
         ImportError: ``tokenizers`` (or ``huggingface_hub`` for hub ids) missing; the
