@@ -83,11 +83,9 @@ from .steps import STAGES, attention_steps, layer_steps
 from .statistics import (HeadStats, attention_confidence, head_attention_stats, local_share_and_spread,
                          positional_offsets)
 
-#: The relations of Clark et al. 2019's first analyses: positional offsets and special tokens.
+#: The relations of Clark et al. 2019's first analyses, positional offsets and special tokens.
 RELATIONS = _relations.RELATIONS
-#: The stages :func:`attention_steps` returns, in the order of the computation: ``x``, ``q``,
-#: ``k``, ``v``, ``scores``, ``scaled``, ``blocked``, ``weights``, ``head_out``, ``concat``,
-#: ``contributions``, ``out``.
+#: The stages :func:`attention_steps` returns, in the order of the computation.
 STAGES = _steps.STAGES
 
 __all__ = [

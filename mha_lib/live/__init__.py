@@ -100,12 +100,12 @@ from . import digit as _digit, element as _element, kernel as _kernel, speed as 
 # The data, bound again with their doc comments so that the API page (autodoc reads ``#:``) lists them.
 #: The kinds of live view that ``mha_lib/web/mha_live.mjs`` draws (``mha_lib/live/element.py``).
 VIEWS = _element.VIEWS
-#: Decimals kept for every float of a configuration (attention weights: 1e-4 is below what a
+#: Decimals kept for every float of a configuration (for attention weights, 1e-4 is below what a
 #: colour shows, and the readout prints 3 decimals).
 DECIMALS = _values.DECIMALS
 #: Most rows (texts) one kernel run message may hold (the prune view sends about 25).
 MAX_KERNEL_ROWS = _kernel.MAX_KERNEL_ROWS
-#: Most positions (rows x length, padding included) one kernel run message may hold: the prune
+#: Most positions (rows x length, padding included) one kernel run message may hold, the prune
 #: view's 25 texts at MiniLM's 256 tokens.
 MAX_KERNEL_TOKENS = _kernel.MAX_KERNEL_TOKENS
 #: Most example images a ``"digit"`` view carries (each is 64 numbers in the page).

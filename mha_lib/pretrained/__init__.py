@@ -32,7 +32,7 @@ from .encoder import POOLING_MODES, BertEncoder, load_bert
 from .tokenizer import TokenBatch, WordPieceTokenizer
 from . import checkpoint as _checkpoint
 
-#: The checkpoint :func:`load_bert` and :func:`resolve_checkpoint` load when given None: MiniLM
+#: The checkpoint :func:`load_bert` and :func:`resolve_checkpoint` load when given None, MiniLM
 #: (all-MiniLM-L6-v2, 6 layers x 12 heads, d_model 384; Wang et al. 2020, Reimers and Gurevych 2019).
 DEFAULT_MODEL = _checkpoint.DEFAULT_MODEL
 
