@@ -117,8 +117,8 @@ def nonnegative_int(value: Any, name: str) -> int:
     return out
 
 
-#: The seeds torch's generators take: ``torch.Generator().manual_seed`` and ``torch.manual_seed`` read an
-#: unsigned 64-bit integer (a larger one raises "Overflow when unpacking long").
+#: The largest seed torch's generators take (``torch.Generator().manual_seed`` and ``torch.manual_seed`` read
+#: an unsigned 64-bit integer (a larger one raises "Overflow when unpacking long").
 SEED_MAX = 2**64 - 1
 
 

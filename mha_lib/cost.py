@@ -284,7 +284,9 @@ def attention_map_bytes(batch: int, q_len: int, kv_len: Optional[int] = None, *,
     (FlashAttention; torch's SDPA on CPU and CUDA) never build it.
 
     Args:
-        batch: B (>= 0). q_len: L (>= 0). kv_len: S (>= 0), default L.
+        batch: B (>= 0).
+        q_len: L (>= 0).
+        kv_len: S (>= 0), default L.
         num_heads: H (> 0).
         dtype: element type of the map (``torch.dtype`` or a name like ``"fp16"``).
 
@@ -337,7 +339,8 @@ class AttentionLayerCost:
     """Every formula for one attention layer at one shape (see ``attention_layer_cost``).
 
     Attributes:
-        params: parameters (count). param_bytes: their bytes in ``dtype``.
+        params: parameters (count).
+        param_bytes: their bytes in ``dtype``.
         flops: ``AttentionFlops`` (matmul FLOPs, 2 per multiply-add).
         attention_map_bytes: bytes of one (B, H, L, S) map.
         kv_cache_bytes: bytes of this layer's K and V for S positions (B, H_kv, S, hd) x 2.
@@ -423,16 +426,24 @@ class ModelConfig:
     nominal_params: Optional[float] = None  # the parameter count in the model's published name/table
 
     def kv_cache_bytes(self, seq_len: int, batch: int = 1, dtype: DType = torch.float16) -> int:
-        """KV-cache bytes for the whole model (all ``num_layers``); see ``kv_cache_bytes``."""
+        """KV-cache bytes (int) for the whole model (all ``num_layers``) at ``seq_len`` cached positions.
+
+        ``batch`` sequences, elements of ``dtype`` (default fp16); as :func:`kv_cache_bytes`, which
+        raises ValueError on a negative or non-integer size or an unknown dtype.
+        """
         return kv_cache_bytes(num_layers=self.num_layers, num_kv_heads=self.num_kv_heads,
                               head_dim=self.head_dim, seq_len=seq_len, batch=batch, dtype=dtype)
 
     def attention_map_bytes(self, seq_len: int, batch: int = 1, dtype: DType = torch.float32) -> int:
-        """Bytes of one layer's (B, H, L, L) self-attention map; see ``attention_map_bytes``."""
+        """Bytes (int) of one layer's (B, H, L, L) self-attention map, L = ``seq_len``, B = ``batch``.
+
+        Elements of ``dtype`` (default fp32); as :func:`attention_map_bytes`, which raises ValueError
+        on a negative or non-integer size or an unknown dtype.
+        """
         return attention_map_bytes(batch, seq_len, seq_len, num_heads=self.num_heads, dtype=dtype)
 
     def attention_params(self, bias: bool = True) -> int:
-        """Attention parameters of ONE layer (projections to and from H*head_dim features)."""
+        """Attention parameters (a count) of ONE layer: projections to and from H*head_dim features, with biases if ``bias``."""
         # Written out instead of calling attention_params(d_model, ...): that one assumes
         # head_dim = d_model // H, while a published config states head_dim separately.
         d, H, H_kv, hd = self.d_model, self.num_heads, self.num_kv_heads, self.head_dim
@@ -441,6 +452,7 @@ class ModelConfig:
         return weights + (biases if bias else 0)
 
 
+#: Published attention shapes by display name, each :class:`ModelConfig` with its ``source``.
 PUBLISHED_CONFIGS: Dict[str, ModelConfig] = {c.name: c for c in (
     ModelConfig("Transformer base", "encoder-decoder", 6, 512, 8, 8, 64, None,
                 "Vaswani et al. 2017, Table 3 (base: N=6, d_model=512, h=8, d_k=64)",
@@ -520,6 +532,7 @@ def decode_traffic(config: ModelConfig, *, batch: int = 1, context: int, dtype: 
     return DecodeTraffic(weights, float(per_token) * batch * context, weights / per_token)
 
 
+#: Models whose attention shape was never published, by name, each with why (:func:`get_config` says it).
 UNPUBLISHED_CLAIMS: Dict[str, str] = {
     "GPT-4": (
         "OpenAI has not published GPT-4's architecture (the GPT-4 Technical Report, 2023, gives "

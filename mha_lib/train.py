@@ -174,10 +174,17 @@ def train(
     mean cross-entropy over labelled positions. The model is *not* re-initialised: build it
     after ``mha_lib.set_seed(seed)`` (or use :func:`train_spec`, which does).
 
+    A task with a ``curve_scores(model, batch) -> dict`` method (e.g.
+    :class:`~mha_lib.tasks.InductionTask`: per-head previous-token and induction scores) also
+    gets those values in the curve at every point, under their keys.
+
     Args:
         model: a :class:`~mha_lib.model.TokenClassifier` whose classes match the task; it
             maps (B, L) long token ids to (B, L, num_classes) float logits.
-        task: the task.
+        task: a task of :mod:`mha_lib.tasks` (:class:`~mha_lib.tasks.PrevMarkedTask`,
+            :class:`~mha_lib.tasks.InductionTask`, ...): anything with ``num_classes``,
+            ``sample(batch_size, generator)`` and ``dataset(n, seed=...)`` returning a
+            :class:`~mha_lib.tasks.TaskBatch`.
         steps: number of optimiser steps, >= 1.
         batch_size: sequences per step, >= 1.
         lr: peak learning rate, in [1.2e-38, 3.4e37] (``checks.learning_rate``: Adam's first
@@ -195,15 +202,12 @@ def train(
         checkpoint_steps: numbers of optimiser steps done (0 = the initial weights, up to
             ``steps``) after which a copy of the weights goes into ``TrainResult.checkpoints``.
 
-    A task with a ``curve_scores(model, batch) -> dict`` method (e.g.
-    :class:`~mha_lib.tasks.InductionTask`: per-head previous-token and induction scores) also
-    gets those values in the curve at every point, under their keys.
-
     Returns:
         a :class:`TrainResult`.
 
     Raises:
-        ValueError: on a bad argument, or when training diverges (naming the step), instead of
+        ValueError: on a bad argument (naming it; also a model whose ``num_classes`` differs
+            from the task's), or when training diverges (naming the step), instead of
             training on silently or returning a NaN model as trained: the loss or the logits
             become NaN or infinite, or an update leaves NaN or inf in the weights.
     """

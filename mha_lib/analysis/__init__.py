@@ -9,7 +9,7 @@ Two questions a reader asks of a trained model, each with one function family:
    threshold, labelled ``L{layer}.H{head}`` (both 0-based).
 
 2. **Are the heads really different?** :func:`tie_heads` forces every head of a
-   :class:`MultiHeadAttention` to share one head's W^Q_i, W^K_i, W^V_i (kept tied during
+   :class:`~mha_lib.core.MultiHeadAttention` to share one head's W^Q_i, W^K_i, W^V_i (kept tied during
    training), and :func:`merge_tied_heads` turns such a layer into the single head of width
    d_model/H that it equals: Concat(h, ..., h) W^O = h sum_i W^O_i. Chapter 2 uses the pair to
    show that multi-head attention is not H copies of one head.
@@ -23,8 +23,8 @@ Two questions a reader asks of a trained model, each with one function family:
 
    and read ``||alpha_{h,ij} f_h(x_j)||`` (per head) or ``||sum_h alpha_{h,ij} f_h(x_j)||`` (per
    layer) instead of ``alpha``. :func:`value_norms`, :func:`norm_weighted_attention` and
-   :func:`encoder_norm_maps` compute them from an mha_lib :class:`MultiHeadAttention` /
-   :class:`Encoder`; :func:`attention_contributions` returns the vectors themselves, which sum
+   :func:`encoder_norm_maps` compute them from an mha_lib :class:`~mha_lib.core.MultiHeadAttention` /
+   :class:`~mha_lib.model.Encoder`; :func:`attention_contributions` returns the vectors themselves, which sum
    (with ``b^O``) to the layer's output -- the identity the tests check.
 
 4. **Which heads work together across layers?** :func:`previous_token_score` and
@@ -58,8 +58,8 @@ Two questions a reader asks of a trained model, each with one function family:
 
 The files: ``relations.py`` (1), ``norms.py`` (3), ``circuits.py`` (4), ``maps.py`` (5),
 ``statistics.py`` (6), ``dependencies.py`` and ``coreference.py`` (7), ``steps.py`` (8). :func:`tie_heads` and :func:`merge_tied_heads` (2) build models, so they
-live in :mod:`mha_lib.model.tied`; :func:`previous_token_score`, :func:`induction_targets` and
-:func:`induction_score` (4) are the induction task's scores, in :mod:`mha_lib.tasks.induction`.
+live in ``mha_lib/model/tied.py``; :func:`previous_token_score`, :func:`induction_targets` and
+:func:`induction_score` (4) are the induction task's scores, in ``mha_lib/tasks/induction.py``.
 Both are re-exported here.
 
 Shapes: B batch, H heads (current, i.e. kept, heads after pruning), L queries, S keys,
@@ -70,7 +70,7 @@ from __future__ import annotations
 
 from ..model.tied import merge_tied_heads, tie_heads
 from ..tasks.induction import induction_score, induction_targets, previous_token_score
-from . import relations as _relations
+from . import relations as _relations, steps as _steps
 from .circuits import copying_score, full_ov_circuit, ov_circuit, qk_circuit
 from .coreference import (AntecedentScore, Case, antecedent_accuracy, antecedent_baselines, antecedent_rule_hits,
                           coreference_sample)
@@ -83,8 +83,10 @@ from .steps import STAGES, attention_steps, layer_steps
 from .statistics import (HeadStats, attention_confidence, head_attention_stats, local_share_and_spread,
                          positional_offsets)
 
-#: The relations of Clark et al. 2019's first analyses: positional offsets and special tokens.
+#: The relations of Clark et al. 2019's first analyses, positional offsets and special tokens.
 RELATIONS = _relations.RELATIONS
+#: The stages :func:`attention_steps` returns, in the order of the computation.
+STAGES = _steps.STAGES
 
 __all__ = [
     "RELATIONS",

@@ -3,7 +3,7 @@
 Row-vector convention, as everywhere in mha_lib: scores_ij = x_i W_QK x_j^T / sqrt(hd), and a
 head adds alpha_ij x_j W_OV to position i. The previous-token and induction scores that find the
 heads of these circuits (Olsson et al. 2022) live with the induction task, in
-:mod:`mha_lib.tasks.induction`, and are re-exported by :mod:`mha_lib.analysis`.
+``mha_lib/tasks/induction.py``, and are re-exported by :mod:`mha_lib.analysis`.
 """
 from __future__ import annotations
 

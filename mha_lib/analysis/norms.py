@@ -119,7 +119,7 @@ def norm_weighted_attention(mha, x: Tensor, weights: Tensor, *, combine_heads: b
 
 @torch.no_grad()
 def encoder_norm_maps(encoder, input_ids: Tensor, *, combine_heads: bool = False, **forward_kwargs):
-    """Raw weights and norm-weighted maps for every layer of an mha_lib :class:`Encoder`.
+    """Raw weights and norm-weighted maps for every layer of an mha_lib :class:`~mha_lib.model.Encoder`.
 
     Runs ``encoder(input_ids, output_attentions=True, output_hidden_states=True, ...)`` and, for
     each block, rebuilds the attention input (the block's input; LayerNorm-ed first for pre-LN

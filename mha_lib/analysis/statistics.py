@@ -218,9 +218,19 @@ class HeadStats:
     num_tokens: int
 
     def positional(self, threshold: float = 0.9, offsets: Optional[Sequence[int]] = None) -> Tensor:
-        """bool (num_layers, H): heads whose argmax sits on one fixed offset >= ``threshold`` of
-        the time (Voita et al. 2019: 90%). ``offsets`` restricts which offsets count (Voita
-        et al. report -1 and +1; default: any, including 0 = the token itself)."""
+        """The positional heads: those whose argmax sits on one fixed offset >= ``threshold`` of the time.
+
+        Args:
+            threshold: the fraction of query rows, in (0, 1] (Voita et al. 2019: 0.9).
+            offsets: the offsets that count (Voita et al. report -1 and +1); None (default):
+                any, including 0 = the token itself.
+
+        Returns:
+            bool (num_layers, H); False at pruned heads.
+
+        Raises:
+            ValueError: ``threshold`` outside (0, 1] (naming it).
+        """
         if not 0.0 < threshold <= 1.0:
             raise ValueError(f"threshold must be in (0, 1], got {threshold}")
         ok = self.offset_fraction >= threshold
@@ -245,7 +255,7 @@ def head_attention_stats(
     :func:`positional_offsets` for the per-batch versions.
 
     Args:
-        model: see :func:`attention_layers`.
+        model: see :func:`~mha_lib.pruning.attention_layers`.
         batches: iterable of batches passed to ``attentions_fn``.
         attentions_fn: ``attentions_fn(model, batch) -> (attentions, key_padding_mask)``
             or ``(attentions, key_padding_mask, sink_keys)``: the per-layer weights (each

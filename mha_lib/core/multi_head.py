@@ -52,6 +52,33 @@ class MultiHeadAttention(nn.Module):
     (grouped-query attention, Ainslie et al. 2023; ``num_kv_heads=1`` is multi-query attention,
     Shazeer 2019).
 
+    Two paths, same numbers: ``need_weights=False`` runs ``F.scaled_dot_product_attention``
+    (fused kernels on GPU; plain causal attention passes ``is_causal`` to it and builds no mask
+    tensor, so memory stays O(L) and CUDA may choose its flash kernel); ``need_weights=True``
+    runs the explicit softmax(Q K^T / sqrt(hd)) V of :func:`attention` and returns the weights.
+
+    Compared with ``torch.nn.MultiheadAttention`` (:meth:`from_torch` copies one, weights and all):
+
+    * **batch first, always**: inputs (B, L, d_model), where torch's default is ``batch_first=False``,
+      (L, B, E); ``key`` and ``value`` default to ``query`` and the other arguments are keywords;
+    * **need_weights=False by default** (torch: True), and the weights are **per head**,
+      (B, H, L, S), never averaged (torch's ``average_attn_weights=True`` gives (B, L, S)), taken
+      **before dropout** (torch returns them after dropout, so its rows need not sum to 1 in training);
+    * **masks: the same polarity as torch's module**: a bool ``key_padding_mask`` or ``attn_mask`` is
+      True where a key is ignored, a float one is added (the opposite of
+      ``F.scaled_dot_product_attention``, whose bool mask is True where attention is allowed);
+    * **is_causal is a mask, not a hint**: torch's module raises without an ``attn_mask`` to go with
+      it; here it builds the causal pattern itself, **aligned bottom-right** (query i sees keys
+      j <= i + S - L, so a decode step sees its whole cache; SDPA aligns top-left when L != S);
+    * a query whose keys are all blocked gets **zeros**, where torch gives NaN;
+    * no ``kdim``/``vdim``, ``add_bias_kv`` or ``add_zero_attn`` (:meth:`from_torch` refuses them);
+      in their place: grouped-query heads (``num_kv_heads``), ``head_mask``, a KV cache and
+      structural pruning.
+
+    Per-head outputs (for plots and analysis): ``head_out, weights = mha.head_outputs(x,
+    need_weights=True)`` gives head_out (B, H, L, hd) and weights (B, H, L, S), and
+    ``mha.merge_heads(head_out)`` equals ``mha(x)[0]``.
+
     Args:
         d_model: model width; must be divisible by ``num_heads``.
         num_heads: query heads H (> 0). ``head_dim = d_model // num_heads`` stays fixed even after
@@ -76,33 +103,6 @@ class MultiHeadAttention(nn.Module):
         kept_kv_heads: original indices of the surviving key/value heads, ascending.
         kv_head_index: buffer (H,), long: current query head i reads current KV head
             ``kv_head_index[i]``. Starts as ``i // (num_heads // num_kv_heads)``.
-
-    Per-head outputs (for plots and analysis): ``head_out, weights = mha.head_outputs(x,
-    need_weights=True)`` gives head_out (B, H, L, hd) and weights (B, H, L, S), and
-    ``mha.merge_heads(head_out)`` equals ``mha(x)[0]``.
-
-    Two paths, same numbers: ``need_weights=False`` runs ``F.scaled_dot_product_attention``
-    (fused kernels on GPU; plain causal attention passes ``is_causal`` to it and builds no mask
-    tensor, so memory stays O(L) and CUDA may choose its flash kernel); ``need_weights=True``
-    runs the explicit softmax(Q K^T / sqrt(hd)) V of :func:`attention` and returns the weights.
-
-    Compared with ``torch.nn.MultiheadAttention`` (:meth:`from_torch` copies one, weights and all):
-
-    * **batch first, always**: inputs (B, L, d_model), where torch's default is ``batch_first=False``,
-      (L, B, E); ``key`` and ``value`` default to ``query`` and the other arguments are keywords;
-    * **need_weights=False by default** (torch: True), and the weights are **per head**,
-      (B, H, L, S), never averaged (torch's ``average_attn_weights=True`` gives (B, L, S)), taken
-      **before dropout** (torch returns them after dropout, so its rows need not sum to 1 in training);
-    * **masks: the same polarity as torch's module**: a bool ``key_padding_mask`` or ``attn_mask`` is
-      True where a key is ignored, a float one is added (the opposite of
-      ``F.scaled_dot_product_attention``, whose bool mask is True where attention is allowed);
-    * **is_causal is a mask, not a hint**: torch's module raises without an ``attn_mask`` to go with
-      it; here it builds the causal pattern itself, **aligned bottom-right** (query i sees keys
-      j <= i + S - L, so a decode step sees its whole cache; SDPA aligns top-left when L != S);
-    * a query whose keys are all blocked gets **zeros**, where torch gives NaN;
-    * no ``kdim``/``vdim``, ``add_bias_kv`` or ``add_zero_attn`` (:meth:`from_torch` refuses them);
-      in their place: grouped-query heads (``num_kv_heads``), ``head_mask``, a KV cache and
-      structural pruning.
 
     Raises:
         ValueError: ``d_model``, ``num_heads`` or ``num_kv_heads`` not a positive integer (Python

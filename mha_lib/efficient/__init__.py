@@ -19,6 +19,13 @@ from .latent import DEEPSEEK_V2_MLA, LatentCache, MultiHeadLatentAttention, late
 from .patterns import block_sparse_layout, block_sparse_mask, sliding_window_mask
 from .tiled import hbm_accesses, tiled_attention
 from .windowed import sliding_window_attention
+from . import latent as _latent
+
+#: DeepSeek-V2's attention as published (DeepSeek-AI 2024, "DeepSeek-V2", section 3.1.2), 60 layers,
+#: 128 heads of d_h = 128, KV compression d_c = 512, query compression d_c' = 1536, decoupled RoPE
+#: d_h^R = 64; its MLA cache holds 576 numbers per token and layer
+#: (``latent_kv_cache_bytes(num_layers=60, kv_rank=512, rope_dim=64, seq_len=..., ...)``).
+DEEPSEEK_V2_MLA = _latent.DEEPSEEK_V2_MLA
 
 __all__ = ["sliding_window_mask", "block_sparse_layout", "block_sparse_mask", "sliding_window_attention", "tiled_attention",
            "hbm_accesses", "MultiHeadLatentAttention", "LatentCache", "rotary", "latent_kv_cache_bytes",

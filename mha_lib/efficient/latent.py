@@ -132,7 +132,7 @@ class MultiHeadLatentAttention(nn.Module):
     def forward(self, query: Tensor, key: Optional[Tensor] = None, *, key_padding_mask: Optional[Tensor] = None,
                 attn_mask: Optional[Tensor] = None, is_causal: bool = True, head_mask: Optional[Tensor] = None,
                 need_weights: bool = False, past_kv: Optional[LatentCache] = None, use_cache: bool = False):
-        """Attend causally over the cached tokens and ``query``'s, with :class:`MultiHeadAttention`'s
+        """Attend causally over the cached tokens and ``query``'s, with :class:`~mha_lib.core.MultiHeadAttention`'s
         call signature, so that a :class:`~mha_lib.model.TransformerBlock` runs either.
 
         Args:
@@ -187,11 +187,15 @@ class MultiHeadLatentAttention(nn.Module):
 
     @property
     def kept_heads(self) -> list:
-        """Every head (this module has no head pruning): ``[0, ..., H - 1]``, as MultiHeadAttention's."""
+        """Every head, ``[0, ..., H - 1]``, as MultiHeadAttention's (this module has no head pruning)."""
         return list(range(self.num_heads))
 
     def cache_bytes_per_token(self, bytes_per_element: int = 2) -> int:
-        """Bytes this layer caches per token: (d_c + d_h^R) x ``bytes_per_element`` (2 for fp16/bf16)."""
+        """Bytes this layer caches per token: (d_c + d_h^R) x ``bytes_per_element`` (2 for fp16/bf16).
+
+        Raises:
+            ValueError: ``bytes_per_element`` not a positive int (naming it).
+        """
         return (self.kv_rank + self.rope_dim) * checks.positive_int(bytes_per_element, "bytes_per_element")
 
     def _check(self, x, key, cache, key_padding_mask, attn_mask, is_causal, head_mask) -> None:

@@ -46,7 +46,7 @@ def tiled_attention(q: Tensor, k: Tensor, v: Tensor, *, block_q: int = 64, block
 
     Returns:
         (B, H, L, d_v), ``q.dtype``; the running statistics are kept in float32 for 16-bit inputs.
-        A query with no key (possible only with ``is_causal`` and S < L, which :func:`_check` refuses)
+        A query with no key (possible only with ``is_causal`` and S < L, which the argument checks refuse)
         cannot occur.
 
     Raises:

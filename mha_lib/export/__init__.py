@@ -80,13 +80,13 @@ from . import common as _common, quantize as _quantize, run as _run
 
 # The data, bound again with their doc comments so that the API page (autodoc reads ``#:``) lists them.
 #: Prefix of the model-level ``metadata_props`` keys that :func:`export_onnx` writes and
-#: :func:`run_onnx` checks its inputs against (see :mod:`mha_lib.export.common`).
+#: :func:`run_onnx` checks its inputs against (see ``mha_lib/export/common.py``).
 METADATA_PREFIX = _common.METADATA_PREFIX
 #: The ``block_size`` values :func:`quantize_for_web` takes (onnxruntime's blockwise quantiser
 #: supports only these; 512 and up stop it with an assertion).
 QUANT_BLOCK_SIZES = _quantize.QUANT_BLOCK_SIZES
-#: Sentences for checking a converted MiniLM against mha_lib (:func:`compare_on_sentences`): short
-#: and long, punctuation, numbers, accents, CJK, emoji, code and a pair's worth of paraphrases.
+#: Sentences for checking a converted MiniLM against mha_lib with :func:`compare_on_sentences`, short
+#: and long, with punctuation, numbers, accents, CJK, emoji, code and a pair's worth of paraphrases.
 CHECK_SENTENCES = _run.CHECK_SENTENCES
 
 __all__ = [

@@ -39,10 +39,12 @@ class LayeredSession:
     Args:
         embed: the embeddings session (``onnxruntime.InferenceSession``).
         layers: one session per layer, in order.
+        first_maps: the session of the first layer's maps file (``mha_lib.first_maps``), or None.
 
     Attributes:
-        embed, layers: the parts' sessions (to time or run one part alone).
-        first_maps: the session of the first layer's maps file (``mha_lib.first_maps``), or None.
+        embed: the embeddings session (to time or run one part alone).
+        layers: the layers' sessions, a list in layer order.
+        first_maps: as given.
 
     Raises:
         ValueError: the parts do not fit (a layer's inputs or outputs, the layer count, the heads).
@@ -78,16 +80,19 @@ class LayeredSession:
                                                           "tensor(float)")]
 
     def get_inputs(self) -> list:
+        """The whole model's inputs, as ``onnxruntime.InferenceSession.get_inputs()``: objects with ``name``, ``shape``, ``type``."""
         return list(self._inputs)
 
     def get_outputs(self) -> list:
+        """The whole model's outputs (``last_hidden_state``, ``sentence_embedding``, ``attentions``), as ``get_inputs``."""
         return list(self._outputs)
 
     def get_modelmeta(self):
+        """The embeddings file's metadata (``custom_metadata_map``: the model's kind and sizes), as onnxruntime's."""
         return _Meta(dict(self.embed.get_modelmeta().custom_metadata_map or {}))
 
     def run(self, output_names: Optional[Sequence[str]], feeds: Dict[str, np.ndarray]) -> List[np.ndarray]:
-        """The whole model's outputs ``output_names`` (None: all) for ``feeds`` (the inputs of :meth:`get_inputs`,
+        """The whole model's outputs ``output_names`` (None: all) for ``feeds`` (the inputs of ``get_inputs()``,
         already checked: :func:`~mha_lib.export.run_onnx` checks them). Runs the embeddings, then every layer."""
         hidden = self.embed.run(["hidden"], {k: feeds[k] for k in ("token_index", "token_type_ids", "token_rows")})[0]
         head_mask = np.asarray(feeds["head_mask"], dtype=np.float32)  # (num_layers, H)

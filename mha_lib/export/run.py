@@ -170,7 +170,7 @@ def compare_onnx(model: nn.Module, session, inputs: Mapping[str, torch.Tensor],
     Args:
         model: the mha_lib model the file was exported from.
         session: from :func:`onnx_session`, or a path.
-        inputs: the file's inputs except ``head_mask`` (names as in the module docstring), tensors.
+        inputs: the file's inputs except ``head_mask`` (names as in the table of :mod:`mha_lib.export`), tensors.
         head_mask: (num_layers, H) float32, default all ones.
 
     Returns:

@@ -54,7 +54,7 @@ class ExportInfo:
 
 
 class _Exported(nn.Module):
-    """A model with the export's fixed signature and outputs (see the module docstring)."""
+    """A model with the export's fixed signature and outputs (the table of :mod:`mha_lib.export`)."""
 
     def __init__(self, model: nn.Module, kind: str, layer_inputs: bool = False):
         super().__init__()
@@ -230,7 +230,7 @@ def export_onnx(model: nn.Module, path: Union[str, os.PathLike], *, opset: int =
     flag is restored after), on its own device; the graph's constant parts (e.g. the stacked
     [W^Q; W^K; W^V] of self-attention) are folded into initializers, so every weight matrix is one
     ``MatMul`` input that :func:`quantize_for_web` can quantise. Inputs and outputs are named as in
-    the module docstring; ``attentions`` are the weights before ``head_mask`` (rows sum to 1, or
+    the table of :mod:`mha_lib.export`; ``attentions`` are the weights before ``head_mask`` (rows sum to 1, or
     are 0 for a query with no allowed key, e.g. a fully padded row).
 
     Args:
@@ -329,7 +329,7 @@ class _AttentionCore(nn.Module):
 
 
 def export_attention_core(path: Union[str, os.PathLike], *, opset: int = 18) -> ExportInfo:
-    """Export :func:`mha_lib.attention` alone, the explicit path, to one ONNX file with every size free.
+    """Export :func:`mha_lib.attention <mha_lib.core.attention>` alone, the explicit path, to one ONNX file with every size free.
 
     Inputs ``q``, ``k``, ``v``, float32 (B, H, L, d_k) (L = S: self-attention); output ``out``
     (B, H, L, d_k). The (B, H, L, L) weights are made inside, as on the explicit path, and not

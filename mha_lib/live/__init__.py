@@ -12,13 +12,13 @@ first maps drawn after the runtime, the embeddings and one layer); the page fetc
 tokens from ``_static/models/all-MiniLM-L6-v2.rows/``.
 
 In a kernel (Jupyter, Colab, VS Code) with ``anywidget`` installed (the ``viz`` extra), the same
-output is also a widget, :class:`LiveWidget`: its ES module is the book's modules of
-``mha_lib/web/`` joined in the order of :data:`WIDGET_MODULES` (:func:`widget_esm`), the view
+output is also a widget, ``LiveWidget``: its ES module is the book's modules of
+``mha_lib/web/`` joined in the order of ``WIDGET_MODULES`` (:func:`widget_esm`), the view
 looks the same, and the kernel computes the maps -- the module sends
 the model's inputs (token ids, token types, padding mask, head mask) as a widget message and
 :meth:`KernelRunner.answer` runs mha_lib's own model on them (all-MiniLM-L6-v2 from
 :func:`mha_lib.pretrained.load_bert`, the toy models from :func:`mha_lib.tasks.load_trained`).
-:meth:`LiveView._repr_mimebundle_` gives both: ``text/html`` (the element, which the static book
+``LiveView._repr_mimebundle_`` gives both: ``text/html`` (the element, which the static book
 shows; ``_config.yml`` makes the html builder prefer it) and the widget's view. Without anywidget,
 or outside a kernel, it is ``text/html`` only; where no script runs, the fallback figure shows.
 
@@ -64,7 +64,7 @@ open a tag; the module shows every text with ``textContent``. Numbers are rounde
 to keep pages small; NaN and infinity are refused.
 
 The files, each importing only those before it: ``values.py`` (a config's numbers as JSON:
-:data:`DECIMALS`), ``contract.py`` (:func:`view_contract`, the check of a config against
+:data:`DECIMALS`), ``contract.py`` (``view_contract()``, the check of a config against
 ``view_contract.json``), ``configs.py`` (:func:`sentence_config`, :func:`toy_compare_config`,
 :func:`prune_config`, :func:`paraphrase_scores`), ``digit.py`` (chapter 7's view: :func:`digit_config`,
 :func:`digit_readings`), ``induction.py`` (chapter 5's view: :func:`induction_config`,
@@ -74,8 +74,8 @@ The files, each importing only those before it: ``values.py`` (a config's number
 :func:`translation_config`, :func:`translation_readings`), ``speed.py`` (the speed view: :func:`speed_views`,
 :func:`speed_config`, :func:`book_speed`), ``steps.py`` (chapter 2's step-by-step view:
 :func:`steps_config`, :func:`steps_readings`, :func:`steps_id`), ``esm.py`` (:func:`widget_esm`,
-:data:`WIDGET_MODULES`), ``kernel.py`` (:class:`KernelRunner`, the kernel's models and the check of
-a run message's feeds), ``widget.py`` (:class:`LiveWidget`, made on first use), ``element.py``
+``WIDGET_MODULES``), ``kernel.py`` (:class:`KernelRunner`, the kernel's models and the check of
+a run message's feeds), ``widget.py`` (``LiveWidget``, made on first use), ``element.py``
 (:func:`live_view`, :class:`LiveView`). This module re-exports them.
 """
 from __future__ import annotations
@@ -95,19 +95,23 @@ from .esm import WIDGET_MODULES, widget_esm
 from .kernel import MAX_KERNEL_ROWS, MAX_KERNEL_TOKENS, MINILM_ID, KernelRunner
 from .values import DECIMALS
 from .widget import _widget_class
-from . import element as _element, kernel as _kernel, values as _values
+from . import digit as _digit, element as _element, kernel as _kernel, speed as _speed, values as _values
 
 # The data, bound again with their doc comments so that the API page (autodoc reads ``#:``) lists them.
-#: The kinds of live view that ``mha_lib/web/mha_live.mjs`` draws (:mod:`mha_lib.live.element`).
+#: The kinds of live view that ``mha_lib/web/mha_live.mjs`` draws (``mha_lib/live/element.py``).
 VIEWS = _element.VIEWS
-#: Decimals kept for every float of a configuration (attention weights: 1e-4 is below what a
+#: Decimals kept for every float of a configuration (for attention weights, 1e-4 is below what a
 #: colour shows, and the readout prints 3 decimals).
 DECIMALS = _values.DECIMALS
 #: Most rows (texts) one kernel run message may hold (the prune view sends about 25).
 MAX_KERNEL_ROWS = _kernel.MAX_KERNEL_ROWS
-#: Most positions (rows x length, padding included) one kernel run message may hold: the prune
+#: Most positions (rows x length, padding included) one kernel run message may hold, the prune
 #: view's 25 texts at MiniLM's 256 tokens.
 MAX_KERNEL_TOKENS = _kernel.MAX_KERNEL_TOKENS
+#: Most example images a ``"digit"`` view carries (each is 64 numbers in the page).
+MAX_DIGIT_EXAMPLES = _digit.MAX_DIGIT_EXAMPLES
+#: The views the speed table times, in its order (every kind that runs a model, and chapter 3's timing).
+SPEED_VIEWS = _speed.SPEED_VIEWS
 
 __all__ = ["VIEWS", "LiveView", "live_view", "sentence_config", "toy_compare_config", "prune_config",
            "digit_config", "digit_readings", "MAX_DIGIT_EXAMPLES", "induction_config", "induction_readings",

@@ -308,7 +308,8 @@ def prune_config(bert, text: str, anchors: Sequence[str], paraphrases: Sequence[
     Args:
         bert: a :class:`~mha_lib.pretrained.BertEncoder` with one head count per layer.
         text: the sentence whose maps the view shows.
-        anchors: A texts; ``paraphrases``: A texts, the i-th saying what anchor i says.
+        anchors: A texts.
+        paraphrases: A texts, the i-th saying what anchor i says.
         distractors: further candidates (e.g. hard negatives); None = none.
         mask: the initial (num_layers, H) grid, 1 = head on (default all on); bools or floats.
         layer: the layer whose maps are shown first.

@@ -24,8 +24,8 @@ WIDGET_VIEW_MIME = "application/vnd.jupyter.widget-view+json"
 class LiveView:
     """One live view; a notebook cell that returns it shows it.
 
-    Its MIME bundle (:meth:`_repr_mimebundle_`) holds ``text/html`` (the element; the built book
-    shows it) and, in a kernel with ``anywidget`` installed, the view of a :class:`LiveWidget`
+    Its MIME bundle (``_repr_mimebundle_``) holds ``text/html`` (the element; the built book
+    shows it) and, in a kernel with ``anywidget`` installed, the view of a ``LiveWidget``
     (Jupyter and Colab show that: the kernel computes the maps).
 
     Attributes:
@@ -47,7 +47,7 @@ class LiveView:
         return self.html
 
     def widget(self):
-        """The :class:`LiveWidget` of this view, made on the first call.
+        """The ``LiveWidget`` of this view, made on the first call.
 
         Returns:
             the widget, or None when ``anywidget`` is not installed (the view is then HTML only).
@@ -81,7 +81,7 @@ class LiveView:
 
 def live_view(view: str, model: str, config: Mapping[str, Any], *, fallback: Any = None,
               alt: Optional[str] = None, caption: Optional[str] = None) -> LiveView:
-    """Write the HTML element of a live view (see the module docstring).
+    """Write the HTML element of a live view (see :mod:`mha_lib.live`).
 
     Args:
         view: ``"sentence"``, ``"toy-compare"``, ``"prune"``, ``"timing"``, ``"induction"``, ``"translate"``, ``"digit"``,
@@ -100,7 +100,7 @@ def live_view(view: str, model: str, config: Mapping[str, Any], *, fallback: Any
 
     Returns:
         a :class:`LiveView`: ``text/html`` (``_repr_html_``), and in a kernel with anywidget also
-        a :class:`LiveWidget` view (``_repr_mimebundle_``), which the kernel computes.
+        a ``LiveWidget`` view (``_repr_mimebundle_``), which the kernel computes.
 
     Raises:
         ValueError: an unknown ``view``; a ``model`` that is not a plain id, or not the view's

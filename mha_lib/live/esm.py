@@ -22,7 +22,7 @@ _INLINED = {"styles.mjs": ("const INLINE_CSS = null;", "mha_live.css"),
 
 @functools.lru_cache(maxsize=1)
 def widget_esm() -> str:
-    """The ES module of :class:`LiveWidget`: the modules of :data:`WIDGET_MODULES`, joined in that order.
+    """The ES module of ``LiveWidget``: the modules of ``WIDGET_MODULES``, joined in that order.
 
     anywidget loads a widget's module from a ``blob:`` URL, where relative imports (``./dom.mjs``)
     cannot resolve and there is no folder to read ``mha_live.css`` or ``view_contract.json`` from, so
@@ -36,7 +36,7 @@ def widget_esm() -> str:
         the module text (str); its default export ``{render}`` is anywidget's entry point.
 
     Raises:
-        RuntimeError: a module imports one that is not above it in :data:`WIDGET_MODULES`, a module
+        RuntimeError: a module imports one that is not above it in ``WIDGET_MODULES``, a module
             of ``mha_lib/web/`` is not in the list, or a line to inline is not there exactly once.
     """
     web = resources.files("mha_lib") / "web"

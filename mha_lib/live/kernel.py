@@ -78,9 +78,14 @@ class KernelRunner:
 
     Args:
         view: the view's kind (:data:`VIEWS`).
-        model: its model id; ``config``: its configuration. A view whose model the contract
+        model: its model id.
+        config: its configuration. A view whose model the contract
             (``view_contract.json``) picks from a list key (``{"one_of": "models"}``: toy-compare, induction, ...)
             runs every model of that list; the others run ``model``. Only those models are loaded.
+
+    Raises:
+        ValueError: a ``view`` that is not one of :data:`VIEWS` (naming it). A bad message is
+            not an error here: :meth:`answer` answers it with ``{"op": "error", ...}``.
     """
 
     def __init__(self, view: str, model: str, config: Mapping[str, Any]):

@@ -36,13 +36,15 @@ def pattern_model(name: str, seed: int = 0) -> TokenClassifier:
     writes for the page.
 
     Args:
-        name: one of :data:`PATTERN_FAMILIES`; seed: a shipped seed.
+        name: one of ``PATTERN_FAMILIES``: ``"ch5-induction-l2"`` (full causal attention),
+            ``"ch9-window4"``, ``"ch9-window8"``, ``"ch9-sparse4"``.
+        seed: a shipped seed of that family.
 
     Returns:
         a :class:`~mha_lib.model.TokenClassifier` in eval mode, float32 on the CPU.
 
     Raises:
-        ValueError: a name that is not one of :data:`PATTERN_FAMILIES` (or a seed that was not shipped).
+        ValueError: a name that is not one of ``PATTERN_FAMILIES`` (or a seed that was not shipped).
     """
     if name not in PATTERN_FAMILIES:
         raise ValueError(f"name {name!r:.60} is not one of the pattern view's families {list(PATTERN_FAMILIES)}")
@@ -88,7 +90,7 @@ def reader_pattern_mask(pattern: Mapping, length: int, seq_len: int) -> torch.Te
     ``{"kind": "full" | "window" | "sparse", "window": w, "sinks": s, "block": b}``: every key (the causal
     mask is the model's own); :func:`~mha_lib.efficient.sliding_window_mask` with w keys and s sinks; or
     BigBird's :func:`~mha_lib.efficient.block_sparse_mask` on blocks of b, built for ``seq_len`` (seed 0, as
-    :meth:`EncoderConfig.attention_pattern`) and cut to the first L positions.
+    :meth:`~mha_lib.model.EncoderConfig.attention_pattern`) and cut to the first L positions.
 
     Raises:
         ValueError: a pattern not of that form or out of range, naming it.
@@ -105,7 +107,7 @@ def reader_pattern_mask(pattern: Mapping, length: int, seq_len: int) -> torch.Te
 def sparse_layouts(seq_len: int) -> List[dict]:
     """BigBird's block layout for each of :data:`SPARSE_BLOCKS`: ``{"block": b, "seen": n x n of 0/1}`` (row r
     sees block column c, n = seq_len / b), from which the page builds the token mask (the random blocks come
-    from torch's generator, which a page cannot repeat). Built as :meth:`EncoderConfig.attention_pattern`
+    from torch's generator, which a page cannot repeat). Built as :meth:`~mha_lib.model.EncoderConfig.attention_pattern`
     builds it (one band block each side, one global block, one random block, seed 0; Zaheer et al. 2020).
 
     Raises:
@@ -169,7 +171,7 @@ def patterns_config(ids: Sequence[int], pattern: Optional[Mapping] = None, *, mo
                     models: Optional[Dict[str, TokenClassifier]] = None) -> Dict[str, Any]:
     """The initial state of a ``"patterns"`` view.
 
-    The page shows the reader's sequence (token ids), a choice of weights (:data:`PATTERN_FAMILIES`), a
+    The page shows the reader's sequence (token ids), a choice of weights (``PATTERN_FAMILIES``), a
     pattern (every key, a window of w keys with s sinks, or BigBird's blocks of b), and for them the mask,
     every head's map, the predictions and the bytes a KV cache would hold.
 
@@ -181,7 +183,7 @@ def patterns_config(ids: Sequence[int], pattern: Optional[Mapping] = None, *, mo
 
     Returns:
         a dict with ``models`` (the site ids, ``<family>.pattern``), ``labels``, ``trained`` (each family's
-        own pattern), ``model``, ``pattern``, ``layouts`` (:func:`sparse_layouts`), ``task``, ``cache`` (the
+        own pattern), ``model``, ``pattern``, ``layouts`` (``sparse_layouts``: one ``{"block", "seen"}`` per block size), ``task``, ``cache`` (the
         sizes :func:`pattern_cache_bytes` reads), ``ids`` and the keys of :func:`patterns_readings`.
 
     Raises:

@@ -28,7 +28,11 @@ HEAD_STAGES = ("x", "q", "k", "v", "scores", "scaled", "blocked", "weights", "he
 
 
 def steps_id(model_id: str, layer: int) -> str:
-    """The id of layer ``layer``'s steps file of ``model_id``: ``"all-MiniLM-L6-v2.attn3"``."""
+    """The id of layer ``layer``'s steps file of ``model_id``: ``"all-MiniLM-L6-v2.attn3"``.
+
+    Raises:
+        ValueError: ``layer`` not an int >= 0 (naming it).
+    """
     return f"{model_id}{STEPS_SUFFIX}{checks.nonnegative_int(layer, 'layer')}"
 
 

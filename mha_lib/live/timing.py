@@ -1,5 +1,5 @@
 """The ``"timing"`` view's numbers (chapter 3): :func:`timing_config`, the book machine's time of
-:func:`mha_lib.attention` at equal FLOPs for every head count, which the page sets beside the time the
+:func:`mha_lib.attention <mha_lib.core.attention>` at equal FLOPs for every head count, which the page sets beside the time the
 reader's own browser measures (``attention-core.onnx``, :func:`mha_lib.export.export_attention_core`)."""
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ def timing_config(heads: Sequence[int] = (1, 2, 4, 8, 16, 32, 64), *, d_model: i
                   batch: int = 8, repeats: int = 5) -> Dict[str, Any]:
     """The initial state of a ``"timing"`` view: this machine's seconds per call of the explicit path.
 
-    For each H, :func:`mha_lib.attention` on random q, k, v of shape (batch, H, seq_len,
+    For each H, :func:`mha_lib.attention <mha_lib.core.attention>` on random q, k, v of shape (batch, H, seq_len,
     d_model / H): the same FLOPs (4 batch seq_len^2 d_model) for every H, the (batch, H, L, L)
     weights made on the way. Timed round-robin (:func:`mha_lib.measure.compare_times`), on the
     CPU with the threads torch has (the book's chapter sets one). Not deterministic: a measurement.

@@ -1,4 +1,4 @@
-"""The anywidget :class:`LiveWidget`, made on first use (``anywidget`` is optional: the ``viz`` extra)."""
+"""The anywidget ``LiveWidget``, made on first use (``anywidget`` is optional: the ``viz`` extra)."""
 from __future__ import annotations
 
 import functools
@@ -19,7 +19,7 @@ def _in_kernel() -> bool:
 
 @functools.lru_cache(maxsize=1)
 def _widget_class():
-    """:class:`LiveWidget`, defined on first use; None when ``anywidget`` is not installed."""
+    """``LiveWidget``, defined on first use; None when ``anywidget`` is not installed."""
     try:
         import anywidget
         import traitlets

@@ -25,10 +25,13 @@ class AttentionBenchmark:
     """One measured forward pass of ``MultiHeadAttention`` (see ``benchmark_attention``).
 
     Attributes:
-        num_heads, batch, seq_len, d_model: the shape. need_weights: which path.
-        seconds: median seconds per forward. peak_bytes: peak tensor bytes during one forward
-            (None if not measured). flops: matmul FLOPs of one forward (``attention_flops``).
-        flop_per_s: flops / seconds. map_bytes: bytes of one (B, H, L, L) map.
+        num_heads, batch, seq_len, d_model: the shape (H, B, L, d_model).
+        need_weights: which path (True: the explicit softmax(QK^T)V that returns the weights).
+        seconds: median seconds per forward.
+        peak_bytes: peak tensor bytes during one forward (None if not measured).
+        flops: matmul FLOPs of one forward (``attention_flops``, 2 per multiply-add).
+        flop_per_s: flops / seconds.
+        map_bytes: bytes of one (B, H, L, L) map.
     """
 
     num_heads: int
@@ -307,7 +310,7 @@ def measure_pruning_speedup(
     Returns:
         one dict per (batch, keep) with keys ``batch``, ``heads``, ``kept``,
         ``attn_s`` / ``attn_ref_s`` (best seconds), ``attn_speedup`` (ref / pruned),
-        ``attn_ideal`` (FLOP ratio, :func:`pruned_attention_flops`), ``attn_of_ideal``
+        ``attn_ideal`` (FLOP ratio, :func:`~mha_lib.cost.pruned_attention_flops`), ``attn_of_ideal``
         (speedup / ideal), ``attn_cpu_speedup`` (the same ratio in CPU seconds, see
         below), and the same for the whole model (``model_*``; ideal from
         attention FLOPs plus the MLP's 2·2·B·L·d·d_ff per layer; embeddings and norms left

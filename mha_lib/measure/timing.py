@@ -40,8 +40,9 @@ def timing_samples(fn: Callable[[], object], *, repeats: int = 7, warmup: int = 
 
     Args:
         fn: a callable with no arguments.
-        repeats: samples (> 0). warmup: untimed calls first (>= 0; lets allocators, caches and
-            lazy initialisation settle). number: calls per sample (> 0).
+        repeats: samples (> 0).
+        warmup: untimed calls first (>= 0; lets allocators, caches and lazy initialisation settle).
+        number: calls per sample (> 0).
         device: the device ``fn`` runs on (``torch.device`` or str); default CPU.
 
     Returns:
@@ -96,7 +97,8 @@ def round_robin_times(fns: Mapping[str, Callable[[], object]], *, repeats: int =
 
     Args:
         fns: name -> callable with no arguments.
-        repeats: rounds (> 0). warmup: untimed rounds first (>= 0).
+        repeats: rounds (> 0).
+        warmup: untimed rounds first (>= 0).
         min_seconds: total wall time each callable must reach (>= 0).
         max_rounds: the most rounds (>= repeats).
         device: where the callables run (``torch.device`` or str); default CPU.

@@ -76,13 +76,14 @@ class TokenClassifier(_SaveLoadMixin, nn.Module):
         """Same arguments as :meth:`Encoder.forward`, passed on unchanged (with ``caches``, the
         logits are those of the new positions; only ``pooling="token"`` reads them one by one).
 
-        Returns:
-            :class:`TokenClassifierOutput` with logits (B, L, C) float.
-
         With ``pooling="mean"`` the mean runs over the positions that ``key_padding_mask``
         leaves to attention: bool True, or a float value attention treats as blocked (-inf, or
         at most -finfo.max / 2, as ``core.masks``), is padding; any other float value is a bias
         of the scores and its position counts.
+
+        Returns:
+            :class:`TokenClassifierOutput` with logits (B, L, C) float (``pooling="token"``), or
+            (B, C) for the pooled readouts (``"cls"``, ``"mean"``).
 
         Raises:
             ValueError: as :meth:`Encoder.forward`: ids out of range, L > max_len, a non-bool

@@ -21,7 +21,7 @@ _ACTIVATIONS = {
     "silu": F.silu,
 }
 _POSITIONALS = ("learned", "sinusoidal", "none")
-#: The most blocks BigBird's pattern may cut ``max_len`` into: an encoder keeps the (n, n) block layout
+#: The most blocks BigBird's pattern may cut ``max_len`` into; an encoder keeps the (n, n) block layout
 #: (:meth:`EncoderConfig.attention_pattern`), 16 MiB at 4,096 blocks, drawn once (one torch.randperm per
 #: row). BigBird itself (Zaheer et al. 2020) cuts 4,096 tokens into 64 blocks of 64.
 MAX_PATTERN_BLOCKS = 4096

@@ -30,7 +30,7 @@ def attention_layers(model: nn.Module) -> List[MultiHeadAttention]:
             modules (taken in ``model.modules()`` order).
 
     Returns:
-        list of num_layers :class:`MultiHeadAttention`.
+        list of num_layers :class:`~mha_lib.core.MultiHeadAttention`.
 
     Raises:
         ValueError: if the model holds no MultiHeadAttention.
@@ -51,13 +51,13 @@ def num_heads_grid(model: nn.Module) -> Tuple[int, int]:
     """(num_layers, H): the shape of the head grid, H = the most heads any layer had before pruning.
 
     Args:
-        model: see :func:`attention_layers`.
+        model: see :func:`~mha_lib.pruning.attention_layers`.
 
     Returns:
         A tuple of two ints ``(num_layers, H)``.
 
     Raises:
-        ValueError: if the model holds no MultiHeadAttention (from :func:`attention_layers`).
+        ValueError: if the model holds no MultiHeadAttention (from :func:`~mha_lib.pruning.attention_layers`).
     """
     layers = attention_layers(model)
     return len(layers), max(a.original_num_heads for a in layers)
@@ -67,14 +67,14 @@ def kept_mask(model: nn.Module) -> Tensor:
     """Grid mask of the heads that exist: (num_layers, H) float32, 1 = kept, 0 = pruned (or absent).
 
     Args:
-        model: see :func:`attention_layers`.
+        model: see :func:`~mha_lib.pruning.attention_layers`.
 
     Returns:
         A (num_layers, H) float32 CPU tensor indexed by original head numbers; a layer with
         fewer than H heads before pruning has 0 in the columns it never had.
 
     Raises:
-        ValueError: if the model holds no MultiHeadAttention (from :func:`attention_layers`).
+        ValueError: if the model holds no MultiHeadAttention (from :func:`~mha_lib.pruning.attention_layers`).
     """
     layers = attention_layers(model)
     n, H = num_heads_grid(model)
@@ -98,7 +98,7 @@ def layer_head_masks(model: nn.Module, mask: Optional[Tensor]) -> Optional[List[
     """Turn a grid mask into the per-layer masks the model's ``head_mask=`` expects.
 
     Args:
-        model: see :func:`attention_layers`.
+        model: see :func:`~mha_lib.pruning.attention_layers`.
         mask: (num_layers, H) or (num_layers, B, H) float over ORIGINAL head numbers, or None.
 
     Returns:

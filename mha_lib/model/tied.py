@@ -77,7 +77,7 @@ def merge_tied_heads(mha):
     """The single head of width d_model/H that a tied layer (:func:`tie_heads`) equals.
 
     For tied heads, ``Concat(h, ..., h) W^O = h (W^O_1 + ... + W^O_H)``. The result is a new
-    :class:`MultiHeadAttention` with the same d_model and every head but one pruned (so its
+    :class:`~mha_lib.core.MultiHeadAttention` with the same d_model and every head but one pruned (so its
     head_dim stays d_model/H), holding the shared W^Q_i, W^K_i, W^V_i and the merged output
     projection ``sum_i W^O_i``. Its outputs equal ``mha``'s (to float rounding), with any mask.
 

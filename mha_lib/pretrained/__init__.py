@@ -30,6 +30,11 @@ from __future__ import annotations
 from .checkpoint import DEFAULT_MODEL, bert_config_to_encoder_config, map_bert_state_dict, resolve_checkpoint
 from .encoder import POOLING_MODES, BertEncoder, load_bert
 from .tokenizer import TokenBatch, WordPieceTokenizer
+from . import checkpoint as _checkpoint
+
+#: The checkpoint :func:`load_bert` and :func:`resolve_checkpoint` load when given None, MiniLM
+#: (all-MiniLM-L6-v2, 6 layers x 12 heads, d_model 384; Wang et al. 2020, Reimers and Gurevych 2019).
+DEFAULT_MODEL = _checkpoint.DEFAULT_MODEL
 
 __all__ = [
     "DEFAULT_MODEL",

@@ -136,7 +136,7 @@ _STRING_FIELDS = ("model_type", "hidden_act", "position_embedding_type")  # conf
 
 
 def bert_config_to_encoder_config(hf: dict, source: str = "config.json") -> EncoderConfig:
-    """Translate a transformers ``BertConfig`` dict into an :class:`EncoderConfig`.
+    """Translate a transformers ``BertConfig`` dict into an :class:`~mha_lib.model.EncoderConfig`.
 
     BERT = post-LN, learned absolute positions, token types, LayerNorm on embeddings, no
     final norm (Devlin et al. 2019, "BERT: Pre-training of Deep Bidirectional Transformers
@@ -147,13 +147,13 @@ def bert_config_to_encoder_config(hf: dict, source: str = "config.json") -> Enco
         source: how to name the file in error messages.
 
     Returns:
-        The :class:`EncoderConfig` (``norm_first=False``, ``positional="learned"``).
+        The :class:`~mha_lib.model.EncoderConfig` (``norm_first=False``, ``positional="learned"``).
 
     Raises:
         ValueError: ``hf`` not a dict; a required key (``vocab_size``, ``hidden_size``,
             ``num_attention_heads``, ``num_hidden_layers``, ``intermediate_size``,
             ``max_position_embeddings``) missing, not an integer, or above its bound in
-            :data:`mha_lib.model.CONFIG_SIZE_LIMITS` (e.g. ``vocab_size`` > 2**24, far beyond
+            ``mha_lib.model.CONFIG_SIZE_LIMITS`` (e.g. ``vocab_size`` > 2**24, far beyond
             any real checkpoint); a model_type other than
             "bert"; ``is_decoder: true`` (this encoder is bidirectional, it has no causal
             self-attention or cross-attention); relative position embeddings; an activation
@@ -227,7 +227,7 @@ def bert_config_to_encoder_config(hf: dict, source: str = "config.json") -> Enco
 
 
 def map_bert_state_dict(state: dict, num_layers: int) -> Tuple[dict, List[str]]:
-    """Rename transformers ``BertModel`` tensors to :class:`Encoder` names.
+    """Rename transformers ``BertModel`` tensors to :class:`~mha_lib.model.Encoder` names.
 
     The names follow transformers' implementation of BERT (Devlin et al. 2019, "BERT:
     Pre-training of Deep Bidirectional Transformers for Language Understanding").

@@ -39,7 +39,7 @@ class BertEncoder(Encoder):
     Args:
         config: the :class:`~mha_lib.model.EncoderConfig` (post-LN BERT settings).
         tokenizer: the :class:`WordPieceTokenizer`.
-        pooling: a mode of :data:`POOLING_MODES` ("cls", "max", "mean",
+        pooling: a mode of ``POOLING_MODES`` ("cls", "max", "mean",
             "mean_sqrt_len_tokens", "weightedmean", "lasttoken"), or a tuple of them, whose
             vectors are concatenated in that order (as sentence-transformers does).
         normalize: L2-normalise pooled embeddings.
@@ -47,7 +47,7 @@ class BertEncoder(Encoder):
         folder: the checkpoint folder, to copy its tokenizer files on save.
 
     Raises:
-        ValueError: a ``pooling`` mode not in :data:`POOLING_MODES`; a bad ``config`` (as
+        ValueError: a ``pooling`` mode not in ``POOLING_MODES``; a bad ``config`` (as
             :class:`~mha_lib.model.Encoder`).
 
     Attributes:
@@ -92,17 +92,17 @@ class BertEncoder(Encoder):
 
         Args:
             texts, text_pairs: as for :class:`WordPieceTokenizer`.
-            **forward_kwargs: passed to :meth:`Encoder.forward` (``head_mask``,
+            **forward_kwargs: passed to :meth:`~mha_lib.model.Encoder.forward` (``head_mask``,
                 ``output_attentions``, ``output_hidden_states``, ...).
 
         Returns:
-            ``(output, batch)``: the :class:`EncoderOutput` (last_hidden_state (B, L, d_model),
+            ``(output, batch)``: the :class:`~mha_lib.model.EncoderOutput` (last_hidden_state (B, L, d_model),
             attentions per layer (B, H_l, L, L)), and the :class:`TokenBatch` with the token
             strings for labelling plots.
 
         Raises:
             ValueError: bad texts (as :meth:`tokenize`), or a bad ``head_mask`` or other
-                argument of :meth:`Encoder.forward`.
+                argument of :meth:`~mha_lib.model.Encoder.forward`.
         """
         batch = self.tokenize(texts, text_pairs)
         return self(**batch.model_inputs(), **forward_kwargs), batch
@@ -163,7 +163,7 @@ class BertEncoder(Encoder):
         Args:
             texts: a str or a list of str (pairs: pass tuples).
             batch_size: texts per forward pass (> 0).
-            head_mask: optional, as in :meth:`Encoder.forward` (shape (num_layers, H) or
+            head_mask: optional, as in :meth:`~mha_lib.model.Encoder.forward` (shape (num_layers, H) or
                 per-layer), e.g. to see what masking heads does to the embeddings. A
                 per-example mask ((num_layers, N, H), or per-layer (N, H_l)) gates text i with
                 row i: all N texts then run in one batch, in their order.
@@ -229,7 +229,7 @@ class BertEncoder(Encoder):
     def from_pretrained(cls, path, map_location: Union[str, torch.device] = "cpu") -> "BertEncoder":
         """A :class:`BertEncoder` (with its tokenizer) from ``path``: ``load_bert(path)[0]``.
 
-        Unlike :meth:`Encoder.from_pretrained <mha_lib.model.Encoder.from_pretrained>`,
+        Unlike ``Encoder.from_pretrained`` (:func:`mha_lib.model.load`),
         which returns a plain :class:`~mha_lib.model.Encoder`, this reads the tokenizer and
         pooling files too, so ``path`` may be a folder written by :meth:`save_pretrained`,
         a transformers BERT checkpoint folder, or a hub id (see :func:`load_bert`).
@@ -279,7 +279,7 @@ def load_bert(name_or_path: Optional[Union[str, os.PathLike]] = None, *, verbose
             (naming the path); a ``max_seq_length`` in sentence_bert_config.json that is not
             an integer >= 3 (null falls back to max_position_embeddings); a tensor
             missing, unknown or of the wrong shape (naming the key); a size in the config
-            above :data:`mha_lib.model.CONFIG_SIZE_LIMITS` (naming the file and the field); a
+            above ``mha_lib.model.CONFIG_SIZE_LIMITS`` (naming the file and the field); a
             JSON file nested too deeply to parse (naming it); a tokenizer with more ids than the
             embedding table has rows (giving both sizes).
         ImportError: ``tokenizers`` (or ``huggingface_hub`` for hub ids) missing; the

@@ -75,6 +75,11 @@ class WordPieceTokenizer:
         max_length: the limit: sentence-transformers' ``max_seq_length`` when the checkpoint
             has one (256 for all-MiniLM-L6-v2), else ``max_position_embeddings``.
         pad_token_id: id used for padding.
+
+    Raises:
+        ValueError: ``max_length`` not an int >= 3 (a pair needs three special tokens),
+            ``pad_token_id`` negative or outside the vocabulary, or a special token ([CLS], [SEP],
+            [UNK]) that the vocabulary lacks or that fails to encode (naming ``source`` and the token).
     """
 
     def __init__(self, backend, max_length: int, pad_token_id: int = 0, *, source: str = "the tokenizer"):

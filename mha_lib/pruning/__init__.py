@@ -1,7 +1,7 @@
 """Head importance scores and pruning schedules.
 
 Which heads matter, and what happens when the others go? This module answers with these
-tools, all working on any mha_lib model whose layers are :class:`MultiHeadAttention`
+tools, all working on any mha_lib model whose layers are :class:`~mha_lib.core.MultiHeadAttention`
 modules (:class:`~mha_lib.model.Encoder`, :class:`~mha_lib.model.TokenClassifier`,
 the pretrained :class:`~mha_lib.pretrained.BertEncoder`):
 
@@ -29,8 +29,8 @@ Conventions (the "head grid"):
     *kept* heads that ``model(..., head_mask=...)`` expects.
 
 The files: ``importance.py`` (importance, ablation), ``schedule.py`` (schedules, structural
-pruning), ``gates.py`` (Hard-Concrete gates). The head grid itself is :mod:`mha_lib.model.heads`;
-the cost of pruned heads (:func:`pruned_attention_flops`) is in :mod:`mha_lib.cost` and the
+pruning), ``gates.py`` (Hard-Concrete gates). The head grid itself is ``mha_lib/model/heads.py``;
+the cost of pruned heads (:func:`~mha_lib.cost.pruned_attention_flops`) is in :mod:`mha_lib.cost` and the
 speed-up benchmark (:func:`measure_pruning_speedup`) in :mod:`mha_lib.measure`; all are
 re-exported here.
 

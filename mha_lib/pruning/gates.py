@@ -207,7 +207,7 @@ def train_head_gates(
     other pruning orders of this module.
 
     Args:
-        model: see :func:`attention_layers`; run in eval mode during the call.
+        model: see :func:`~mha_lib.pruning.attention_layers`; run in eval mode during the call.
         batches: a non-empty list of batches, each passed unchanged to ``loss_fn``.
         loss_fn: ``loss_fn(model, batch, head_mask) -> (B,)`` float per-example losses, as
             for :func:`head_importance` (``head_mask`` = per-layer (B, H_l) gates).
@@ -321,7 +321,7 @@ class GateSearch:
 
     @property
     def mask(self) -> Tensor:
-        """(num_layers, H) float32, 1 keep, 0 pruned: the gates' :meth:`HardConcreteGates.mask`."""
+        """The gates' :meth:`HardConcreteGates.mask`, (num_layers, H) float32, 1 keep, 0 pruned."""
         return self.gates.mask()
 
 

@@ -2,7 +2,7 @@
 
 :func:`head_importance` is ``I_h = E_x |dL(x)/d xi_h|``, one forward and one backward pass per
 batch; :func:`single_head_ablation` is the metric with one head masked, for every head. Scores
-are head grids (see :mod:`mha_lib.model.heads`).
+are head grids (see ``mha_lib/model/heads.py``).
 """
 from __future__ import annotations
 
@@ -80,7 +80,7 @@ def head_importance(
     cannot cancel between the tokens of one example, per-example ones can.
 
     Args:
-        model: see :func:`attention_layers`. Run in eval mode (dropout off) during the
+        model: see :func:`~mha_lib.pruning.attention_layers`. Run in eval mode (dropout off) during the
             call; its mode is restored afterwards. Parameter ``.grad`` is not touched.
         batches: an iterable of batches, each passed unchanged to ``loss_fn``.
         loss_fn: ``loss_fn(model, batch, head_mask) -> (B,)`` float per-example losses,
@@ -168,7 +168,7 @@ class AblationResult:
 
     @property
     def delta(self) -> Tensor:
-        """masked - baseline, (num_layers, H): negative where removing the head hurts an accuracy."""
+        """The change, masked - baseline, (num_layers, H) float32; negative where removing the head hurts an accuracy."""
         return self.masked - self.baseline
 
 
@@ -185,7 +185,7 @@ def single_head_ablation(
     in eval mode (restored afterwards).
 
     Args:
-        model: see :func:`attention_layers`.
+        model: see :func:`~mha_lib.pruning.attention_layers`.
         metric_fn: ``metric_fn(model, head_mask) -> float``: e.g. accuracy or mean loss on
             held-out data; ``head_mask`` is None or a list of per-layer (H_l,) gates to pass
             to the model. See :func:`mha_lib.tasks.accuracy`.

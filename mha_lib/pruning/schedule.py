@@ -44,7 +44,7 @@ class PruningStep:
 
     @property
     def pruned(self) -> dict:
-        """``{layer: [heads]}`` with mask 0: what :func:`prune_heads` takes."""
+        """The heads with mask 0 as ``{layer: [heads]}``, what :func:`prune_heads` takes."""
         return mask_to_heads(self.mask)
 
 
@@ -76,7 +76,7 @@ def pruning_schedule(
         max_fraction: stop when this fraction of heads is pruned, in [0, 1].
         min_heads_per_layer: never prune a layer below this many heads (0 allows a layer
             with no heads: its attention then outputs only W^O's bias, see
-            :meth:`MultiHeadAttention.prune_heads`).
+            :meth:`~mha_lib.core.MultiHeadAttention.prune_heads`).
         initial_mask: optional (num_layers, H) starting mask (0 = already pruned).
 
     Returns:
@@ -180,7 +180,7 @@ def prune_heads(model: nn.Module, heads: HeadsSpec) -> nn.Module:
     """Remove heads for good (structural pruning), in place; returns ``model``.
 
     Each removed head loses its rows of W^Q (and, in plain MHA, of W^K and W^V) and its
-    input columns of W^O (:meth:`MultiHeadAttention.prune_heads`), so the model gets
+    input columns of W^O (:meth:`~mha_lib.core.MultiHeadAttention.prune_heads`), so the model gets
     smaller and faster. The result equals masking the same heads with ``head_mask`` to
     fp32 rounding (Michel et al. 2019). Models with ``prune_heads`` record the heads in
     their config, so ``save_pretrained`` / ``mha_lib.model.load`` round-trip them.
@@ -190,7 +190,7 @@ def prune_heads(model: nn.Module, heads: HeadsSpec) -> nn.Module:
     (B, 0, L, L); the residual stream carries the input past it.
 
     Args:
-        model: see :func:`attention_layers`.
+        model: see :func:`~mha_lib.pruning.attention_layers`.
         heads: ``{layer: [original head ids]}``, or a grid mask (num_layers, H) whose 0
             entries are pruned. Heads already pruned are ignored.
 

@@ -70,6 +70,7 @@ from __future__ import annotations
 from .. import _deprecated
 from . import batch as _batch
 from . import shipped as _shipped
+from . import sweeps as _sweeps
 from .batch import TaskBatch
 from .digits import DigitsTask
 from .heads import attention_maps, best_heads, logits_and_attentions, target_shares
@@ -96,6 +97,9 @@ EVAL_SEED = _batch.EVAL_SEED
 #: cheaper-attention models ``ch9-{window4,window8,sparse4,latent,latent64,latent-rope}`` on chapter 5's task, and
 #: ``ch9-{full,window8,sparse4,latent}-6k`` with three times the steps.
 SHIPPED = _shipped.SHIPPED
+#: The shipped run records :func:`shipped_record` reads (``mha_lib/data/<name>.json``), by name,
+#: each with the script that writes it.
+RECORDS = _sweeps.RECORDS
 
 __all__ = [
     "IGNORE_INDEX",

@@ -49,12 +49,12 @@ class DigitsTask:
 
     @property
     def grid(self) -> int:
-        """Patches per side: 8 / patch_size."""
+        """Patches per side, 8 / patch_size."""
         return self.image_side // self.patch_size
 
     @property
     def patch_dim(self) -> int:
-        """Values per patch: patch_size**2."""
+        """Values per patch, patch_size**2."""
         return self.patch_size ** 2
 
     def images(self, split: str) -> Tuple[Tensor, Tensor]:
@@ -77,6 +77,9 @@ class DigitsTask:
         Returns:
             a :class:`TaskBatch`: ``input_ids`` (B, N, patch_dim) float patches, ``labels`` (B,)
             digits, ``marked`` (B,) the images' indices in the training split.
+
+        Raises:
+            ValueError: if ``batch_size`` is not an int >= 1.
         """
         B = checks.int_at_least(batch_size, "batch_size", 1)
         images, labels = self.images("train")

@@ -74,7 +74,7 @@ class InductionTask(_SeededDataset):
 
     @property
     def num_classes(self) -> int:
-        """C = V: the model predicts a token."""
+        """C = V (the model predicts a token)."""
         return self.vocab_size
 
     def sample(self, batch_size: int, generator: Optional[torch.Generator] = None) -> TaskBatch:

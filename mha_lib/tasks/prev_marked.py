@@ -16,17 +16,18 @@ from .batch import IGNORE_INDEX, TaskBatch, _SeededDataset
 
 @dataclass(frozen=True)
 class PrevMarkedTask(_SeededDataset):
-    """Previous-minus-marked: y_i = (x_{i-1} - x_m) mod V, see the module docstring.
+    """Previous-minus-marked: y_i = (x_{i-1} - x_m) mod V, m the marked position (see :mod:`mha_lib.tasks`).
 
     Args:
-        vocab_size: V >= 2, number of token values and of classes.
-        seq_len: L >= 2.
-        op: ``"sub"`` (the order of the two tokens matters) or ``"add"`` (it does not).
+        vocab_size: V >= 2, number of token values and of classes (default 16).
+        seq_len: L >= 2 (default 16).
+        op: ``"sub"`` (default; the order of the two tokens matters) or ``"add"`` (it does not).
 
     Raises:
         ValueError: on a V or L that is not an int >= 2, or an unknown ``op``.
 
     Example:
+        >>> from mha_lib.tasks import PrevMarkedTask
         >>> task = PrevMarkedTask()
         >>> batch = task.dataset(4, seed=0)
         >>> batch.input_ids.shape, batch.labels.shape
@@ -68,7 +69,7 @@ class PrevMarkedTask(_SeededDataset):
         * ``"one_relation"``: the best use of ONE of the two tokens (plus positions and the
           mark): right when i - 1 = m, otherwise 1/V, i.e. p + (1 - p)/V;
         * ``"even_blend"``: the best use of the unordered pair {x_{i-1}, x_m}, which is what an
-          even 1/2-1/2 blend of two token codes keeps (see the module docstring);
+          even 1/2-1/2 blend of two token codes keeps (see :mod:`mha_lib.tasks`);
         * ``"both"``: 1.0, with both tokens in order.
 
         Returns:

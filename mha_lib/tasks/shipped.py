@@ -39,12 +39,16 @@ class TrainedSpec:
         task: :meth:`PrevMarkedTask.to_dict` of the task.
         model: keyword arguments of :class:`~mha_lib.model.EncoderConfig`
             (``vocab_size`` and ``max_len`` must match the task).
-        steps: optimiser steps; batch_size: sequences per step; lr: peak learning rate of
-            AdamW (one-cycle schedule: linear warm-up over ``warmup`` of the steps, then
-            cosine decay); weight_decay: AdamW's decoupled weight decay.
+        steps: optimiser steps.
+        batch_size: sequences per step.
+        lr: peak learning rate of AdamW (one-cycle schedule: linear warm-up over ``warmup`` of
+            the steps, then cosine decay: :func:`mha_lib.train.lr_at`).
+        weight_decay: AdamW's decoupled weight decay (default 0.01).
+        warmup: the fraction of ``steps`` spent warming up, in [0, 1) (default 0.05).
         seeds: the seeds trained; seed k sets the initialisation and the training stream.
-        eval_every: steps between learning-curve points; eval_sequences: sequences in the
-            small fixed set used for the curves (the final accuracy uses :func:`evaluate`).
+        eval_every: steps between learning-curve points.
+        eval_sequences: sequences in the small fixed set used for the curves (the final
+            accuracy uses :func:`evaluate`).
         tied_heads: when True, every head of every block shares head 0's W^Q, W^K and W^V
             (:func:`mha_lib.analysis.tie_heads`, kept tied during training); chapter 2 uses
             it to show that tied heads are one narrow head.

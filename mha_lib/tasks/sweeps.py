@@ -98,7 +98,7 @@ def shipped_record(name: str, path: Union[str, Path, None] = None) -> dict:
         finite ``accuracy`` (``accuracy_full`` in ``ch4_fresh_seeds``) in [0, 1].
 
     Raises:
-        ValueError: an unknown name, a file that is not valid JSON (:func:`~mha_lib.model.read_json`),
+        ValueError: an unknown name, a file that is not valid JSON (``mha_lib.model.read_json``),
             or a ``runs`` entry that is not such a dict.
     """
     if not isinstance(name, str) or name not in RECORDS:

@@ -61,7 +61,7 @@ class TranslationTask(_SeededDataset):
 
     @property
     def seq_len(self) -> int:
-        """Positions of a source or target sequence: max_words + 1 (EOS)."""
+        """Positions of a source or target sequence, max_words + 1 (EOS)."""
         return self.max_words + 1
 
     def dictionary(self) -> Tensor:
@@ -77,6 +77,9 @@ class TranslationTask(_SeededDataset):
             a :class:`TaskBatch`: ``input_ids`` (B, T) decoder inputs, ``labels`` (B, T),
             ``marked`` (B,) source lengths n, ``inputs = {"src_ids": (B, S), "src_key_padding_mask":
             (B, S) bool}``, with S = T = max_words + 1.
+
+        Raises:
+            ValueError: if ``batch_size`` is not an int >= 1.
         """
         B = checks.int_at_least(batch_size, "batch_size", 1)
         T = self.seq_len

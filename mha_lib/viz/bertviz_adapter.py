@@ -153,7 +153,7 @@ def bertviz_view(
     script URLs from ``window.mhaLibScripts`` when a page sets it (the book serves its own
     copies) and from bertviz's CDN otherwise; and its element id is derived from the data,
     not a random uuid, so re-running a notebook gives the same output. And it reads well in a
-    narrow column: the head view gives each of 12 heads its own colour (:data:`HEAD_COLOURS`,
+    narrow column: the head view gives each of 12 heads its own colour (``HEAD_COLOURS``,
     where bertviz repeats its 10) and writes the head number on each colour swatch; the model
     view is laid out as wide as its box (320 to 970 px, where bertviz always draws 970 px), so
     every head is in view on a laptop or a phone.

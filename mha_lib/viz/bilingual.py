@@ -280,7 +280,7 @@ def bilingual_figures(labels: str | None = None, font: str | None = None) -> boo
     """Store a Chinese copy with every matplotlib figure this kernel shows from now on (the book's build).
 
     Each figure is drawn in English as before (the kernel's PNG formatter, unchanged), then once more with its
-    texts in Chinese (:func:`mha_lib.viz.bilingual.draw_in_chinese`), and the Chinese PNG goes into the output's
+    texts in Chinese (:func:`mha_lib.viz.draw_in_chinese`), and the Chinese PNG goes into the output's
     metadata, ``metadata["image/png"]["mha_zh_CN"]``, with the texts left untranslated and the glyphs missing
     (``tests/test_i18n.py`` fails on either). Glued figures carry it too (myst-nb's ``glue`` formats the figure
     the same way), and so do both renderings of :func:`mha_lib.notebook.figure_pair` (in its HTML's metadata,

@@ -133,6 +133,11 @@ class AttentionExplorer:
         message: an ``HTML`` line for status and errors.
         pngs: ``{value: PNG bytes}`` of the frames shown now.
         sentence: the sentence the frames show (with ``compute``).
+
+    Raises:
+        ValueError: empty ``frames``, a ``compute`` that is not callable, a starting value that is
+            not a frame key, a frame that is not a ``Frame``, a dict of its fields or a ``(weights,
+            tokens)`` tuple, a bad ``cell`` or a non-finite ``vmin``/``vmax`` (each naming the value).
     """
 
     def __init__(self, frames: Mapping[Hashable, Any], *, description: str = "", compute=None,
