@@ -21,9 +21,9 @@ from pathlib import Path
 import pytest
 import torch
 
-from book_site import HTML_ROOT, assert_a_quiet_visit_keeps_the_task_bound
+from book_site import HTML_ROOT, assert_a_quiet_visit_keeps_the_task_bound, run_view
 from test_live_views import (  # noqa: F401  (fixtures: bert, configs, page_html)
-    MINILM_TOLERANCE, VIEW, _open, _require_models, bert, configs, page_html, py_attentions, run)
+    MINILM_TOLERANCE, VIEW, _open, _require_models, bert, configs, page_html, py_attentions)
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tools"))
 from chromium_trace import main_thread_tasks  # noqa: E402
@@ -49,7 +49,7 @@ def _longest_task_of_a_first_visit(browser, book_url, page_html) -> float:
                                    timeout=60_000)
             page.locator("[data-view=sentence] .mha-live-check", has_text="all layers").click()  # all six layers: 72 maps
             page.wait_for_function(f"{view}.querySelectorAll('.mha-live-head canvas').length === 72")
-            run(page, "sentence", "Six layers of maps are drawn one layer at a time.")
+            run_view(page, "sentence", "Six layers of maps are drawn one layer at a time.", packed=True)
             prune = VIEW % "prune"
             page.locator("[data-view=prune] .mha-live-toggles button").nth(5).click()
             page.wait_for_function(f"{prune}.mhaLive.lastResult.mask[0][5] === 0", timeout=60_000)
@@ -121,7 +121,7 @@ def test_readout_is_cleared_when_the_text_or_the_layer_changes(chromium_browser,
         assert readout.text_content().startswith(HINT)  # the cell was one of layer 0's
         point()
         page.mouse.move(0, 0)
-        run(page, "sentence", "Short.")
+        run_view(page, "sentence", "Short.", packed=True)
         assert readout.text_content().startswith(HINT)  # a cell of the old text's maps
         assert visit.console_errors == [] and visit.off_site == []
     finally:
@@ -133,7 +133,7 @@ def test_unknown_tokens_are_counted_and_the_english_vocabulary_said(chromium_bro
     context, page, visit = _open(chromium_browser, book_url, page_html)
     try:
         text = "小明把蛋糕递给小红因为她不饿了。"
-        r = run(page, "sentence", text)
+        r = run_view(page, "sentence", text, packed=True)
         tokens, att = py_attentions(bert, text)
         assert r["tokens"] == tokens
         assert (torch.tensor(r["attentions"]) - att).abs().max().item() <= MINILM_TOLERANCE
@@ -141,7 +141,7 @@ def test_unknown_tokens_are_counted_and_the_english_vocabulary_said(chromium_bro
         assert unknown > 0
         status = page.locator("[data-view=sentence] .mha-live-status").text_content()
         assert f" {unknown} of its {len(tokens) - 2} word pieces are [UNK]: the model's vocabulary is English" in status
-        run(page, "sentence", "No unknown words here.")
+        run_view(page, "sentence", "No unknown words here.", packed=True)
         assert "[UNK]" not in page.locator("[data-view=sentence] .mha-live-status").text_content()
         assert visit.console_errors == [] and visit.off_site == []
     finally:
@@ -182,7 +182,7 @@ def test_a_256_token_map_enlarges_readably_and_scrolls_in_its_box(chromium_brows
     context, page, visit = _open(chromium_browser, book_url, page_html, width=390, height=844)
     try:
         view = "[data-view=sentence]"
-        r = run(page, "sentence", " ".join(["attention"] * 300))
+        r = run_view(page, "sentence", " ".join(["attention"] * 300), packed=True)
         assert len(r["tokens"]) == 256
         page.locator(f"{view} .mha-live-head").nth(3).click()
         zoom = page.evaluate(f"""() => {{ const s = document.querySelector('{view} .mha-live-zoom-scroll');
@@ -216,7 +216,7 @@ def test_each_view_exports_png_svg_csv_and_json_of_the_maps_shown(chromium_brows
     context, page, visit = _open(chromium_browser, book_url, page_html)
     try:
         text = 'Tom said "<b>hi</b>", then =1+1 & left.'
-        r = run(page, "sentence", text)
+        r = run_view(page, "sentence", text, packed=True)
         bar = page.locator("[data-view=sentence] .mha-live-export button")
         assert bar.count() == 4
         files = {name.rsplit(".", 1)[1]: (name, body) for name, body in (_download(page, bar.nth(i)) for i in range(4))}
