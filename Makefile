@@ -19,11 +19,9 @@ WORKERS ?= 2
 .PHONY: venv check-notebooks book locale test test-fast test-unit test-notebooks test-browser browser-deps execute train train-ch1 \
         train-ch2 train-ch3 train-ch4 train-ch4-gates train-ch5 train-ch6 train-ch7 train-ch1-budget train-ch4-ablation train-ch1-heads train-ch2-seeds train-ch4-seeds train-ch7-budget ch8-heads parsed-sample train-ch8-ensemble train-ch9 train-ch9-seeds bench bench-build clean
 
-# --no-compile: pip would byte-compile all 2.2 GB of packages (about 40 of a 110-second install here); Python
-# compiles, and caches, only the modules that are imported, when they first are.
 $(STAMP): requirements.txt constraints.txt pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(PIP) -q --no-compile -r requirements.txt
+	$(PIP) -q -r requirements.txt
 	$(PIP) -q --no-deps -e .
 	touch $@
 
