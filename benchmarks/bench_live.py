@@ -248,7 +248,7 @@ def _page_weights(browser, base: str) -> list:
         context = browser.new_context(viewport={"width": 1280, "height": 900}, service_workers="block")
         page = context.new_page()
         bodies = []
-        page.on("requestfinished", bodies.append)
+        page.on("requestfinished", lambda request, bodies=bodies: bodies.append(request))  # a lambda: playwright cannot wrap a builtin
         page.goto(base + rel, wait_until="load")
         page.wait_for_timeout(1500)  # late scripts (MathJax fonts, widget manager)
         raw = packed = 0
