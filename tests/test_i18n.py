@@ -582,3 +582,19 @@ def test_a_figure_pair_carries_and_shows_the_chinese_copies_of_both_renderings(m
     monkeypatch.setattr(notebook, "chinese_copy_hook", None)  # a reader's Jupyter: the HTML alone
     assert notebook.figure_pair(plt.figure(), plt.figure(), alt="x")._repr_mimebundle_() == \
         {"text/html": notebook.figure_pair(plt.figure(), plt.figure(), alt="x")._repr_html_()}
+
+
+def test_the_chinese_search_indexes_the_words_sphinxs_own_does():
+    """_ext/mha_i18n.py item 6: ChineseSearch keeps its Latin words in a set (Sphinx's list made the Chinese
+    index quadratic); every split and stem must still be Sphinx's."""
+    from sphinx.search.zh import SearchChinese
+
+    texts = ["多头注意力把 d_model 分成 num_heads 个头，每个头的 head_dim 是 d_model / num_heads。",
+             "KV 缓存 (KV cache) 随 num_kv_heads 变小；is_causal 的 attn_mask。", "heads headed ran running ABC abc",
+             "诱导头 induction heads 出现在第 600 步前后。"]
+    ours, sphinxs = mha_i18n.ChineseSearch({}), SearchChinese({})
+    for text in texts:
+        words = ours.split(text)
+        assert words == sphinxs.split(text) and words
+        assert [ours.stem(w) for w in words] == [sphinxs.stem(w) for w in words]
+    assert isinstance(ours.latin_terms, set) and {"d_model", "num_heads", "ABC"} <= ours.latin_terms

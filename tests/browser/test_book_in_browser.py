@@ -22,7 +22,7 @@ import pytest
 import yaml
 from PIL import Image
 
-from book_site import HTML_ROOT, ROOT, SCREENSHOTS, book_pages, require_book, settle_math
+from book_site import FULL_PAGE_SCREENSHOTS, HTML_ROOT, ROOT, SCREENSHOTS, book_pages, require_book, settle_math
 
 pytestmark = pytest.mark.browser
 
@@ -48,7 +48,7 @@ def test_page_loads_without_errors_or_network(loaded_page, rel):
     require_book()
     page, visit = loaded_page(rel, *WIDTHS["laptop"])
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
-    page.screenshot(path=str(SCREENSHOTS / (rel.replace("/", "__").removesuffix(".html") + ".png")), full_page=True)
+    page.screenshot(path=str(SCREENSHOTS / (rel.replace("/", "__").removesuffix(".html") + ".png")), full_page=FULL_PAGE_SCREENSHOTS)
     assert not visit.console_errors, f"{rel}: JavaScript errors in the console: {visit.console_errors}"
     assert not visit.unanswered, f"{rel}: requests that needed the network: {visit.unanswered}"
     assert not visit.broken, f"{rel}: missing files: {visit.broken}"

@@ -23,7 +23,7 @@ from importlib import resources
 import pytest
 import torch
 
-from book_site import HTML_ROOT, PACK_MAPS, SCREENSHOTS, run_view, unpack_maps, wait_for_live_views
+from book_site import FULL_PAGE_SCREENSHOTS, HTML_ROOT, PACK_MAPS, SCREENSHOTS, run_view, unpack_maps, wait_for_live_views
 
 pytestmark = pytest.mark.browser
 
@@ -357,7 +357,7 @@ def test_phone_width_no_sideways_scroll(chromium_browser, book_url, page_html):
         over = page.evaluate("document.documentElement.scrollWidth - document.documentElement.clientWidth")
         assert over <= 0, f"{over} px of sideways scroll at 390 px"
         SCREENSHOTS.mkdir(parents=True, exist_ok=True)
-        page.screenshot(path=str(SCREENSHOTS / "live_views.phone.png"), full_page=True)
+        page.screenshot(path=str(SCREENSHOTS / "live_views.phone.png"), full_page=FULL_PAGE_SCREENSHOTS)
         assert visit.console_errors == [] and visit.off_site == []
     finally:
         context.close()
@@ -1041,7 +1041,7 @@ def test_kernel_widget_draws_what_the_kernel_computes(chromium_browser, book_url
             document.querySelector('#mha-live-style').tagName,
             getComputedStyle(document.querySelector('.mha-live-grid')).display]""") == [1, "STYLE", "grid"]
         SCREENSHOTS.mkdir(parents=True, exist_ok=True)
-        page.screenshot(path=str(SCREENSHOTS / "live_views_kernel.png"), full_page=True)
+        page.screenshot(path=str(SCREENSHOTS / "live_views_kernel.png"), full_page=FULL_PAGE_SCREENSHOTS)
     finally:
         context.close()
 
