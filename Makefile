@@ -19,15 +19,16 @@ WORKERS ?= 2
 .PHONY: venv check-notebooks book locale test test-fast test-unit test-notebooks test-browser browser-deps execute train train-ch1 \
         train-ch2 train-ch3 train-ch4 train-ch4-gates train-ch5 train-ch6 train-ch7 train-ch1-budget train-ch4-ablation train-ch1-heads train-ch2-seeds train-ch4-seeds train-ch7-budget ch8-heads parsed-sample train-ch8-ensemble train-ch9 train-ch9-seeds bench bench-build clean
 
-# pip installs without byte-compiling, then compileall compiles the venv on every core (pip compiles one file after
-# another: a fresh venv took 127 s, this 93 s). Bytecode is kept: these machines set PYTHONDONTWRITEBYTECODE=1, so a
-# venv without it recompiles whatever each test process imports. -qq: like pip, it skips the few files it cannot
-# compile (a Python 3.12 test file of torch).
+# The packages go in without byte-compiling (pip compiles one file after another: 127 s for a fresh venv, 78 s
+# without), and make's commands may write bytecode caches: these machines set PYTHONDONTWRITEBYTECODE=1, under which
+# every process would compile again whatever it imports (a venv installed with --no-compile made pytest 995 ->
+# 1,229 s). So each module is compiled once, when first imported, and the never-imported bulk of the venv never.
+unexport PYTHONDONTWRITEBYTECODE
+
 $(STAMP): requirements.txt constraints.txt pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(PIP) -q --no-compile -r requirements.txt
 	$(PIP) -q --no-deps -e .
-	$(BIN)/python -m compileall -qq -j 0 $(VENV)/lib || true
 	touch $@
 
 venv: $(STAMP)

@@ -38,6 +38,8 @@ export const ZH = {
   "Layer": "层",
   "all layers": "全部层",
   "layer {layer}": "第 {layer} 层",
+  "Layer {layer} of your text, shown until layer {chosen} arrives (its file and those before it are on their way).":
+    "你的文本的第 {layer} 层，在第 {chosen} 层到达之前先显示它（第 {chosen} 层及其之前各层的文件正在下载）。",
   // mha_live.mjs
   "This live view could not start ({error}); the figure is the one computed when {when}.":
     "这个实时视图无法启动（{error}）；图是{when}时计算的。",

@@ -203,6 +203,10 @@ export class SentenceView extends View {
             this.maps.setLayerCount(model.info.num_layers); // the reader's own model may have more or fewer layers
             this.maps.useBookRoles(!model.info.own); // the measured roles are the book model's heads'
             this.maps.begin(encodings[0].tokens, model.info.num_layers, null, text);
+            if (model.layerReady) { // split by layer: a layer whose file is not in yet lets earlier ones stand in
+              const waiting = Array.from({ length: model.info.num_layers }, (_, l) => l).find((l) => !model.layerReady(l));
+              if (waiting !== undefined) this.maps.fetching(waiting);
+            }
           },
           onLayer: (l, maps) => {
             if (current()) draws.push(this.maps.setLayer(l, maps));

@@ -82,6 +82,26 @@ def test_no_main_thread_task_over_50_ms_while_a_view_loads_runs_and_draws(chromi
         lambda: _longest_task_of_a_visit(chromium_browser, book_url, _html(views[kind]), updates), f"{kind}: ")
 
 
+def _first_maps_on_a_slow_link(context, page, text: str):
+    """Type ``text`` into the page's sentence view on a link of 40 Mbit/s; when the first new maps are drawn:
+    (the layer drawn, the requests ended by then, their bytes gzip)."""
+    ended = []
+    page.on("requestfinished", lambda req: ended.append(req))
+    cdp = context.new_cdp_session(page)
+    cdp.send("Network.enable")
+    cdp.send("Network.emulateNetworkConditions", {"offline": False, "latency": 10, "downloadThroughput": 5e6,
+                                                  "uploadThroughput": 5e6})
+    page.evaluate("""(text) => { window.__first = null;
+        new PerformanceObserver((l) => { const m = l.getEntries().find(e => e.name === 'mha-layer-drawn');
+          if (m && window.__first === null) window.__first = m.detail; }).observe({ type: 'mark' });
+        const box = document.querySelector('[data-view=sentence] textarea');
+        box.value = text; box.dispatchEvent(new Event('input')); }""", text)
+    page.wait_for_function("window.__first !== null", timeout=120_000, polling=20)
+    arrived = list(ended)  # the responses ended by now
+    packed = sum(len(gzip.compress(r.response().body(), 6)) for r in arrived if r.response() is not None)
+    return page.evaluate("window.__first"), [r.url.rsplit("/", 1)[-1] for r in arrived], packed
+
+
 def test_the_first_minilm_maps_wait_for_the_runtime_the_embeddings_and_the_first_maps_file(chromium_browser, book_url, views, bert):
     """On a link of 40 Mbit/s: when layer 0's new maps are drawn (from the first maps file), no layer's file but
     layer 0's (which streams next) has arrived, and everything that has weighs at most 10 MB gzip (what a compressing
@@ -89,34 +109,59 @@ def test_the_first_minilm_maps_wait_for_the_runtime_the_embeddings_and_the_first
     _require_models()
     context, page, visit = _open(chromium_browser, book_url, _html(views["sentence"]))
     try:
-        ended = []
-        page.on("requestfinished", lambda req: ended.append(req))
-        cdp = context.new_cdp_session(page)
-        cdp.send("Network.enable")
-        cdp.send("Network.emulateNetworkConditions", {"offline": False, "latency": 10, "downloadThroughput": 5e6,
-                                                      "uploadThroughput": 5e6})
         text = "A sentence typed on a slow link."
-        page.evaluate("""(text) => { window.__first = null;
-            new PerformanceObserver((l) => { const m = l.getEntries().find(e => e.name === 'mha-layer-drawn');
-              if (m && window.__first === null) window.__first = m.detail; }).observe({ type: 'mark' });
-            window.__arrived = () => performance.getEntriesByType('resource').map(e => e.name);
-            const box = document.querySelector('[data-view=sentence] textarea');
-            box.value = text; box.dispatchEvent(new Event('input')); }""", text)
-        page.wait_for_function("window.__first !== null", timeout=120_000, polling=20)
-        arrived = list(ended)  # the responses ended by now
-        assert page.evaluate("window.__first") == 0  # layer 0's maps came first
-        names = [r.url.rsplit("/", 1)[-1] for r in arrived]
+        first, names, packed = _first_maps_on_a_slow_link(context, page, text)
+        assert first == 0  # layer 0's maps came first
         layers = sorted(n for n in names if ".layer" in n)
         assert layers in ([], ["all-MiniLM-L6-v2.layer0.onnx"]), names  # at most layer 0, which streams next
         assert {"ort-wasm-simd-threaded.wasm", "all-MiniLM-L6-v2.embed.onnx", "all-MiniLM-L6-v2.maps0.onnx"} <= set(names)
         assert not any("asyncify" in n or "webgpu" in n for n in names)  # only the WebAssembly build's files
-        packed = sum(len(gzip.compress(r.response().body(), 6)) for r in arrived if r.response() is not None)
         assert packed <= FIRST_MAP_MB_GZIP * 1e6, f"{packed / 1e6:.2f} MB gzip before the first maps"
         page.wait_for_function(f"{VIEW}.mhaLive.lastResult.text === {text!r}", timeout=240_000)
         tokens, want = py_attentions(bert, text)
         r = page.evaluate(f"{VIEW}.mhaLive.lastResult")
         assert r["tokens"] == tokens
         assert (torch.tensor(r["attentions"]) - want).abs().max().item() <= MINILM_TOLERANCE
+        assert visit.console_errors == [] and visit.off_site == []
+    finally:
+        context.close()
+
+
+def test_a_view_opened_on_layer_3_draws_the_readers_text_once_the_first_maps_file_is_in(chromium_browser, book_url, bert):
+    """Chapter 2's view opens on layer 3, whose maps need the files of layers 0-3 (21 MB gzip with the runtime).
+    On the first run, on a link of 40 Mbit/s, the reader's text is drawn after the first maps file as layer 0,
+    titled as standing in for layer 3, with at most layer 0's file in and at most 10 MB gzip; then layer 3's own
+    maps replace it (the title hidden again, the slider still on layer 3), equal to mha_lib's."""
+    from mha_lib.live import live_view, sentence_config
+    from mha_lib.live.speed import _MINILM, _SENTENCE
+
+    _require_models()
+    view = live_view("sentence", _MINILM, sentence_config(bert, _SENTENCE, layer=3))
+    context, page, visit = _open(chromium_browser, book_url, _html(view))
+    try:
+        title = f"{VIEW}.querySelector('.mha-live-layer-title')"
+
+        def heads():  # the captions of the maps drawn ("L3.H1", "L3.H1 · role")
+            return page.evaluate(f"[...{VIEW}.querySelectorAll('.mha-live-head span')].map(s => s.textContent)")
+
+        assert page.evaluate(f"{title}.hidden") and page.evaluate(f"{VIEW}.querySelector('input[type=range]').value") == "3"
+        text = "A sentence typed on a slow link."
+        first, names, packed = _first_maps_on_a_slow_link(context, page, text)
+        assert first == 0, first  # layer 0 stands in
+        assert sorted(n for n in names if ".layer" in n) in ([], ["all-MiniLM-L6-v2.layer0.onnx"]), names
+        assert packed <= FIRST_MAP_MB_GZIP * 1e6, f"{packed / 1e6:.2f} MB gzip before the first maps"
+        assert heads() and all(label.startswith("L0.") for label in heads()), heads()
+        said = page.evaluate(f"[{title}.hidden, {title}.textContent]")
+        assert said == [False, "Layer 0 of your text, shown until layer 3 arrives (its file and those before it are on "
+                               "their way)."], said
+        page.wait_for_function(f"{VIEW}.mhaLive.lastResult.text === {text!r}", timeout=240_000)
+        assert page.evaluate(f"{title}.hidden") and page.evaluate(f"{VIEW}.querySelector('input[type=range]').value") == "3"
+        assert page.evaluate(f"{VIEW}.querySelectorAll('.mha-live-layer-title').length") == 1
+        tokens, want = py_attentions(bert, text)
+        r = page.evaluate(f"{VIEW}.mhaLive.lastResult")
+        assert r["tokens"] == tokens
+        assert (torch.tensor(r["attentions"]) - want).abs().max().item() <= MINILM_TOLERANCE
+        assert heads() and all(label.startswith("L3.") for label in heads()), heads()
         assert visit.console_errors == [] and visit.off_site == []
     finally:
         context.close()
