@@ -227,24 +227,20 @@ def _first_map_bytes(browser, base: str, rel: str, mbit: float) -> dict:
     page.wait_for_function(f"{view}.mhaLive.lastResult.text.startsWith('A sentence')", timeout=900_000)
     done = time.perf_counter()
 
-    def arrived(by: float):
-        raw = packed = 0
-        files = []
-        for when, req in ended:
-            if when > by or not req.url.startswith(base):
-                continue
-            try:
-                body = req.response().body()
-            except Exception:  # a redirect or an aborted request has no body
-                continue
-            raw += len(body)
-            packed += len(gzip.compress(body, 6))
-            files.append(req.url.rsplit("/", 1)[-1])
-        return raw, packed, sorted(f for f in files if ".layer" in f)
-
-    raw, packed, layer_files = arrived(at)
-    _, chosen_packed, _ = arrived(chosen_at)
+    responses = []  # (when it ended, file name, bytes, gzip bytes) of each of the book's responses with a body
+    for when, req in ended:
+        if when > chosen_at or not req.url.startswith(base):
+            continue
+        try:
+            body = req.response().body()
+        except Exception:  # a redirect or an aborted request has no body
+            continue
+        responses.append((when, req.url.rsplit("/", 1)[-1], len(body), len(gzip.compress(body, 6))))
     context.close()
+    first = [r for r in responses if r[0] <= at]
+    raw, packed = sum(r[2] for r in first), sum(r[3] for r in first)
+    layer_files = sorted(r[1] for r in first if ".layer" in r[1])
+    chosen_packed = sum(r[3] for r in responses)
     return {"page": rel, "layer": layer, "chosen": chosen, "raw": raw, "gzip": packed, "first_map_s": at - t0,
             "chosen_gzip": chosen_packed, "chosen_s": chosen_at - t0, "all_layers_s": done - t0, "layer_files": layer_files}
 
