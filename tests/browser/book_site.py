@@ -115,9 +115,9 @@ def _cpu_busy(seconds: float = 1.0) -> float:
     return 1.0 - (idle1 - idle0) / max(total1 - total0, 1)
 
 
-def wait_for_a_quieter_machine(busy_below: float = 0.75, max_wait_s: float = 120.0) -> float:
-    """Wait until the machine's CPUs are less than ``busy_below`` busy over a second (on two cores: one core
-    free), or ``max_wait_s`` seconds have passed: the share busy last measured."""
+def wait_for_a_quieter_machine(busy_below: float = 0.5, max_wait_s: float = 120.0) -> float:
+    """Wait until the machine's CPUs are less than ``busy_below`` busy over a second (on two cores: together less
+    than one core's worth), or ``max_wait_s`` seconds have passed: the share busy last measured."""
     deadline = time.monotonic() + max_wait_s
     while True:
         busy = _cpu_busy()
@@ -135,7 +135,7 @@ def assert_a_quiet_visit_keeps_the_task_bound(visit, what: str = "") -> None:
     its CPU busy over a second: wait_for_a_quieter_machine, at most two minutes)."""
     longest, busy = [], []
     for attempt in range(4):
-        busy.append(round(wait_for_a_quieter_machine(busy_below=0.5), 2) if attempt else "not waited")
+        busy.append(round(wait_for_a_quieter_machine(), 2) if attempt else "not waited")
         longest.append(visit())
         if longest[-1] <= MAIN_THREAD_TASK_MS:
             break
