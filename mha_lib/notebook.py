@@ -272,11 +272,15 @@ class FigurePair:
         wide, narrow: the PNG bytes of the two renderings.
         alt: the alt text.
         breakpoint: the widest window, in CSS px, that gets the narrow rendering.
+        css_class: the ``<picture>``'s classes (``mha-figure-pair``, plus ``mha-heads-figure`` for
+            :class:`mha_lib.viz.HeadsFigure`'s two layouts).
     """
 
-    def __init__(self, wide: bytes, narrow: bytes, alt: str, breakpoint: int, chinese: Optional[list] = None):
+    def __init__(self, wide: bytes, narrow: bytes, alt: str, breakpoint: int, chinese: Optional[list] = None,
+                 css_class: str = "mha-figure-pair"):
         self.wide, self.narrow, self.alt, self.breakpoint = wide, narrow, alt, breakpoint
         self.chinese = chinese  # [wide's, narrow's] Chinese copies (the book's execution), else None
+        self.css_class = css_class
 
     def _repr_mimebundle_(self, include=None, exclude=None):
         """The HTML, with the Chinese copies of its two PNGs in its metadata where the book's execution drew
@@ -298,7 +302,7 @@ class FigurePair:
         def url(png):
             return "data:image/png;base64," + base64.b64encode(png).decode("ascii")
 
-        return (f'<picture class="mha-figure-pair"><source media="(max-width: {self.breakpoint}px)" '
+        return (f'<picture class="{self.css_class}"><source media="(max-width: {self.breakpoint}px)" '
                 f'srcset="{url(self.narrow)}"><img src="{url(self.wide)}" alt="{html.escape(self.alt, quote=True)}">'
                 "</picture>")
 

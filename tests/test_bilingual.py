@@ -240,6 +240,27 @@ def test_a_heads_figure_carries_its_chinese_copy_for_its_html_too(tmp_path, shel
     plt.close(fig)
 
 
+def test_a_heads_figure_with_a_phone_layout_carries_a_chinese_copy_of_each_layout(tmp_path, shell, font):
+    """issue 50: a grid wider than a phone shows as a <picture> of two PNGs; the Chinese edition swaps each."""
+    import torch
+
+    from mha_lib import viz
+
+    labels = tmp_path / "labels.yml"
+    labels.write_text("keep: '\\bL\\d+\\.H\\d+\\b'\nexact:\n  attention weight: 注意力权重\n", encoding="utf-8")
+    fig = viz.plot_heads(torch.softmax(torch.randn(8, 3, 3), -1), ["the", "cat", "sat"])
+    assert fig.narrow is not None
+    assert bilingual.bilingual_figures(str(labels), str(font))
+    data, metadata = shell.display_formatter.format(fig)
+    copy = metadata["text/html"][bilingual.METADATA_KEY]
+    english = re.findall(r"data:image/png;base64,([^\"]+)", data["text/html"])  # narrow, then wide
+    assert len(copy["pngs"]) == len(english) == 2 and copy["untranslated"] == [] == copy["missing_glyphs"]
+    for chinese, original in zip(copy["pngs"], english):
+        assert chinese != original
+        assert base64.b64decode(chinese)[16:24] == base64.b64decode(original)[16:24]  # same width and height
+    plt.close(fig)
+
+
 # ----------------------------------------------------------------------------- hardening (issue 47, fifth pass)
 @pytest.mark.parametrize("english, chinese", [
     ("cost", r"成本 $\frac{$"),  # mathtext matplotlib cannot parse: the figure's drawing raised, naming no entry

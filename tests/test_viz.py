@@ -109,6 +109,46 @@ def test_plot_heads_alt_text_describes_the_data_and_reaches_html():
     assert png_size(base64.b64decode(m.group(1))) == png_size(base64.b64decode(bundle["image/png"]))
 
 
+def png_width(png: bytes) -> int:
+    return int.from_bytes(png[16:20], "big")  # the PNG header's width
+
+
+def test_a_grid_wider_than_a_phone_has_a_phone_layout_of_the_same_maps():
+    """issue 50: a grid of heads drawn for a 1280 px page shrank to a quarter of its pixels on a phone; a grid
+    wider than 5.6 inches also draws the same maps 5 inches wide, in rows of two, and its HTML is a <picture>
+    whose narrow source a window of at most 600 px shows."""
+    w = softmax_weights(12, 9, 9)
+    tokens = ["[CLS]", "the", "cat", "sat", "on", "a", "warm", "mat", "[SEP]"]
+    fig = viz.plot_heads(w, tokens, layer=3, title="layer 3 on one sentence, drawn twice for two widths")
+    assert fig.get_figwidth() > 5.6 and fig.narrow is not None
+    narrow = fig.narrow()
+    assert narrow.get_figwidth() <= 5.0 + 1e-6 < fig.get_figwidth()
+    maps = lambda f: sorted((ax.get_title(), ax.images[0].get_array().tobytes()) for ax in f.axes if ax.images)  # noqa: E731
+    assert maps(narrow) == maps(fig) and len(maps(fig)) == 12  # the same 12 maps, the same labels
+    columns = {round(ax.get_position().x0, 3) for ax in narrow.axes if ax.images}
+    assert len(columns) == 2  # two maps a row (three only above 24 maps)
+    page = fig._repr_mimebundle_()["text/html"]
+    m = re.fullmatch(r'<picture class="mha-figure-pair mha-heads-figure"><source media="\(max-width: 600px\)" '
+                     r'srcset="data:image/png;base64,([^"]+)"><img src="data:image/png;base64,([^"]+)" alt="([^"]*)">'
+                     r'</picture>', page)
+    assert m, page[:200]
+    assert png_width(base64.b64decode(m.group(1))) <= 500 < png_width(base64.b64decode(m.group(2)))
+    assert m.group(2) == base64.b64encode(fig.to_png()).decode() and m.group(3).startswith("Grid of 12 attention")
+
+
+def test_a_grid_that_fits_a_phone_stays_one_image_and_a_big_grid_gets_rows_of_three():
+    one = viz.plot_heads(softmax_weights(1, 9, 9), [str(i) for i in range(9)])
+    assert one.narrow is None and one._repr_mimebundle_()["text/html"].startswith('<img class="mha-heads-figure"')
+    many = viz.plot_heads(softmax_weights(3, 12, 6, 6), [str(i) for i in range(6)])  # 36 maps, 3 layers
+    narrow = many.narrow()
+    rows = {}
+    for ax in narrow.axes:
+        if ax.images:
+            rows.setdefault(round(ax.get_position().y0, 3), []).append(ax.get_title())
+    assert sorted(len(r) for r in rows.values()) == [3] * 12  # every layer's 12 heads in 4 rows of 3
+    assert all(len({t.split(".")[0] for t in r}) == 1 for r in rows.values())  # a row never mixes layers
+
+
 def test_plot_heads_figure_is_not_attached_to_pyplot():
     import matplotlib.pyplot as plt
 

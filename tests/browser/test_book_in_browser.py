@@ -29,6 +29,7 @@ pytestmark = pytest.mark.browser
 MAX_PAGE_BYTES = 3_000_000  # issue 50: at most 3 MB gzip before the reader acts
 PAGES = book_pages() or ["<no built book>"]
 WIDTHS = {"laptop": (1280, 800), "phone": (390, 844)}  # (width, height)
+PHONE_PANEL_SHARE = 0.5  # the least share of a multi-panel figure's pixels a 390 px phone shows
 
 
 def _page_text(rel: str) -> str:
@@ -207,7 +208,12 @@ MEASURE = """() => {
     .filter(i => i.getBoundingClientRect().width > 0)
     .filter(i => !i.alt || i.alt.length < 8 || /\\.(png|jpe?g|svg|gif)$/i.test(i.alt) || i.alt.includes('/'))
     .map(i => i.src.slice(-60));
-  return {scrollWidth: document.documentElement.scrollWidth, width, wide, math, badAlt};
+  // multi-panel figures (plot_heads grids, figure_pair): the rendering chosen and the share of its pixels shown
+  const panels = [...document.querySelectorAll('.bd-article img.mha-heads-figure, .bd-article picture.mha-figure-pair img')]
+    .filter(i => !i.closest('.mha-live-view') && i.naturalWidth && i.getBoundingClientRect().width > 0)
+    .map(i => ({alt: i.alt.slice(0, 60), shown: +(i.getBoundingClientRect().width / i.naturalWidth).toFixed(2),
+                narrow: i.parentElement.tagName === 'PICTURE' && i.currentSrc !== i.src}));
+  return {scrollWidth: document.documentElement.scrollWidth, width, wide, math, badAlt, panels};
 }"""
 
 
@@ -226,6 +232,13 @@ def test_page_reads_at_laptop_and_phone_width(loaded_page, rel, device):
     if device == "laptop":
         assert not m["math"], f"{rel}: display equations wider than the column at {width} px: {m['math']}"
     assert not m["badAlt"], f"{rel}: images without real alt text: {m['badAlt']}"
+    # issue 50: a multi-panel figure has a phone layout, chosen by the page: on a phone it shows at least half
+    # its pixels (the wide grids showed 0.24-0.41), on a laptop its wide layout
+    if device == "phone":
+        small = [p for p in m["panels"] if p["shown"] < PHONE_PANEL_SHARE]
+        assert not small, f"{rel}: multi-panel figures shown below {PHONE_PANEL_SHARE} of their pixels: {small}"
+    else:
+        assert not any(p["narrow"] for p in m["panels"]), f"{rel}: a phone layout at {width} px: {m['panels']}"
     assert visit.console_errors == [], visit.console_errors
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
     page.screenshot(path=str(SCREENSHOTS / f"{rel.replace('/', '__')}.{device}.png"), full_page=False)
@@ -343,7 +356,9 @@ def test_static_head_grids_carry_alt_text():
     require_book()
     found = []
     for rel in PAGES:
-        for alt in re.findall(r'<img class="mha-heads-figure"[^>]*alt="([^"]*)"', _page_text(rel)):
+        # one <img>, or a <picture> of a wide and a phone layout (its <img> inside)
+        for alt in re.findall(r'<(?:img class="mha-heads-figure"|picture class="mha-figure-pair mha-heads-figure">'
+                              r'<source[^>]*><img)[^>]*alt="([^"]*)"', _page_text(rel)):
             found.append((rel, alt))
     assert found, "no plot_heads figure in the built book"
     for rel, alt in found:
