@@ -117,8 +117,8 @@ def test_a_grid_wider_than_a_phone_has_a_phone_layout_of_the_same_maps():
     """issue 50: a grid of heads drawn for a 1280 px page shrank to a quarter of its pixels on a phone; a grid
     wider than 5.6 inches also draws the same maps 5 inches wide, in rows of two, and its HTML is a <picture>
     whose narrow source a window of at most 600 px shows."""
-    w = softmax_weights(12, 9, 9)
-    tokens = ["[CLS]", "the", "cat", "sat", "on", "a", "warm", "mat", "[SEP]"]
+    w = softmax_weights(12, 16, 16)
+    tokens = ["[CLS]"] + "the old cat sat on a warm mat by the door because it".split() + [".", "[SEP]"]
     fig = viz.plot_heads(w, tokens, layer=3, title="layer 3 on one sentence, drawn twice for two widths")
     assert fig.get_figwidth() > 5.6 and fig.narrow is not None
     narrow = fig.narrow()
@@ -126,7 +126,9 @@ def test_a_grid_wider_than_a_phone_has_a_phone_layout_of_the_same_maps():
     maps = lambda f: sorted((ax.get_title(), ax.images[0].get_array().tobytes()) for ax in f.axes if ax.images)  # noqa: E731
     assert maps(narrow) == maps(fig) and len(maps(fig)) == 12  # the same 12 maps, the same labels
     columns = {round(ax.get_position().x0, 3) for ax in narrow.axes if ax.images}
-    assert len(columns) == 2  # two maps a row (three only above 24 maps)
+    assert len(columns) == 2  # two maps a row: 16 tokens leave room for no more at 0.1 inch a token
+    short = viz.plot_heads(softmax_weights(8, 9, 9), tokens[:9]).narrow()
+    assert len({round(ax.get_position().x0, 3) for ax in short.axes if ax.images}) == 4  # 9 tokens: 4 a row
     page = fig._repr_mimebundle_()["text/html"]
     m = re.fullmatch(r'<picture class="mha-figure-pair mha-heads-figure"><source media="\(max-width: 600px\)" '
                      r'srcset="data:image/png;base64,([^"]+)"><img src="data:image/png;base64,([^"]+)" alt="([^"]*)">'
@@ -139,7 +141,7 @@ def test_a_grid_wider_than_a_phone_has_a_phone_layout_of_the_same_maps():
 def test_a_grid_that_fits_a_phone_stays_one_image_and_a_big_grid_gets_rows_of_three():
     one = viz.plot_heads(softmax_weights(1, 9, 9), [str(i) for i in range(9)])
     assert one.narrow is None and one._repr_mimebundle_()["text/html"].startswith('<img class="mha-heads-figure"')
-    many = viz.plot_heads(softmax_weights(3, 12, 6, 6), [str(i) for i in range(6)])  # 36 maps, 3 layers
+    many = viz.plot_heads(softmax_weights(3, 12, 16, 16), [str(i) for i in range(16)])  # 36 maps, 3 layers
     narrow = many.narrow()
     rows = {}
     for ax in narrow.axes:

@@ -32,7 +32,7 @@ class HeadsFigure(Figure):
     ``<img alt="...">`` (text/html, what Jupyter Book, JupyterLab, Colab and VS Code show),
     plus image/png, plus the alt text as text/plain (no memory address, so nbval-stable).
     A grid wider than a phone shows well (over 5.6 inches, 560 px) has a second layout,
-    ``fig.narrow()``: the same maps in rows of 1 to 3, 5 inches wide, colour bar below; its
+    ``fig.narrow()``: the same maps in rows of 1 to 4, 5 inches wide, colour bar below; its
     HTML is then a ``<picture>`` (:class:`mha_lib.notebook.FigurePair`) that shows that layout
     in a window at most 600 px wide. Both are drawn when the figure is shown, from the figure as
     :func:`plot_heads` made it: lines drawn on its axes afterwards are in the wide one only.
@@ -221,12 +221,14 @@ def _draw_grid(cls: type, rows: list, tokens: list, key_tokens: list, colours: d
 def _narrow_grid(rows: list, tokens: list, key_tokens: list, colours: dict,
                  title: Optional[str]) -> Callable[[], Figure]:
     """The phone's layout of the same panels, drawn when first shown: each row of the wide grid (a layer, or
-    ``ncols`` heads) wrapped into rows of 1 to 3 maps (3 only above 24 maps) of at most 3.2 inches, the figure at most
-    ``NARROW_WIDTH_INCHES`` wide; the colour bar below."""
+    ``ncols`` heads) wrapped into rows of 1 to 4 maps (as many as keep 0.1 inch a token, at least 2; 1 for up
+    to 3 maps) of at most 3.2 inches, the figure at most ``NARROW_WIDTH_INCHES`` wide; the colour bar below."""
     n_panels = sum(len(r) for r in rows)
-    per_row = 1 if n_panels <= 3 else 2 if n_panels <= 24 else 3  # 3 a row: the tokens become hard to read
-    narrow_rows = [row[i:i + per_row] for row in rows for i in range(0, len(row), per_row)]
     L, S = rows[0][0][1].shape
+    # as many maps a row as keep 0.1 inch a token (up to 4: short texts), at least 2 (3 above 24 maps)
+    fit = int((NARROW_WIDTH_INCHES - 0.7) // (0.1 * max(L, S) + 0.12))
+    per_row = 1 if n_panels <= 3 else min(4, max(2 if n_panels <= 24 else 3, fit))
+    narrow_rows = [row[i:i + per_row] for row in rows for i in range(0, len(row), per_row)]
 
     def draw() -> Figure:
         # the panel size that makes the grid NARROW_WIDTH_INCHES wide (the token labels' width depends on it)
