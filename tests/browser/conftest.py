@@ -75,6 +75,7 @@ class PageVisit:
     bytes_loaded: int = 0        # as served here: uncompressed
     bytes_transferred: int = 0   # what a gzip-compressing server (GitHub Pages, a CDN) sends
     stripped_integrity: int = 0
+    in_flight: object = None     # the page's InFlight: its requests not yet answered
 
     def count(self, body: bytes, content_type: str) -> None:
         self.add(*_wire_sizes(body, content_type))
@@ -174,6 +175,7 @@ def open_book_page(browser, book_url: str, rel: str, width: int = 1280, height: 
         if path.is_file():
             visit.add(*_file_sizes(path, path.stat().st_mtime_ns))
 
+    visit.in_flight = InFlight(page)
     page.route(lambda url: url == visit.url or (url.startswith(book_url) and _is_document(url)), document)
     page.route(lambda url: not url.startswith(book_url), off_site)
     page.on("response", served)
@@ -181,7 +183,7 @@ def open_book_page(browser, book_url: str, rel: str, width: int = 1280, height: 
     page.on("pageerror", lambda err: visit.console_errors.append(f"uncaught: {err}"))
     try:
         page.goto(visit.url, wait_until="load")
-        settle(page)
+        settle(page, visit.in_flight)
     except BaseException:
         context.close()  # nobody else holds it yet
         raise
@@ -253,8 +255,38 @@ def _content(page) -> str:
     return page.content()
 
 
-def settle(page) -> None:
-    """Wait until widgets and bertviz views have drawn and the network is quiet."""
+class InFlight:
+    """The requests of a page (and its frames) not yet answered; data: and blob: URLs are no network."""
+
+    def __init__(self, page):
+        self.open = set()
+        page.on("request", lambda r: None if r.url.startswith(("data:", "blob:")) else self.open.add(r))
+        page.on("requestfinished", lambda r: self.open.discard(r))
+        page.on("requestfailed", lambda r: self.open.discard(r))
+
+
+QUIET_MS = 150  # settle(): no request open for this long once the page's math and fonts are in
+
+
+# The page's own late loads: MathJax (its script is async) typesets, then its fonts load when laid out.
+MATH_AND_FONTS = """async () => {
+  const started = () => window.MathJax && window.MathJax.startup && window.MathJax.startup.promise;
+  if (document.querySelector('script[src*="mathjax" i]'))
+    for (let i = 0; i < 300 && !started(); i++) await new Promise(r => setTimeout(r, 50));
+  if (started()) await window.MathJax.startup.promise;
+  await new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)));
+  await document.fonts.ready;
+  return true;
+}"""
+
+
+def settle(page, in_flight: InFlight = None) -> None:
+    """Wait until widgets and bertviz views have drawn and the network is quiet.
+
+    With the page's ``InFlight`` (open_book_page's), quiet means: MathJax has typeset, the fonts are in, and no
+    request has been open for QUIET_MS; without it, Playwright's ``networkidle`` (500 ms without a connection,
+    about 350 ms longer a page load, over ~300 loads a run).
+    """
     html = _content(page)
     if "application/vnd.jupyter.widget-state+json" in html:
         page.wait_for_selector(".jupyter-widgets, .widget-box, .lm-Widget", state="attached", timeout=30_000)
@@ -265,4 +297,14 @@ def settle(page) -> None:
             "id => { const d = document.getElementById(id); return d && d.querySelector('svg *'); }",
             arg=view_id, timeout=30_000,
         )
+    if in_flight is None:
+        page.wait_for_load_state("networkidle")
+        return
+    page.evaluate(MATH_AND_FONTS)
+    quiet = 0
+    for _ in range(600):  # at most ~30 s: then as before, Playwright's networkidle decides
+        page.wait_for_timeout(50)  # lets Playwright deliver the request events
+        quiet = quiet + 50 if not in_flight.open else 0
+        if quiet >= QUIET_MS:
+            return
     page.wait_for_load_state("networkidle")

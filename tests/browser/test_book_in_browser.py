@@ -48,6 +48,7 @@ NOTEBOOK_PAGES = [p for p in PAGES if (HTML_ROOT / "_sources" / Path(p).with_suf
 def test_page_loads_without_errors_or_network(loaded_page, rel):
     require_book()
     page, visit = loaded_page(rel, *WIDTHS["laptop"])
+    page.wait_for_load_state("networkidle")  # the strict quiet (500 ms without a connection) before counting
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
     page.screenshot(path=str(SCREENSHOTS / (rel.replace("/", "__").removesuffix(".html") + ".png")), full_page=FULL_PAGE_SCREENSHOTS)
     assert not visit.console_errors, f"{rel}: JavaScript errors in the console: {visit.console_errors}"
