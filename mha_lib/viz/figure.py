@@ -122,7 +122,9 @@ def plot_heads(
 
     Returns:
         a :class:`HeadsFigure` (a matplotlib Figure, not attached to pyplot, so it shows
-        once); ``fig.alt_text`` describes it. Each panel's title is its head label.
+        once); ``fig.alt_text`` describes it. Each panel's title is its head label. Where the
+        grid is wider than 5.6 inches, ``fig.narrow()`` draws its phone layout (else
+        ``fig.narrow`` is None).
 
     Raises:
         ValueError: wrong rank, layers with different (L, S), 0 heads, non-finite weights,
