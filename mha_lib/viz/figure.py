@@ -158,6 +158,15 @@ def plot_heads(
 
 NARROW_WIDTH_INCHES = 5.0  # a phone's rendering: 500 px at 100 dpi, shown at ~0.7 in a 358 px column
 NARROW_BREAKPOINT = 600  # CSS px: the widest window that gets the phone's rendering (as figure_pair's default)
+GAP_INCHES = 0.12  # between two maps, across and down
+PHONE_MARGIN_INCHES = 0.1  # right of the phone's grid (its colour bar is below)
+
+
+def _token_labels(panel_inches: float, n: int, tokens: Sequence[str]) -> tuple:
+    """(font size in points, width in inches) of the row labels of maps ``panel_inches`` on their longer side of
+    ``n`` tokens: the font follows a token's row height, from 4.5 to 9 points."""
+    tick_size = float(np.clip(panel_inches * 72 / n * 0.75, 4.5, 9))
+    return tick_size, max(len(t) for t in tokens) * (tick_size * 0.7 / 72) + 0.15
 
 
 def _draw_grid(cls: type, rows: list, tokens: list, key_tokens: list, colours: dict, title: Optional[str],
@@ -170,18 +179,16 @@ def _draw_grid(cls: type, rows: list, tokens: list, key_tokens: list, colours: d
     """
     n_rows, n_cols = len(rows), max(len(r) for r in rows)
     L, S = rows[0][0][1].shape
-    tick_size = float(np.clip(panel_inches * 72 / max(L, S) * 0.75, 4.5, 9))
-    char_in = tick_size * 0.7 / 72
+    tick_size, left_in = _token_labels(panel_inches, max(L, S), tokens)
+    _, bottom_in = _token_labels(panel_inches, max(L, S), key_tokens)
     title_in = (max(tick_size + 1, 7) + 4) / 72
-    left_in = max(len(t) for t in tokens) * char_in + 0.15
-    bottom_in = max(len(t) for t in key_tokens) * char_in + 0.15
-    gap_x, gap_y = 0.12, 0.12
+    gap_x = gap_y = GAP_INCHES
     panel_w, panel_h = panel_inches * S / max(L, S), panel_inches * L / max(L, S)
     grid_w = left_in + n_cols * panel_w + (n_cols - 1) * gap_x
     title_size = 10.0 if phone else 12.0  # points; about 0.55 of a point wide per character
     title_lines = 0 if not title else max(1, math.ceil(len(title) * title_size * 0.55 / 72 / (grid_w - 0.2)))
     top_in = 0.1 + (0.3 * title_lines + 0.1 if title and phone else 0.4 if title else 0.0)
-    cbar_right, cbar_below = (0.1, 0.2 + 0.12 + 0.45) if phone else (0.15 + 0.12 + 0.7, 0.0)  # phone: a margin
+    cbar_right, cbar_below = (PHONE_MARGIN_INCHES, 0.2 + 0.12 + 0.45) if phone else (0.15 + 0.12 + 0.7, 0.0)
     width = grid_w + cbar_right
     height = top_in + n_rows * (title_in + panel_h) + (n_rows - 1) * gap_y + bottom_in + cbar_below
     fig = cls(figsize=(width, height))
@@ -228,7 +235,7 @@ def _narrow_grid(rows: list, tokens: list, key_tokens: list, colours: dict,
     n_panels = sum(len(r) for r in rows)
     L, S = rows[0][0][1].shape
     # as many maps a row as keep 0.1 inch a token (up to 4: short texts), at least 2 (3 above 24 maps)
-    fit = int((NARROW_WIDTH_INCHES - 0.7) // (0.1 * max(L, S) + 0.12))
+    fit = int((NARROW_WIDTH_INCHES - 0.7) // (0.1 * max(L, S) + GAP_INCHES))
     per_row = 1 if n_panels <= 3 else min(4, max(2 if n_panels <= 24 else 3, fit))
     narrow_rows = [row[i:i + per_row] for row in rows for i in range(0, len(row), per_row)]
 
@@ -236,9 +243,8 @@ def _narrow_grid(rows: list, tokens: list, key_tokens: list, colours: dict,
         # the panel size that makes the grid NARROW_WIDTH_INCHES wide (the token labels' width depends on it)
         panel = 3.2
         for _ in range(3):
-            tick_size = float(np.clip(panel * 72 / max(L, S) * 0.75, 4.5, 9))
-            left_in = max(len(t) for t in tokens) * tick_size * 0.7 / 72 + 0.15
-            panel_w = (NARROW_WIDTH_INCHES - 0.1 - left_in - (per_row - 1) * 0.12) / per_row
+            _, left_in = _token_labels(panel, max(L, S), tokens)
+            panel_w = (NARROW_WIDTH_INCHES - PHONE_MARGIN_INCHES - left_in - (per_row - 1) * GAP_INCHES) / per_row
             panel = min(3.2, panel_w * max(L, S) / S)
         return _draw_grid(Figure, narrow_rows, tokens, key_tokens, colours, title, panel, phone=True)
 

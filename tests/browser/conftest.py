@@ -280,12 +280,12 @@ MATH_AND_FONTS = """async () => {
 }"""
 
 
-def settle(page, in_flight: InFlight = None) -> None:
+def settle(page, in_flight: InFlight) -> None:
     """Wait until widgets and bertviz views have drawn and the network is quiet.
 
-    With the page's ``InFlight`` (open_book_page's), quiet means: MathJax has typeset, the fonts are in, and no
-    request has been open for QUIET_MS; without it, Playwright's ``networkidle`` (500 ms without a connection,
-    about 350 ms longer a page load, over ~300 loads a run).
+    Quiet means: MathJax has typeset, the fonts are in, and no request of the page's ``InFlight`` has been open
+    for QUIET_MS (Playwright's ``networkidle``, 500 ms without a connection, took about 350 ms longer a page
+    load, over ~300 loads a run; it still decides after 30 s of requests that never go quiet).
     """
     html = _content(page)
     if "application/vnd.jupyter.widget-state+json" in html:
@@ -297,9 +297,6 @@ def settle(page, in_flight: InFlight = None) -> None:
             "id => { const d = document.getElementById(id); return d && d.querySelector('svg *'); }",
             arg=view_id, timeout=30_000,
         )
-    if in_flight is None:
-        page.wait_for_load_state("networkidle")
-        return
     page.evaluate(MATH_AND_FONTS)
     quiet = 0
     for _ in range(600):  # at most ~30 s: then as before, Playwright's networkidle decides
